@@ -1,0 +1,200 @@
+//! The `csdchar` command as a library: [`run`] executes parsed options
+//! in-process (integration tests call it directly); `main` only parses
+//! arguments, installs signal handlers and exits with the code.
+
+pub mod opts;
+pub mod output;
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use clap::Parser;
+use csdchar_core::result::RunStatus;
+use csdchar_core::result::block::BlockResult;
+use csdchar_fio_like::{RunControl, run_block};
+
+pub use opts::{BlockOpts, Cli, Command, OutputFormat, SchemaName, UsageError};
+
+/// Exit code for bad input.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code after SIGINT/SIGTERM (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Where a command writes, and the flag signals set.
+pub struct Io<'a> {
+    /// Results and live lines.
+    pub stdout: &'a mut dyn Write,
+    /// Errors and notices.
+    pub stderr: &'a mut dyn Write,
+    /// Set on SIGINT/SIGTERM.
+    pub interrupt: Arc<AtomicBool>,
+}
+
+/// What a command produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Process exit code.
+    pub exit_code: i32,
+    /// The block result, when a block run happened.
+    pub block: Option<BlockResult>,
+}
+
+impl Outcome {
+    fn code(exit_code: i32) -> Self {
+        Outcome {
+            exit_code,
+            block: None,
+        }
+    }
+}
+
+/// Runs a parsed command.
+pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
+    match cli.command {
+        Command::Block(opts) => run_block_command(&opts, io),
+        Command::Schema {
+            which: SchemaName::Block,
+        } => {
+            let _ = io.stdout.write_all(block_schema().as_bytes());
+            Outcome::code(0)
+        }
+    }
+}
+
+/// The JSON Schema of `csdchar.block/1`, generated from the documented types.
+pub fn block_schema() -> String {
+    let schema = schemars::schema_for!(BlockResult);
+    let mut s = serde_json::to_string_pretty(&schema).expect("schema serializes");
+    s.push('\n');
+    s
+}
+
+fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
+    let spec = match opts.validate() {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(EXIT_USAGE);
+        }
+    };
+    let live = opts.output_format == OutputFormat::Normal && opts.output.is_none();
+    let stdout = &mut *io.stdout;
+    let mut print_interval = |s: &csdchar_core::result::block::IntervalSample| {
+        let _ = stdout.write_all(output::interval_line(s).as_bytes());
+    };
+    let ctl = RunControl {
+        interrupt: Arc::clone(&io.interrupt),
+        on_interval: if live {
+            Some(&mut print_interval)
+        } else {
+            None
+        },
+    };
+    let result = match run_block(&spec, ctl) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(e.exit_code());
+        }
+    };
+    let bytes = match opts.output_format {
+        OutputFormat::Json => output::block_json(&result),
+        OutputFormat::Normal => output::block_text(&result),
+    };
+    let mut exit_code = match result.status {
+        RunStatus::Completed => 0,
+        RunStatus::Interrupted => EXIT_INTERRUPTED,
+        RunStatus::IoError | RunStatus::VerifyFailed => 1,
+    };
+    if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {
+        let _ = writeln!(io.stderr, "error: {e}");
+        exit_code = 1;
+    }
+    match result.status {
+        RunStatus::Interrupted => {
+            let _ = writeln!(io.stderr, "interrupted: partial result saved");
+        }
+        RunStatus::IoError => {
+            let msg = result
+                .error
+                .as_ref()
+                .map_or("unknown error", |e| e.message.as_str());
+            let _ = writeln!(io.stderr, "error: {msg}; partial result saved");
+        }
+        RunStatus::VerifyFailed => {
+            let n = result.verify.as_ref().map_or(0, |v| v.bad_block_count);
+            let _ = writeln!(io.stderr, "error: verification found {n} bad blocks");
+        }
+        RunStatus::Completed => {}
+    }
+    Outcome {
+        exit_code,
+        block: Some(result),
+    }
+}
+
+/// The one place results are written: to `path`, or to `stdout` without one.
+pub fn emit(bytes: &[u8], path: Option<&Path>, stdout: &mut dyn Write) -> Result<(), String> {
+    match path {
+        Some(p) => std::fs::write(p, bytes)
+            .map_err(|e| format!("--output: cannot write {}: {e}", p.display())),
+        None => stdout
+            .write_all(bytes)
+            .and_then(|_| stdout.flush())
+            .map_err(|e| format!("cannot write the result: {e}")),
+    }
+}
+
+/// Turns a clap error into one line: what is wrong, naming the option.
+pub fn one_line(err: &clap::Error) -> String {
+    let rendered = err.render().to_string();
+    let text: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .collect();
+    text.join(" ")
+}
+
+/// Parses `args`, installs SIGINT/SIGTERM handling and runs; returns the exit code.
+pub fn main_with_args<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            if e.use_stderr() {
+                eprintln!("{}", one_line(&e));
+                return EXIT_USAGE;
+            }
+            let _ = e.print(); // --help, --version
+            return 0;
+        }
+    };
+    let interrupt = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal while the first is being handled exits at once.
+        let _ = signal_hook::flag::register_conditional_shutdown(
+            sig,
+            EXIT_INTERRUPTED,
+            Arc::clone(&interrupt),
+        );
+        let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
+    }
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = stdout.lock();
+    let mut err = stderr.lock();
+    let mut io = Io {
+        stdout: &mut out,
+        stderr: &mut err,
+        interrupt,
+    };
+    run(cli, &mut io).exit_code
+}

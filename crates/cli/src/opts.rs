@@ -1,0 +1,327 @@
+//! Raw command-line options (clap) and their validation into the spec the
+//! engine runs. Nothing here touches the system except checking that an
+//! `--output` directory exists.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use csdchar_core::pattern::Fill;
+use csdchar_core::result::block::{BlockSpec, EngineKind, RwMode};
+use csdchar_core::stats::DEFAULT_PERCENTILES;
+use csdchar_core::units::{parse_duration, parse_size};
+
+/// csdchar: characterize storage with transparent compression (computational
+/// storage drives, zram, btrfs) and the databases that run on it.
+#[derive(Debug, Parser)]
+#[command(name = "csdchar", version, about, long_about = None)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// fio-like block I/O on io_uring with compressible data.
+    Block(BlockOpts),
+    /// Print the JSON Schema of a result format.
+    Schema {
+        /// Which schema.
+        #[arg(value_enum)]
+        which: SchemaName,
+    },
+}
+
+/// Result schemas that `csdchar schema` prints.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SchemaName {
+    /// csdchar.block/1
+    Block,
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Human-readable summary (fio-like), interval lines while running.
+    Normal,
+    /// The `csdchar.block/1` JSON result only.
+    Json,
+}
+
+/// Engines, with fio's spellings accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// io_uring.
+    #[value(alias = "io_uring")]
+    Uring,
+    /// No I/O (overhead measurement).
+    Null,
+}
+
+/// Verification checksums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VerifyArg {
+    /// CRC32C (hardware accelerated) over each block, with a header.
+    Crc32c,
+}
+
+/// `csdchar block`: options keep fio's names and meanings.
+#[derive(Debug, Args)]
+pub struct BlockOpts {
+    /// Block device or regular file. Not needed with --engine null.
+    pub target: Option<PathBuf>,
+    /// I/O pattern.
+    #[arg(long, value_enum, default_value = "read")]
+    pub rw: RwArg,
+    /// % of I/Os that are reads in randrw/readwrite (0-100).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub rwmixread: u8,
+    /// Block size of each I/O (e.g. 4k, 128k, 1m).
+    #[arg(long, default_value = "4k", value_parser = size_arg)]
+    pub bs: u64,
+    /// I/Os in flight per job (1-4096).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub iodepth: u32,
+    /// Jobs, each one thread with its own ring (1-1024).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub numjobs: u32,
+    /// Bytes of the region each job works on; creates or extends a file. Default: the whole target.
+    #[arg(long, value_parser = size_arg)]
+    pub size: Option<u64>,
+    /// Start of the region in the target.
+    #[arg(long, default_value = "0", value_parser = size_arg)]
+    pub offset: u64,
+    /// Time limit of the measured period (e.g. 30s, 5m).
+    #[arg(long, value_parser = duration_arg)]
+    pub runtime: Option<std::time::Duration>,
+    /// Run for --runtime even after --size bytes, wrapping around.
+    #[arg(long)]
+    pub time_based: bool,
+    /// Warm-up before measuring (I/O runs, nothing is counted).
+    #[arg(long, default_value = "0s", value_parser = duration_arg)]
+    pub ramp_time: std::time::Duration,
+    /// O_DIRECT: 1/true (default) or 0/false.
+    #[arg(long, default_value = "1", value_parser = bool_arg, num_args = 0..=1, default_missing_value = "1")]
+    pub direct: bool,
+    /// Seed for offsets and data; the same seed repeats the run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// I/O engine.
+    #[arg(long, alias = "ioengine", value_enum, default_value = "uring")]
+    pub engine: EngineArg,
+    /// % of every chunk of written data that compresses away (fio's buffer_compress_percentage).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub compress: u8,
+    /// Chunk of the compression layout (fio's buffer_compress_chunk); capped at --bs.
+    #[arg(long, default_value = "4k", value_parser = size_arg)]
+    pub compress_chunk: u64,
+    /// Compressible part: zeros (fio's layout) or repeat (non-zero pattern that defeats zero-page detection).
+    #[arg(long, value_enum, default_value = "repeat")]
+    pub compress_fill: FillArg,
+    /// % of chunks that are identical copies of earlier chunks (0-100).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub dedupe: u8,
+    /// Interval of the time series (at least 10ms).
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub log_interval: std::time::Duration,
+    /// Most I/Os per submit call; 0 submits all that are ready.
+    #[arg(long, default_value_t = 0)]
+    pub iodepth_batch_submit: u32,
+    /// Fewest completions to wait for per call.
+    #[arg(long, default_value_t = 1)]
+    pub iodepth_batch_complete: u32,
+    /// Write every block once with a header and checksum, then read it all back and check it.
+    #[arg(long, value_enum)]
+    pub verify: Option<VerifyArg>,
+    /// Only read back and check blocks written earlier with --verify and the same --seed/--bs/--offset/--size.
+    #[arg(long)]
+    pub verify_only: bool,
+    /// Write even to a device that is mounted, in use or carries a signature.
+    #[arg(long)]
+    pub force: bool,
+    /// Latency percentiles to report, comma-separated (at most 20).
+    #[arg(long, value_delimiter = ',', value_parser = percentile_arg)]
+    pub percentile_list: Option<Vec<f64>>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "normal")]
+    pub output_format: OutputFormat,
+    /// Write the result to FILE instead of stdout.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// fio's rw modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RwArg {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    Randread,
+    /// Random writes.
+    Randwrite,
+    /// Random mixed.
+    Randrw,
+    /// Sequential mixed.
+    #[value(alias = "rw")]
+    Readwrite,
+}
+
+/// Fillers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FillArg {
+    /// Zero bytes (fio's layout).
+    Zeros,
+    /// Repeated non-zero pattern.
+    Repeat,
+}
+
+fn size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn bool_arg(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("'{s}' is not a boolean (use 1/0, true/false)")),
+    }
+}
+
+fn percentile_arg(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
+        _ => Err(format!(
+            "'{s}' is not a percentile (a number above 0 and at most 100)"
+        )),
+    }
+}
+
+/// Bad input: one line naming the option and what it allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Largest block size accepted.
+const MAX_BS: u64 = 256 << 20;
+
+impl BlockOpts {
+    /// Checks option combinations and builds the engine's spec.
+    pub fn validate(&self) -> Result<BlockSpec, UsageError> {
+        let bad = |m: &str| Err(UsageError(m.to_string()));
+        if self.bs == 0 || self.bs > MAX_BS {
+            return bad("--bs: must be between 1 byte and 256m");
+        }
+        if self.direct && !self.bs.is_multiple_of(512) {
+            return bad(
+                "--bs: must be a multiple of 512 with --direct (use --direct 0 for other sizes)",
+            );
+        }
+        if self.compress_chunk == 0 {
+            return bad("--compress-chunk: must be positive (e.g. 4k)");
+        }
+        if self.size == Some(0) {
+            return bad("--size: must be positive (e.g. 256m)");
+        }
+        if self.time_based && self.runtime.is_none() {
+            return bad("--time-based: needs --runtime (e.g. --runtime 30s)");
+        }
+        if self.runtime.is_some_and(|r| r.is_zero()) {
+            return bad("--runtime: must be positive (e.g. 30s)");
+        }
+        if self.log_interval < std::time::Duration::from_millis(10) {
+            return bad("--log-interval: must be at least 10ms");
+        }
+        if self.iodepth_batch_submit > self.iodepth {
+            return bad("--iodepth-batch-submit: must be between 0 and --iodepth");
+        }
+        if self.iodepth_batch_complete == 0 || self.iodepth_batch_complete > self.iodepth {
+            return bad("--iodepth-batch-complete: must be between 1 and --iodepth");
+        }
+        if self.target.is_none() && self.engine != EngineArg::Null {
+            return bad(
+                "TARGET: a block device or file is required (only --engine null runs without one)",
+            );
+        }
+        if let Some(p) = &self.percentile_list
+            && p.len() > 20
+        {
+            return bad("--percentile-list: at most 20 percentiles");
+        }
+        let rw = match self.rw {
+            RwArg::Read => RwMode::Read,
+            RwArg::Write => RwMode::Write,
+            RwArg::Randread => RwMode::Randread,
+            RwArg::Randwrite => RwMode::Randwrite,
+            RwArg::Randrw => RwMode::Randrw,
+            RwArg::Readwrite => RwMode::Readwrite,
+        };
+        if self.verify.is_some() {
+            if !matches!(rw, RwMode::Write | RwMode::Randwrite) {
+                return bad("--verify: needs --rw write or randwrite");
+            }
+            if self.time_based {
+                return bad("--verify: writes every block once, so it cannot be --time-based");
+            }
+            if self.verify_only {
+                return bad(
+                    "--verify-only: reads back an earlier --verify run; do not combine it with --verify",
+                );
+            }
+        }
+        if let Some(out) = &self.output {
+            let dir = out
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            if !dir.is_dir() {
+                return Err(UsageError(format!(
+                    "--output: directory {} does not exist",
+                    dir.display()
+                )));
+            }
+        }
+        Ok(BlockSpec {
+            target: self.target.as_ref().map(|p| p.display().to_string()),
+            rw,
+            rwmixread: self.rwmixread,
+            bs: self.bs,
+            iodepth: self.iodepth,
+            numjobs: self.numjobs,
+            size: self.size.unwrap_or(0),
+            offset: self.offset,
+            runtime_ms: self.runtime.map(|d| d.as_millis() as u64),
+            time_based: self.time_based,
+            ramp_time_ms: self.ramp_time.as_millis() as u64,
+            direct: self.direct,
+            seed: self.seed,
+            engine: match self.engine {
+                EngineArg::Uring => EngineKind::Uring,
+                EngineArg::Null => EngineKind::Null,
+            },
+            compress_pct: self.compress,
+            compress_chunk: self.compress_chunk.min(self.bs),
+            compress_fill: match self.compress_fill {
+                FillArg::Zeros => Fill::Zeros,
+                FillArg::Repeat => Fill::Repeat,
+            },
+            dedupe_pct: self.dedupe,
+            log_interval_ms: self.log_interval.as_millis() as u64,
+            iodepth_batch_submit: self.iodepth_batch_submit,
+            iodepth_batch_complete: self.iodepth_batch_complete,
+            verify: self.verify.is_some(),
+            verify_only: self.verify_only,
+            force: self.force,
+            percentiles: self
+                .percentile_list
+                .clone()
+                .unwrap_or_else(|| DEFAULT_PERCENTILES.to_vec()),
+        })
+    }
+}

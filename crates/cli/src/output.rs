@@ -1,0 +1,210 @@
+//! Rendering results. Renderers return bytes; [`crate::emit`] is the one
+//! place that writes them to stdout or a file.
+
+use std::fmt::Write as _;
+
+use csdchar_core::result::RunStatus;
+use csdchar_core::result::block::{
+    BlockResult, DirectionSummary, IntervalDirection, IntervalSample,
+};
+use csdchar_core::stats::LatencyStats;
+use csdchar_core::units::{format_bytes, format_count, format_ns};
+
+/// The result as pretty JSON with a trailing newline.
+pub fn block_json(result: &BlockResult) -> Vec<u8> {
+    let mut v = serde_json::to_vec_pretty(result).expect("results always serialize");
+    v.push(b'\n');
+    v
+}
+
+/// One live line per interval, sysbench-style.
+pub fn interval_line(s: &IntervalSample) -> String {
+    let dir = |name: &str, d: &IntervalDirection| {
+        format!(
+            "{name}: iops {} bw {}/s lat avg {} p99 {}",
+            format_count(d.iops),
+            format_bytes(d.bw_bytes_per_s),
+            format_ns(d.lat_mean_ns),
+            format_ns(d.lat_p99_ns as f64)
+        )
+    };
+    let mut parts = Vec::new();
+    if let Some(r) = &s.read {
+        parts.push(dir("read", r));
+    }
+    if let Some(w) = &s.write {
+        parts.push(dir("write", w));
+    }
+    format!(
+        "[ {:>6.1}s ] {}\n",
+        s.t_ms as f64 / 1000.0,
+        parts.join(" | ")
+    )
+}
+
+fn latency_line(out: &mut String, name: &str, l: &LatencyStats) {
+    let _ = writeln!(
+        out,
+        "    {name:>4}: min={}, max={}, avg={}, stdev={}",
+        format_ns(l.min_ns as f64),
+        format_ns(l.max_ns as f64),
+        format_ns(l.mean_ns),
+        format_ns(l.stddev_ns)
+    );
+}
+
+fn direction(out: &mut String, name: &str, d: &DirectionSummary, elapsed_ns: u64) {
+    let _ = writeln!(
+        out,
+        "  {name}: IOPS={}, BW={}/s ({:.1}MB/s) ({} in {:.0}ms)",
+        format_count(d.iops),
+        format_bytes(d.bw_bytes_per_s),
+        d.bw_bytes_per_s / 1e6,
+        format_bytes(d.bytes as f64),
+        elapsed_ns as f64 / 1e6
+    );
+    latency_line(out, "slat", &d.slat);
+    latency_line(out, "clat", &d.clat);
+    latency_line(out, "lat", &d.lat);
+    let _ = writeln!(out, "    lat percentiles:");
+    for row in d.lat.percentiles.chunks(4) {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|p| {
+                format!(
+                    "{:>6.2}th=[{:>9}]",
+                    p.percentile,
+                    format_ns(p.value_ns as f64)
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "     | {}", cells.join(", "));
+    }
+    let s = &d.interval_iops;
+    if s.samples > 0 {
+        let _ = writeln!(
+            out,
+            "    iops per interval: min={}, max={}, avg={}, stdev={}, samples={}",
+            format_count(s.min),
+            format_count(s.max),
+            format_count(s.mean),
+            format_count(s.stddev),
+            s.samples
+        );
+    }
+}
+
+/// The human-readable summary.
+pub fn block_text(r: &BlockResult) -> Vec<u8> {
+    let mut out = String::new();
+    let spec = &r.spec;
+    let mut engine = format!("{:?}", r.engine.name).to_lowercase();
+    let mut extras = Vec::new();
+    if r.engine.fixed_buffers {
+        extras.push("fixed buffers");
+    }
+    if r.engine.fixed_files {
+        extras.push("fixed files");
+    }
+    if !extras.is_empty() {
+        engine = format!("{engine} ({})", extras.join(", "));
+    }
+    let target = match &r.target.path {
+        Some(p) => format!(
+            "{p} ({}, {}{})",
+            format!("{:?}", r.target.kind).to_lowercase(),
+            format_bytes(r.target.size_bytes as f64),
+            r.target
+                .device
+                .as_ref()
+                .map(|d| format!(", device {d}"))
+                .unwrap_or_default()
+        ),
+        None => "no target".into(),
+    };
+    let _ = writeln!(
+        out,
+        "csdchar block: rw={} bs={} iodepth={} numjobs={} engine={engine} on {target}",
+        spec.rw.name(),
+        format_bytes(spec.bs as f64),
+        spec.iodepth,
+        spec.numjobs
+    );
+    if let Some(d) = &r.read {
+        direction(&mut out, "read", d, r.elapsed_ns);
+    }
+    if let Some(d) = &r.write {
+        direction(&mut out, "write", d, r.elapsed_ns);
+    }
+    let c = &r.cpu;
+    let _ = writeln!(
+        out,
+        "  cpu: usr={:.1}%, sys={:.1}% of one core (whole process, io_uring workers included){}",
+        c.user_pct,
+        c.system_pct,
+        c.machine_busy_pct
+            .map(|b| format!("; machine busy={b:.1}% of {} cores", c.cores))
+            .unwrap_or_default()
+    );
+    if let Some(d) = &r.data {
+        let ratio = |x: Option<f64>| x.map_or("n/a".to_string(), |v| format!("{v:.2}:1"));
+        let _ = writeln!(
+            out,
+            "  data: compress={}% chunk={} fill={} dedupe={}%: {} random bytes per chunk; per-4KiB lz4 {}, deflate {} (target {})",
+            d.compress_pct,
+            format_bytes(d.chunk as f64),
+            d.fill.name(),
+            d.dedupe_pct,
+            d.random_bytes_per_chunk,
+            ratio(d.lz4_ratio),
+            ratio(d.deflate_ratio),
+            ratio(d.target_ratio)
+        );
+    }
+    if let Some(ds) = &r.diskstats {
+        let _ = writeln!(
+            out,
+            "  disk {}: read {} in {} ios, written {} in {} ios",
+            ds.device,
+            format_bytes(ds.delta.bytes_read() as f64),
+            ds.delta.reads_completed,
+            format_bytes(ds.delta.bytes_written() as f64),
+            ds.delta.writes_completed
+        );
+    }
+    if let Some(v) = &r.verify {
+        let _ = writeln!(
+            out,
+            "  verify: {} blocks checked, {} bad",
+            v.blocks_checked, v.bad_block_count
+        );
+        for b in v.bad_blocks.iter().take(20) {
+            let _ = writeln!(
+                out,
+                "    bad block at LBA {} (offset {}): {}",
+                b.lba, b.offset, b.reason
+            );
+        }
+        if v.bad_blocks.len() > 20 {
+            let _ = writeln!(
+                out,
+                "    ... {} more in the JSON result",
+                v.bad_blocks.len() - 20
+            );
+        }
+    }
+    let status = match r.status {
+        RunStatus::Completed => "completed".to_string(),
+        RunStatus::Interrupted => "interrupted: partial result".to_string(),
+        RunStatus::IoError => format!(
+            "stopped by an I/O error: partial result ({})",
+            r.error
+                .as_ref()
+                .map(|e| e.message.as_str())
+                .unwrap_or("unknown")
+        ),
+        RunStatus::VerifyFailed => "verification failed".to_string(),
+    };
+    let _ = writeln!(out, "  status: {status}");
+    out.into_bytes()
+}

@@ -1,0 +1,211 @@
+//! How well data compresses when every 4 KiB page is compressed on its own —
+//! the way zram, a ScaleFlux CSD or a btrfs extent sees it, not a whole stream.
+//!
+//! Each page's stored size is capped at the page size: a drive stores an
+//! incompressible page raw (zram counts it as 4096 in `compr_data_size`).
+
+use miniz_oxide::deflate::core::{
+    CompressionStrategy, CompressorOxide, TDEFLFlush, TDEFLStatus, compress,
+    create_comp_flags_from_zip_params,
+};
+use serde::{Deserialize, Serialize};
+
+/// The page size compressing drives work in.
+pub const PAGE: usize = 4096;
+
+/// A per-page compression model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Codec {
+    /// LZ4 block format, reference implementation at the default level — what zram's `lz4` backend stores.
+    Lz4,
+    /// Raw deflate, level 6, dynamic Huffman: the optimistic bound for a zlib drive.
+    Deflate,
+    /// Raw deflate, level 6, fixed Huffman codes: tracks published CSD ratios best.
+    DeflateFixed,
+}
+
+impl Codec {
+    /// Name as used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Lz4 => "lz4",
+            Codec::Deflate => "deflate",
+            Codec::DeflateFixed => "deflate-fixed",
+        }
+    }
+}
+
+/// Compresses pages one at a time, reusing its buffers.
+pub struct PageCompressor {
+    codec: Codec,
+    out: Vec<u8>,
+    deflate: Option<Box<CompressorOxide>>,
+}
+
+impl PageCompressor {
+    /// A compressor for `codec`.
+    pub fn new(codec: Codec) -> Self {
+        let deflate = match codec {
+            Codec::Lz4 => None,
+            Codec::Deflate => Some(Box::new(CompressorOxide::new(
+                create_comp_flags_from_zip_params(6, -15, CompressionStrategy::Default as i32),
+            ))),
+            Codec::DeflateFixed => Some(Box::new(CompressorOxide::new(
+                create_comp_flags_from_zip_params(6, -15, CompressionStrategy::Fixed as i32),
+            ))),
+        };
+        PageCompressor {
+            codec,
+            out: vec![0; PAGE * 5],
+            deflate,
+        }
+    }
+
+    /// The codec in use.
+    pub fn codec(&self) -> Codec {
+        self.codec
+    }
+
+    /// Bytes a drive would store for `page`: its compressed size, capped at its length.
+    pub fn stored_len(&mut self, page: &[u8]) -> usize {
+        if page.is_empty() {
+            return 0;
+        }
+        // Worst-case LZ4 expansion: len + len/255 + 16.
+        let need = page.len() + page.len() / 255 + 64;
+        if self.out.len() < need {
+            self.out.resize(need, 0);
+        }
+        let n = match &mut self.deflate {
+            None => lz4::block::compress_to_buffer(
+                page,
+                Some(lz4::block::CompressionMode::DEFAULT),
+                false,
+                &mut self.out,
+            )
+            .unwrap_or(page.len()),
+            Some(d) => {
+                d.reset();
+                let (status, _, out_pos) = compress(d, page, &mut self.out, TDEFLFlush::Finish);
+                match status {
+                    TDEFLStatus::Done => out_pos,
+                    // Output buffer full or any other state: it did not shrink.
+                    _ => page.len(),
+                }
+            }
+        };
+        n.min(page.len())
+    }
+}
+
+/// Running totals of a per-page compressibility measurement.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PageTally {
+    /// Pages measured.
+    pub pages: u64,
+    /// Logical bytes measured (page sizes added up).
+    pub logical_bytes: u64,
+    /// Bytes a per-page compressing store would keep (each page capped at its size).
+    pub stored_bytes: u64,
+    /// Pages that are entirely zero bytes.
+    pub zero_pages: u64,
+    /// Pages filled with one repeated 8-byte word (zeros included): what zram
+    /// counts as `same_pages` and stores no data for.
+    pub same_filled_pages: u64,
+}
+
+impl PageTally {
+    /// Logical / stored; `None` when nothing was stored.
+    pub fn ratio(&self) -> Option<f64> {
+        (self.stored_bytes > 0).then(|| self.logical_bytes as f64 / self.stored_bytes as f64)
+    }
+
+    /// Adds another tally to this one.
+    pub fn merge(&mut self, other: &PageTally) {
+        self.pages += other.pages;
+        self.logical_bytes += other.logical_bytes;
+        self.stored_bytes += other.stored_bytes;
+        self.zero_pages += other.zero_pages;
+        self.same_filled_pages += other.same_filled_pages;
+    }
+}
+
+/// Whether `page` is one 8-byte word repeated (zram's same-page test).
+pub fn is_same_filled(page: &[u8]) -> bool {
+    if page.len() < 8 || !page.len().is_multiple_of(8) {
+        return false;
+    }
+    let first = &page[..8];
+    page.chunks_exact(8).all(|w| w == first)
+}
+
+impl PageCompressor {
+    /// Measures `data` page by page (the last page may be short) and adds to `tally`.
+    /// Same-filled pages count as stored size 0, as zram stores them.
+    pub fn tally(&mut self, data: &[u8], tally: &mut PageTally) {
+        for page in data.chunks(PAGE) {
+            tally.pages += 1;
+            tally.logical_bytes += page.len() as u64;
+            if is_same_filled(page) {
+                tally.same_filled_pages += 1;
+                if page.iter().all(|&b| b == 0) {
+                    tally.zero_pages += 1;
+                }
+                continue;
+            }
+            tally.stored_bytes += self.stored_len(page) as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(n: usize, mut s: u64) -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 24) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn incompressible_page_is_capped() {
+        let page = noise(PAGE, 42);
+        for codec in [Codec::Lz4, Codec::Deflate, Codec::DeflateFixed] {
+            assert_eq!(PageCompressor::new(codec).stored_len(&page), PAGE);
+        }
+    }
+
+    #[test]
+    fn text_compresses_and_fixed_is_not_better_than_dynamic() {
+        let text: Vec<u8> = (0..2000u32)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .take(PAGE)
+            .collect();
+        let lz4 = PageCompressor::new(Codec::Lz4).stored_len(&text);
+        let dynamic = PageCompressor::new(Codec::Deflate).stored_len(&text);
+        let fixed = PageCompressor::new(Codec::DeflateFixed).stored_len(&text);
+        assert!(lz4 < PAGE && dynamic < PAGE && fixed < PAGE);
+        assert!(dynamic <= fixed, "dynamic {dynamic} fixed {fixed}");
+    }
+
+    #[test]
+    fn tally_counts_same_filled_pages_as_free() {
+        let mut data = vec![0u8; PAGE];
+        data.extend(std::iter::repeat_n(0xABu8, PAGE));
+        data.extend(noise(PAGE, 7));
+        let mut t = PageTally::default();
+        PageCompressor::new(Codec::Lz4).tally(&data, &mut t);
+        assert_eq!(t.pages, 3);
+        assert_eq!(t.zero_pages, 1);
+        assert_eq!(t.same_filled_pages, 2);
+        assert_eq!(t.stored_bytes, PAGE as u64);
+        assert_eq!(t.ratio(), Some(3.0));
+    }
+}

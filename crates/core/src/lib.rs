@@ -1,0 +1,16 @@
+//! csdchar's core: everything that needs no I/O.
+//!
+//! - [`units`]: sizes (`4k`, `1g`) and durations (`30s`, `5m`) as fio writes them.
+//! - [`pattern`]: compressible / dedupable data with an exact, reported layout.
+//! - [`compressibility`]: per-4 KiB compression ratios (lz4, deflate), the way a
+//!   compressing drive sees data.
+//! - [`stats`]: latency recording (exact min/mean/stddev/max plus HDR percentiles).
+//! - [`counters`]: parsers for kernel counter files (diskstats, zram).
+//! - [`result`]: the versioned, documented result schemas.
+
+pub mod compressibility;
+pub mod counters;
+pub mod pattern;
+pub mod result;
+pub mod stats;
+pub mod units;

@@ -1,0 +1,361 @@
+//! Write data whose compressibility is exact and reported.
+//!
+//! Like fio's `buffer_compress_percentage`, data is laid out in chunks
+//! (`--compress-chunk`, capped at the block size): each chunk starts with a
+//! random head and ends with a compressible filler, so that `compress_pct` % of
+//! every chunk compresses away. Two differences from fio, both deliberate:
+//!
+//! - The head length is **calibrated**: a codec spends a few bytes on headers,
+//!   literal-run lengths and match tokens, which makes fio's layout miss the
+//!   intended ratio (lz4 stores 9.3:1 for fio's 90 %). The generator measures the
+//!   per-page lz4 size of its own layout and shortens the head until the stored
+//!   size matches `100 - compress_pct` % of the logical size.
+//! - [`Fill::Repeat`] builds the filler from a short non-zero pattern whose
+//!   period (3 bytes) is coprime with 8, so neither zero-sector detection nor
+//!   zram's same-filled-page shortcut can store it for free, while it compresses
+//!   as well as zeros.
+//!
+//! The random bytes come from xoshiro256++, which no LZ-class compressor can
+//! exploit (fio's multiplicative generator is not statistically random).
+
+use rand_core::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+
+use crate::compressibility::{Codec, PAGE, PageCompressor, PageTally};
+
+/// What the compressible part of a chunk is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Fill {
+    /// Zero bytes: fio's layout.
+    Zeros,
+    /// A short repeated non-zero pattern (period 3 bytes) that defeats
+    /// zero-page and zero-sector detection at the same ratio.
+    Repeat,
+}
+
+impl Fill {
+    /// Name as used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fill::Zeros => "zeros",
+            Fill::Repeat => "repeat",
+        }
+    }
+}
+
+/// The data layout a job writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataSpec {
+    /// Share of every chunk that compresses away, 0–100.
+    pub compress_pct: u8,
+    /// Chunk size in bytes (already capped at the block size by the caller).
+    pub chunk: usize,
+    /// Filler for the compressible part.
+    pub fill: Fill,
+    /// Share of chunks that are identical copies of earlier chunks, 0–100.
+    pub dedupe_pct: u8,
+}
+
+/// Bytes of the repeat filler's period: coprime with 8, so no 4 KiB page of
+/// filler is one repeated machine word; short, so LZ4's accelerating skip
+/// over incompressible data cannot step past its matches.
+const REPEAT_PERIOD: usize = 3;
+/// How many distinct source chunks dedupe copies are drawn from.
+const DEDUPE_SOURCES: usize = 64;
+/// Bytes at the start of a unique chunk overwritten by [`stamp`].
+pub const STAMP_BYTES: usize = 8;
+
+/// Generates chunked, compressible data deterministically from a seed.
+pub struct PatternGenerator {
+    spec: DataSpec,
+    head: usize,
+    rng: Xoshiro256PlusPlus,
+    dedupe_sources: Vec<u8>,
+}
+
+impl PatternGenerator {
+    /// A generator for `spec`, seeded with `seed`. Calibrates the random-head
+    /// length against per-page lz4 (a few hundred KiB of work).
+    ///
+    /// # Panics
+    /// If `spec.chunk` is 0 or the percentages exceed 100 (validated upstream).
+    pub fn new(spec: DataSpec, seed: u64) -> Self {
+        assert!(spec.chunk > 0, "chunk must be positive");
+        assert!(spec.compress_pct <= 100 && spec.dedupe_pct <= 100);
+        let mut generator = PatternGenerator {
+            spec,
+            head: nominal_head(spec.chunk, spec.compress_pct),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            dedupe_sources: Vec::new(),
+        };
+        generator.calibrate();
+        if spec.dedupe_pct > 0 {
+            let mut sources = vec![0u8; DEDUPE_SOURCES * spec.chunk];
+            for c in sources.chunks_mut(spec.chunk) {
+                generator.unique_chunk(c);
+            }
+            generator.dedupe_sources = sources;
+        }
+        generator
+    }
+
+    /// Random bytes at the start of every full chunk after calibration.
+    pub fn random_bytes_per_chunk(&self) -> usize {
+        self.head
+    }
+
+    /// The spec this generator follows.
+    pub fn spec(&self) -> DataSpec {
+        self.spec
+    }
+
+    /// Fills `buf` chunk by chunk from its start. The byte offsets of the chunks
+    /// that are unique and can carry a [`stamp`] are pushed to `stampable`
+    /// (dedupe copies are left out so they stay identical to their source).
+    pub fn fill(&mut self, buf: &mut [u8], stampable: &mut Vec<u32>) {
+        let chunk = self.spec.chunk;
+        let mut start = 0usize;
+        for c in buf.chunks_mut(chunk) {
+            let is_dup = self.spec.dedupe_pct > 0
+                && (self.rng.next_u32() % 100) < u32::from(self.spec.dedupe_pct);
+            if is_dup {
+                let src = (self.rng.next_u32() as usize) % DEDUPE_SOURCES;
+                let s = &self.dedupe_sources[src * chunk..src * chunk + c.len()];
+                c.copy_from_slice(s);
+            } else {
+                let head = self.unique_chunk(c);
+                if head >= STAMP_BYTES {
+                    stampable.push(start as u32);
+                }
+            }
+            start += c.len();
+        }
+    }
+
+    /// Writes one unique chunk (a short last chunk gets a proportional head);
+    /// returns the head length used.
+    fn unique_chunk(&mut self, c: &mut [u8]) -> usize {
+        let head = if c.len() == self.spec.chunk {
+            self.head
+        } else {
+            self.head * c.len() / self.spec.chunk
+        };
+        let (random, filler) = c.split_at_mut(head);
+        fill_random(&mut self.rng, random);
+        match self.spec.fill {
+            Fill::Zeros => filler.fill(0),
+            Fill::Repeat => {
+                // Distinct non-zero bytes: never a zero sector, never one repeated word.
+                let r = self.rng.next_u64();
+                let a = (r as u8) | 1;
+                let b = a.wrapping_add(2 + ((r >> 8) as u8 % 100));
+                let c = b.wrapping_add(2 + ((r >> 16) as u8 % 100));
+                let pattern: [u8; REPEAT_PERIOD] = [a, b, c];
+                fill_periodic(filler, &pattern);
+            }
+        }
+        head
+    }
+
+    /// Finds the head length at which per-page LZ4 stores `100 - compress_pct` %
+    /// of the logical bytes, by bisection: stored size grows with the head but
+    /// in steps (LZ4 skips ahead faster the longer it finds no match), so a
+    /// linear correction can overshoot.
+    fn calibrate(&mut self) {
+        let p = self.spec.compress_pct;
+        if p == 0 || p == 100 {
+            return;
+        }
+        let chunk = self.spec.chunk;
+        // At least 64 pages and 16 chunks, so the page/chunk phase averages out.
+        let sample_len = (64 * PAGE).max(16 * chunk).div_ceil(chunk) * chunk;
+        let target = sample_len as f64 * f64::from(100 - p) / 100.0;
+        let mut compressor = PageCompressor::new(Codec::Lz4);
+        let mut buf = vec![0u8; sample_len];
+        let saved_rng = self.rng.clone();
+        let mut stored_at = |g: &mut Self, head: usize| {
+            g.head = head;
+            g.rng = saved_rng.clone(); // the same random bytes for every trial
+            for c in buf.chunks_mut(chunk) {
+                g.unique_chunk(c);
+            }
+            let mut tally = PageTally::default();
+            compressor.tally(&buf, &mut tally);
+            tally.stored_bytes as f64
+        };
+        // Largest head whose stored size is at most the target.
+        let (mut lo, mut hi) = (0usize, chunk);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if stored_at(self, mid) <= target {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let below = (target - stored_at(self, lo)).abs();
+        let above = if lo < chunk {
+            (stored_at(self, lo + 1) - target).abs()
+        } else {
+            f64::INFINITY
+        };
+        self.head = if above < below { lo + 1 } else { lo };
+        // Calibration must not change the data a seed produces afterwards.
+        self.rng = saved_rng;
+    }
+}
+
+/// fio's head length: `chunk * (100 - pct) / 100` random bytes.
+pub fn nominal_head(chunk: usize, compress_pct: u8) -> usize {
+    chunk * usize::from(100 - compress_pct) / 100
+}
+
+/// Overwrites the first [`STAMP_BYTES`] of each stampable chunk with a value
+/// derived from `key`, so a pool buffer written again is not a duplicate of
+/// its earlier copy. Costs a few stores per chunk.
+pub fn stamp(buf: &mut [u8], stampable: &[u32], key: u64) {
+    for (i, &off) in stampable.iter().enumerate() {
+        let v = mix64(key ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let off = off as usize;
+        buf[off..off + STAMP_BYTES].copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// A strong 64-bit finalizer (splitmix64's), for stamps and seeds.
+pub fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn fill_random(rng: &mut Xoshiro256PlusPlus, out: &mut [u8]) {
+    let mut words = out.chunks_exact_mut(8);
+    for w in &mut words {
+        w.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    let rest = words.into_remainder();
+    if !rest.is_empty() {
+        let v = rng.next_u64().to_le_bytes();
+        rest.copy_from_slice(&v[..rest.len()]);
+    }
+}
+
+/// Fills `out` with `pattern` repeated (pattern at most 64 bytes): one block
+/// of whole periods, then doubling copies, which run at memmove speed.
+fn fill_periodic(out: &mut [u8], pattern: &[u8]) {
+    let p = pattern.len();
+    debug_assert!((1..=64).contains(&p));
+    let first = (64 / p * p).min(out.len());
+    for (i, b) in out[..first].iter_mut().enumerate() {
+        *b = pattern[i % p];
+    }
+    let mut done = first;
+    while done < out.len() {
+        // Copy a whole number of periods so the phase stays right.
+        let n = (done / p * p).min(out.len() - done);
+        out.copy_within(0..n, done);
+        done += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periodic_fill_keeps_phase() {
+        for pattern in [&b"abc"[..], b"abcdefghijkl"] {
+            let mut out = vec![0u8; 1000];
+            fill_periodic(&mut out, pattern);
+            for (i, &b) in out.iter().enumerate() {
+                assert_eq!(b, pattern[i % pattern.len()]);
+            }
+        }
+    }
+
+    #[test]
+    fn same_seed_same_data_after_calibration() {
+        let spec = DataSpec {
+            compress_pct: 75,
+            chunk: 4096,
+            fill: Fill::Repeat,
+            dedupe_pct: 0,
+        };
+        let mut a = vec![0u8; 65536];
+        let mut b = vec![0u8; 65536];
+        PatternGenerator::new(spec, 9).fill(&mut a, &mut Vec::new());
+        PatternGenerator::new(spec, 9).fill(&mut b, &mut Vec::new());
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn extremes() {
+        for fill in [Fill::Zeros, Fill::Repeat] {
+            let mut g = PatternGenerator::new(
+                DataSpec {
+                    compress_pct: 0,
+                    chunk: 4096,
+                    fill,
+                    dedupe_pct: 0,
+                },
+                1,
+            );
+            assert_eq!(g.random_bytes_per_chunk(), 4096);
+            let mut buf = vec![0u8; 8192];
+            let mut st = Vec::new();
+            g.fill(&mut buf, &mut st);
+            assert_eq!(st, vec![0, 4096]);
+            let g = PatternGenerator::new(
+                DataSpec {
+                    compress_pct: 100,
+                    chunk: 4096,
+                    fill,
+                    dedupe_pct: 0,
+                },
+                1,
+            );
+            assert_eq!(g.random_bytes_per_chunk(), 0);
+        }
+    }
+
+    #[test]
+    fn dedupe_copies_are_exact_and_not_stampable() {
+        let spec = DataSpec {
+            compress_pct: 50,
+            chunk: 4096,
+            fill: Fill::Zeros,
+            dedupe_pct: 100,
+        };
+        let mut g = PatternGenerator::new(spec, 3);
+        let mut buf = vec![0u8; 4096 * 200];
+        let mut st = Vec::new();
+        g.fill(&mut buf, &mut st);
+        assert!(st.is_empty());
+        let distinct: std::collections::HashSet<&[u8]> = buf.chunks(4096).collect();
+        assert!(distinct.len() <= DEDUPE_SOURCES);
+    }
+
+    #[test]
+    fn stamp_makes_rewrites_unique() {
+        let spec = DataSpec {
+            compress_pct: 75,
+            chunk: 4096,
+            fill: Fill::Zeros,
+            dedupe_pct: 0,
+        };
+        let mut g = PatternGenerator::new(spec, 3);
+        let mut buf = vec![0u8; 8192];
+        let mut st = Vec::new();
+        g.fill(&mut buf, &mut st);
+        let mut a = buf.clone();
+        stamp(&mut a, &st, 1);
+        let mut b = buf.clone();
+        stamp(&mut b, &st, 2);
+        assert_ne!(a[..4096], b[..4096]);
+        assert_ne!(a[4096..], b[4096..]);
+        assert_eq!(a[8..4096], b[8..4096]);
+    }
+}

@@ -1,0 +1,430 @@
+//! `csdchar.block/1`: the result of `csdchar block`, and the validated job spec
+//! it was produced from.
+
+use serde::{Deserialize, Serialize};
+
+use super::{CpuUsage, RunStatus, ToolInfo};
+use crate::compressibility::PageTally;
+use crate::counters::DiskStats;
+use crate::pattern::Fill;
+use crate::stats::LatencyStats;
+
+/// Schema identifier of block results.
+pub const BLOCK_SCHEMA: &str = "csdchar.block/1";
+
+/// I/O pattern, with fio's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RwMode {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Uniformly random reads.
+    Randread,
+    /// Uniformly random writes.
+    Randwrite,
+    /// Uniformly random mixed reads and writes (`rwmixread` % reads).
+    Randrw,
+    /// Sequential mixed reads and writes (`rwmixread` % reads).
+    Readwrite,
+}
+
+impl RwMode {
+    /// fio's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+            RwMode::Randread => "randread",
+            RwMode::Randwrite => "randwrite",
+            RwMode::Randrw => "randrw",
+            RwMode::Readwrite => "readwrite",
+        }
+    }
+
+    /// Whether offsets are random.
+    pub fn is_random(self) -> bool {
+        matches!(self, RwMode::Randread | RwMode::Randwrite | RwMode::Randrw)
+    }
+
+    /// Whether the mode writes at all.
+    pub fn writes(self) -> bool {
+        !matches!(self, RwMode::Read | RwMode::Randread)
+    }
+
+    /// Whether the mode reads at all.
+    pub fn reads(self) -> bool {
+        !matches!(self, RwMode::Write | RwMode::Randwrite)
+    }
+
+    /// Share of I/Os that are reads, given fio's `rwmixread`.
+    pub fn read_share(self, rwmixread: u8) -> u8 {
+        match self {
+            RwMode::Read | RwMode::Randread => 100,
+            RwMode::Write | RwMode::Randwrite => 0,
+            RwMode::Randrw | RwMode::Readwrite => rwmixread,
+        }
+    }
+}
+
+/// Which engine performs the I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// io_uring with registered buffers and files, batched submit and reap.
+    Uring,
+    /// No I/O at all: every request completes at once (fio's `ioengine=null`), to measure overhead.
+    Null,
+}
+
+/// The validated description of a block job: what ran, in fio's terms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BlockSpec {
+    /// Target path (block device or regular file); null for the null engine without a target.
+    pub target: Option<String>,
+    /// I/O pattern.
+    pub rw: RwMode,
+    /// % of I/Os that are reads in mixed modes.
+    pub rwmixread: u8,
+    /// Block size of every I/O, bytes.
+    pub bs: u64,
+    /// I/Os kept in flight per job.
+    pub iodepth: u32,
+    /// Jobs (threads), each with its own ring, all on the same region.
+    pub numjobs: u32,
+    /// Bytes of the region each job works on.
+    pub size: u64,
+    /// Byte offset of the region in the target.
+    pub offset: u64,
+    /// Run-time limit of the measured period, ms; null for none.
+    pub runtime_ms: Option<u64>,
+    /// Keep running for `runtime_ms` even after `size` bytes, wrapping around.
+    pub time_based: bool,
+    /// Warm-up before measuring, ms (I/O runs but is not counted).
+    pub ramp_time_ms: u64,
+    /// O_DIRECT (bypass the page cache).
+    pub direct: bool,
+    /// Seed of offsets and data; the same seed gives the same run.
+    pub seed: u64,
+    /// I/O engine.
+    pub engine: EngineKind,
+    /// % of every chunk of written data that compresses away (fio's buffer_compress_percentage).
+    pub compress_pct: u8,
+    /// Chunk of the compression layout, bytes (fio's buffer_compress_chunk), capped at bs.
+    pub compress_chunk: u64,
+    /// What the compressible part is made of.
+    pub compress_fill: Fill,
+    /// % of chunks that are identical copies of earlier chunks.
+    pub dedupe_pct: u8,
+    /// Interval of the time series, ms.
+    pub log_interval_ms: u64,
+    /// Maximum I/Os submitted per io_uring_enter (0 = all that are ready).
+    pub iodepth_batch_submit: u32,
+    /// Minimum completions waited for per io_uring_enter.
+    pub iodepth_batch_complete: u32,
+    /// Checksum every written block and read it back after the write phase.
+    pub verify: bool,
+    /// Only read back and check blocks written earlier with `verify` and the same seed.
+    pub verify_only: bool,
+    /// Write to a device even though it is in use or carries a signature.
+    pub force: bool,
+    /// Percentiles reported for latencies.
+    pub percentiles: Vec<f64>,
+}
+
+/// What the job ran against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// A block device.
+    BlockDevice,
+    /// A regular file.
+    File,
+    /// Nothing (null engine).
+    None,
+}
+
+/// The target as found when the run started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TargetInfo {
+    /// Path given on the command line.
+    pub path: Option<String>,
+    /// Kind of target.
+    pub kind: TargetKind,
+    /// Size of the target in bytes.
+    pub size_bytes: u64,
+    /// Logical block size of the device holding the target, bytes (the LBA unit).
+    pub logical_block_size: u32,
+    /// Kernel name of the block device whose counters were captured (e.g. zram0, nvme0n1).
+    pub device: Option<String>,
+    /// Whether csdchar created or extended the file and laid out its data before the run.
+    pub laid_out: bool,
+}
+
+/// How the engine was set up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EngineInfo {
+    /// Engine name.
+    pub name: EngineKind,
+    /// Buffers registered with the ring (READ_FIXED/WRITE_FIXED).
+    pub fixed_buffers: bool,
+    /// Target file registered with the ring (IOSQE_FIXED_FILE).
+    pub fixed_files: bool,
+    /// io_uring setup flags that the kernel accepted.
+    pub setup_flags: Vec<String>,
+}
+
+/// Totals and latencies of one direction (read or write) over the measured period.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DirectionSummary {
+    /// I/Os completed.
+    pub ios: u64,
+    /// Bytes transferred.
+    pub bytes: u64,
+    /// I/Os per second over the measured period.
+    pub iops: f64,
+    /// Bytes per second over the measured period.
+    pub bw_bytes_per_s: f64,
+    /// Submission latency: from preparing the I/O until io_uring_enter returned, ns.
+    pub slat: LatencyStats,
+    /// Completion latency: from submission until the completion was reaped, ns.
+    pub clat: LatencyStats,
+    /// Total latency: slat + clat, ns.
+    pub lat: LatencyStats,
+    /// Spread of per-interval IOPS.
+    pub interval_iops: SeriesStats,
+}
+
+/// Mean and spread of a per-interval series.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SeriesStats {
+    /// Intervals counted (the last, partial interval is left out when there are others).
+    pub samples: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation (n-1).
+    pub stddev: f64,
+}
+
+impl SeriesStats {
+    /// Statistics of `values`.
+    pub fn of(values: &[f64]) -> SeriesStats {
+        if values.is_empty() {
+            return SeriesStats::default();
+        }
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let var = if values.len() > 1 {
+            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        SeriesStats {
+            samples: values.len() as u64,
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            mean,
+            stddev: var.sqrt(),
+        }
+    }
+}
+
+/// One interval of the time series, all jobs together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IntervalSample {
+    /// 0-based interval number.
+    pub index: u64,
+    /// End of the interval, ms since the measured period began.
+    pub t_ms: u64,
+    /// Length of the interval, ms (the last one may be short).
+    pub duration_ms: u64,
+    /// Reads in this interval; null when the job does not read.
+    pub read: Option<IntervalDirection>,
+    /// Writes in this interval; null when the job does not write.
+    pub write: Option<IntervalDirection>,
+}
+
+/// One direction within one interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IntervalDirection {
+    /// I/Os completed in the interval.
+    pub ios: u64,
+    /// Bytes transferred in the interval.
+    pub bytes: u64,
+    /// I/Os per second.
+    pub iops: f64,
+    /// Bytes per second.
+    pub bw_bytes_per_s: f64,
+    /// Mean total latency, ns (0 when no I/O completed).
+    pub lat_mean_ns: f64,
+    /// 99th percentile of total latency, ns (2 significant digits).
+    pub lat_p99_ns: u64,
+}
+
+/// Per-job totals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobSummary {
+    /// Job number, 0-based.
+    pub job: u32,
+    /// Reads of this job.
+    pub read: Option<JobDirection>,
+    /// Writes of this job.
+    pub write: Option<JobDirection>,
+}
+
+/// One direction of one job.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobDirection {
+    /// I/Os completed.
+    pub ios: u64,
+    /// Bytes transferred.
+    pub bytes: u64,
+    /// I/Os per second.
+    pub iops: f64,
+    /// Bytes per second.
+    pub bw_bytes_per_s: f64,
+    /// Mean total latency, ns.
+    pub lat_mean_ns: f64,
+}
+
+/// The data the job wrote and how compressible it turned out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DataReport {
+    /// Requested % compressible per chunk.
+    pub compress_pct: u8,
+    /// Chunk size, bytes.
+    pub chunk: u64,
+    /// Filler of the compressible part.
+    pub fill: Fill,
+    /// Requested % duplicate chunks.
+    pub dedupe_pct: u8,
+    /// Random bytes at the start of each chunk after calibration against per-page lz4.
+    pub random_bytes_per_chunk: u64,
+    /// Ideal logical/physical ratio, 100 / (100 - compress_pct); null at 100 %.
+    pub target_ratio: Option<f64>,
+    /// Measured per 4 KiB page on a sample of written buffers with lz4.
+    pub lz4: PageTally,
+    /// lz4 logical/stored ratio of the sample.
+    pub lz4_ratio: Option<f64>,
+    /// Measured per 4 KiB page with raw deflate (level 6, dynamic Huffman).
+    pub deflate: PageTally,
+    /// Deflate logical/stored ratio of the sample.
+    pub deflate_ratio: Option<f64>,
+}
+
+/// Block-layer counters of the target's device around the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DiskStatsDelta {
+    /// Kernel device name.
+    pub device: String,
+    /// Counters before the run.
+    pub before: DiskStats,
+    /// Counters after the run.
+    pub after: DiskStats,
+    /// after − before.
+    pub delta: DiskStats,
+}
+
+/// Outcome of read-back verification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct VerifyReport {
+    /// Blocks read back and checked.
+    pub blocks_checked: u64,
+    /// Blocks that failed a check.
+    pub bad_block_count: u64,
+    /// Every bad block, in offset order.
+    pub bad_blocks: Vec<BadBlock>,
+}
+
+/// A block that failed verification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BadBlock {
+    /// Byte offset in the target.
+    pub offset: u64,
+    /// Logical block address (offset / logical block size of the target).
+    pub lba: u64,
+    /// What was wrong: bad magic, wrong offset, wrong seed, checksum mismatch, or a read error.
+    pub reason: String,
+}
+
+/// The error that stopped a run early.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunError {
+    /// Plain-words description.
+    pub message: String,
+    /// errno of the failed I/O, when an I/O failed.
+    pub errno: Option<i32>,
+    /// Byte offset of the failed I/O.
+    pub offset: Option<u64>,
+    /// Direction of the failed I/O ("read" or "write").
+    pub direction: Option<String>,
+    /// Job that saw the error.
+    pub job: Option<u32>,
+}
+
+/// The result of `csdchar block`, schema `csdchar.block/1`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BlockResult {
+    /// Always "csdchar.block/1".
+    pub schema: String,
+    /// Program that produced the result.
+    pub tool: ToolInfo,
+    /// When the run started, RFC 3339 UTC.
+    pub started_at: String,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// The error that stopped the run, if any.
+    pub error: Option<RunError>,
+    /// The job as validated.
+    pub spec: BlockSpec,
+    /// The target as found.
+    pub target: TargetInfo,
+    /// Engine setup.
+    pub engine: EngineInfo,
+    /// Length of the measured period (after ramp-up), ns.
+    pub elapsed_ns: u64,
+    /// Read totals and latencies; null when the job does not read.
+    pub read: Option<DirectionSummary>,
+    /// Write totals and latencies; null when the job does not write.
+    pub write: Option<DirectionSummary>,
+    /// CPU use.
+    pub cpu: CpuUsage,
+    /// Written data layout and its measured compressibility; null when nothing was written.
+    pub data: Option<DataReport>,
+    /// Block-layer counters of the target's device; null when the target has no device (null engine) or the counters could not be read.
+    pub diskstats: Option<DiskStatsDelta>,
+    /// Time series, one sample per log interval.
+    pub intervals: Vec<IntervalSample>,
+    /// Per-job totals.
+    pub jobs: Vec<JobSummary>,
+    /// Verification outcome; null without verify.
+    pub verify: Option<VerifyReport>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_stats() {
+        let s = SeriesStats::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(s.samples, 8);
+        assert_eq!(s.min, 2.0);
+        assert_eq!(s.max, 9.0);
+        assert!((s.mean - 5.0).abs() < 1e-12);
+        assert!((s.stddev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(SeriesStats::of(&[]).samples, 0);
+    }
+
+    #[test]
+    fn modes() {
+        assert!(RwMode::Randrw.is_random() && RwMode::Randrw.writes() && RwMode::Randrw.reads());
+        assert_eq!(RwMode::Randread.read_share(10), 100);
+        assert_eq!(RwMode::Readwrite.read_share(30), 30);
+    }
+}

@@ -1,0 +1,144 @@
+//! The engine boundary: the job loop hands requests to an [`IoEngine`] and
+//! reaps [`Completion`]s. Scheduling and statistics live above it, so they are
+//! exercised with the [`NullEngine`] (or a test's own engine) without real I/O.
+
+use csdchar_core::result::block::{EngineInfo, EngineKind};
+
+/// Read or write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Read from the target into the buffer.
+    Read,
+    /// Write the buffer to the target.
+    Write,
+}
+
+impl Direction {
+    /// "read" or "write".
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Read => "read",
+            Direction::Write => "write",
+        }
+    }
+
+    /// 0 for read, 1 for write: index into per-direction arrays.
+    pub fn index(self) -> usize {
+        match self {
+            Direction::Read => 0,
+            Direction::Write => 1,
+        }
+    }
+}
+
+/// One I/O to perform.
+#[derive(Debug, Clone, Copy)]
+pub struct IoRequest {
+    /// Caller's slot number, returned in the completion.
+    pub tag: u32,
+    /// Index of the buffer in the set registered with [`IoEngine::register_buffers`].
+    pub buf_index: u32,
+    /// Start of the buffer; valid for `len` bytes until the completion is reaped.
+    pub addr: *mut u8,
+    /// Bytes to transfer.
+    pub len: u32,
+    /// Byte offset in the target.
+    pub offset: u64,
+    /// Read or write.
+    pub dir: Direction,
+}
+
+/// A finished I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// The request's tag.
+    pub tag: u32,
+    /// Bytes transferred, or a negative errno.
+    pub result: i32,
+}
+
+/// An engine failure that is not an I/O result (those arrive as completions).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The engine cannot run here at all.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A system call of the engine itself failed.
+    #[error("{what}: {source}")]
+    Sys {
+        /// What was being done.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Performs I/O requests asynchronously, up to the depth it was built for.
+pub trait IoEngine {
+    /// Registers the buffers requests will point into (index = position).
+    /// Engines that cannot register them fall back to plain addresses.
+    fn register_buffers(&mut self, buffers: &[(*mut u8, usize)]) -> Result<(), EngineError>;
+    /// Queues a request; nothing reaches the kernel before [`IoEngine::submit`].
+    /// The caller never queues more than the depth it asked for.
+    fn queue(&mut self, req: &IoRequest);
+    /// Sends every queued request without waiting; returns how many were sent.
+    fn submit(&mut self) -> Result<u32, EngineError>;
+    /// Blocks until at least `min` completions are ready (0: just collect).
+    fn wait(&mut self, min: u32) -> Result<(), EngineError>;
+    /// Moves every ready completion into `out`.
+    fn reap(&mut self, out: &mut Vec<Completion>);
+    /// How the engine is set up, for the result.
+    fn info(&self) -> EngineInfo;
+}
+
+/// Completes every request at once without touching memory or a device
+/// (fio's `ioengine=null`): what is left is csdchar's own per-I/O cost.
+#[derive(Debug, Default)]
+pub struct NullEngine {
+    queued: Vec<Completion>,
+    done: Vec<Completion>,
+}
+
+impl NullEngine {
+    /// A null engine.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl IoEngine for NullEngine {
+    fn register_buffers(&mut self, _: &[(*mut u8, usize)]) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    #[inline]
+    fn queue(&mut self, req: &IoRequest) {
+        self.queued.push(Completion {
+            tag: req.tag,
+            result: req.len as i32,
+        });
+    }
+
+    fn submit(&mut self) -> Result<u32, EngineError> {
+        let n = self.queued.len() as u32;
+        self.done.append(&mut self.queued);
+        Ok(n)
+    }
+
+    fn wait(&mut self, _: u32) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    fn reap(&mut self, out: &mut Vec<Completion>) {
+        out.append(&mut self.done);
+    }
+
+    fn info(&self) -> EngineInfo {
+        EngineInfo {
+            name: EngineKind::Null,
+            fixed_buffers: false,
+            fixed_files: false,
+            setup_flags: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,609 @@
+//! One job: a thread that keeps `iodepth` I/Os in flight on its own engine,
+//! timestamps them once per batch (fio does the same for completions) and
+//! records submission, completion and total latency per direction.
+//!
+//! Timestamps: `start` when the batch is prepared, `issue` after the submit
+//! call returns, `done` after the reap. slat = issue − start, clat = done −
+//! issue, lat = done − start, as in fio's io_uring engine.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Barrier, OnceLock};
+use std::time::Instant;
+
+use csdchar_core::compressibility::{Codec, PageCompressor, PageTally};
+use csdchar_core::pattern::{DataSpec, mix64};
+use csdchar_core::result::block::{BadBlock, BlockSpec, EngineInfo, RunError};
+use csdchar_core::stats::LatencyRecorder;
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::buffers::JobBuffers;
+use crate::engine::{Completion, Direction, EngineError, IoEngine, IoRequest};
+use crate::offsets::{BlockPermutation, uniform_below};
+use crate::verify;
+
+/// What a job does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The spec's workload.
+    Workload,
+    /// Write every block of the job's share once, with verify headers.
+    VerifyWrite,
+    /// Read every block of the job's share back and check it.
+    VerifyRead,
+}
+
+/// Everything a job needs, fixed before it starts.
+pub struct JobConfig<'a> {
+    /// Job number.
+    pub job: u32,
+    /// The validated spec.
+    pub spec: &'a BlockSpec,
+    /// Region size in bytes (whole blocks).
+    pub size: u64,
+    /// Logical block size of the target, for LBAs.
+    pub lbs: u32,
+    /// What to do.
+    pub phase: Phase,
+}
+
+/// Flags and clock shared by all jobs of a run.
+pub struct Shared<'a> {
+    /// Set by SIGINT/SIGTERM.
+    pub interrupt: &'a AtomicBool,
+    /// Set when a job hit an error: everyone stops.
+    pub halt: &'a AtomicBool,
+    /// Jobs and the run meet here twice: setup done, then clock set.
+    pub gate: &'a Barrier,
+    /// The common time base, set between the two gate meetings; the measured
+    /// period starts `ramp` after it.
+    pub base: &'a OnceLock<Instant>,
+    /// Interval samples go here.
+    pub events: Sender<JobEvent>,
+}
+
+impl Shared<'_> {
+    /// Waits until every job is set up and the run has set the clock; returns it.
+    pub fn start(&self) -> Instant {
+        self.gate.wait();
+        self.gate.wait();
+        *self
+            .base
+            .get()
+            .expect("the run sets the clock between the gates")
+    }
+}
+
+/// Counts and latencies of one direction.
+#[derive(Clone, Debug)]
+pub struct DirTotals {
+    /// I/Os completed in the measured period.
+    pub ios: u64,
+    /// Bytes completed in the measured period.
+    pub bytes: u64,
+    /// Submission latency.
+    pub slat: LatencyRecorder,
+    /// Completion latency.
+    pub clat: LatencyRecorder,
+    /// Total latency.
+    pub lat: LatencyRecorder,
+}
+
+impl DirTotals {
+    fn new() -> Self {
+        DirTotals {
+            ios: 0,
+            bytes: 0,
+            slat: LatencyRecorder::precise(),
+            clat: LatencyRecorder::precise(),
+            lat: LatencyRecorder::precise(),
+        }
+    }
+}
+
+/// One direction of one job's interval.
+#[derive(Clone, Debug)]
+pub struct IntervalDir {
+    /// I/Os completed.
+    pub ios: u64,
+    /// Bytes completed.
+    pub bytes: u64,
+    /// Total latency of those I/Os.
+    pub lat: LatencyRecorder,
+}
+
+/// A job's report for one interval.
+#[derive(Clone, Debug)]
+pub struct IntervalReport {
+    /// Job number.
+    pub job: u32,
+    /// Interval number.
+    pub index: u64,
+    /// Interval length (the last one may be short), ns.
+    pub duration_ns: u64,
+    /// [read, write].
+    pub dirs: [IntervalDir; 2],
+}
+
+/// Messages from jobs to the run.
+pub enum JobEvent {
+    /// An interval closed (boxed: it carries histograms).
+    Interval(Box<IntervalReport>),
+    /// The job finished.
+    Done(u32),
+}
+
+/// What a job returns.
+#[derive(Debug)]
+pub struct JobOutcome {
+    /// Job number.
+    pub job: u32,
+    /// [read, write] totals.
+    pub dirs: [DirTotals; 2],
+    /// End of the job's measured period, ns since `base`.
+    pub end_ns: u64,
+    /// The error that stopped it.
+    pub error: Option<RunError>,
+    /// Blocks checked (verify read).
+    pub blocks_checked: u64,
+    /// Bad blocks found (verify read).
+    pub bad_blocks: Vec<BadBlock>,
+    /// Per-page lz4 measurement of a sample of the written buffers.
+    pub lz4: Option<PageTally>,
+    /// Per-page deflate measurement of the same sample.
+    pub deflate: Option<PageTally>,
+    /// Random head bytes per chunk of the written data.
+    pub random_bytes_per_chunk: usize,
+    /// Engine setup.
+    pub engine: Option<EngineInfo>,
+}
+
+impl JobOutcome {
+    /// The outcome of a job whose engine could not be created.
+    pub fn failed(job: u32, error: RunError) -> Self {
+        JobOutcome {
+            job,
+            dirs: [DirTotals::new(), DirTotals::new()],
+            end_ns: 0,
+            error: Some(error),
+            blocks_checked: 0,
+            bad_blocks: Vec::new(),
+            lz4: None,
+            deflate: None,
+            random_bytes_per_chunk: 0,
+            engine: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    start: u64,
+    issue: u64,
+    offset: u64,
+    buf: u32,
+    dir_write: bool,
+}
+
+/// Decides the direction and block of each I/O.
+enum Planner {
+    Random {
+        nblocks: u64,
+    },
+    Sequential {
+        next: [u64; 2],
+        nblocks: u64,
+    },
+    /// Block `perm(i)` for i = job, job + numjobs, …
+    Permuted {
+        perm: BlockPermutation,
+        next: u64,
+        stride: u64,
+    },
+    /// Block i for i = job, job + numjobs, …
+    Strided {
+        next: u64,
+        stride: u64,
+        nblocks: u64,
+    },
+}
+
+/// Bytes of written data measured for compressibility per job.
+const SAMPLE_BYTES: usize = 2 << 20;
+
+/// Runs one job on `engine` until its budget, deadline, an error or a stop.
+pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<'_>) -> JobOutcome {
+    let spec = cfg.spec;
+    let bs = spec.bs as usize;
+    let depth = spec.iodepth as usize;
+    let nblocks = cfg.size / spec.bs;
+    let numjobs = u64::from(spec.numjobs);
+    let job = u64::from(cfg.job);
+    let seed = mix64(spec.seed ^ job.wrapping_mul(0x9E37));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+
+    let (read_share, writes, reads) = match cfg.phase {
+        Phase::Workload => {
+            let s = spec.rw.read_share(spec.rwmixread);
+            (s, s < 100, s > 0)
+        }
+        Phase::VerifyWrite => (0, true, false),
+        Phase::VerifyRead => (100, false, true),
+    };
+    let data = writes.then(|| {
+        (
+            DataSpec {
+                compress_pct: spec.compress_pct,
+                chunk: (spec.compress_chunk as usize).clamp(1, bs),
+                fill: spec.compress_fill,
+                dedupe_pct: spec.dedupe_pct,
+            },
+            seed ^ 0xDA7A,
+        )
+    });
+    let mut buffers = JobBuffers::new(bs, depth, reads, data);
+    let mut outcome = JobOutcome {
+        job: cfg.job,
+        dirs: [DirTotals::new(), DirTotals::new()],
+        end_ns: 0,
+        error: None,
+        blocks_checked: 0,
+        bad_blocks: Vec::new(),
+        lz4: None,
+        deflate: None,
+        random_bytes_per_chunk: buffers.random_bytes_per_chunk(),
+        engine: Some(engine.info()),
+    };
+    let registered = engine.register_buffers(&buffers.regions());
+    outcome.engine = Some(engine.info());
+    let base = shared.start();
+    if let Err(e) = registered {
+        record_error(&mut outcome, shared, engine_error(e, cfg.job));
+        let _ = shared.events.send(JobEvent::Done(cfg.job));
+        return outcome;
+    }
+
+    let mut planner = match cfg.phase {
+        Phase::Workload if spec.rw.is_random() => Planner::Random { nblocks },
+        Phase::Workload => Planner::Sequential {
+            next: [0, 0],
+            nblocks,
+        },
+        Phase::VerifyWrite if spec.rw.is_random() => Planner::Permuted {
+            perm: BlockPermutation::new(nblocks, spec.seed),
+            next: job,
+            stride: numjobs,
+        },
+        Phase::VerifyWrite | Phase::VerifyRead => Planner::Strided {
+            next: job,
+            stride: numjobs,
+            nblocks,
+        },
+    };
+    // Budget: fio's `size` per job; verify phases cover the job's share once.
+    let budget = match cfg.phase {
+        Phase::Workload if spec.time_based => u64::MAX,
+        Phase::Workload => nblocks,
+        _ => nblocks.saturating_sub(job).div_ceil(numjobs),
+    };
+
+    let ns = |t: Instant| t.saturating_duration_since(base).as_nanos() as u64;
+    let ramp_ns = if cfg.phase == Phase::VerifyRead {
+        0
+    } else {
+        spec.ramp_time_ms * 1_000_000
+    };
+    let deadline_ns = match (cfg.phase, spec.runtime_ms) {
+        (Phase::Workload, Some(r)) => ramp_ns + r * 1_000_000,
+        _ => u64::MAX,
+    };
+    let interval_ns = spec.log_interval_ms.max(1) * 1_000_000;
+    let mut cur_interval = 0u64;
+    let mut iv = [new_interval_dir(), new_interval_dir()];
+
+    let mut slots = vec![Slot::default(); depth];
+    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
+    let mut queued_tags: Vec<u32> = Vec::with_capacity(depth);
+    let mut completions: Vec<Completion> = Vec::with_capacity(depth * 2);
+    let mut inflight = 0usize;
+    let mut issued = 0u64;
+    let mut seq = 0u64;
+    let batch_submit = if spec.iodepth_batch_submit == 0 {
+        depth
+    } else {
+        spec.iodepth_batch_submit as usize
+    };
+    let batch_complete = spec.iodepth_batch_complete.max(1) as usize;
+    let region = spec.offset;
+    let mut now_ns = ns(Instant::now());
+
+    loop {
+        let stopping = shared.interrupt.load(Ordering::Relaxed)
+            || shared.halt.load(Ordering::Relaxed)
+            || now_ns >= deadline_ns
+            || issued >= budget;
+        if !stopping && !free.is_empty() {
+            let start = now_ns;
+            queued_tags.clear();
+            while queued_tags.len() < batch_submit && issued < budget {
+                let Some(tag) = free.pop() else { break };
+                let (dir, block) = match &mut planner {
+                    Planner::Random { nblocks } => {
+                        let dir = pick_dir(&mut rng, read_share);
+                        (dir, uniform_below(&mut rng, *nblocks))
+                    }
+                    Planner::Sequential { next, nblocks } => {
+                        let dir = pick_dir(&mut rng, read_share);
+                        let b = next[dir.index()];
+                        next[dir.index()] = if b + 1 >= *nblocks { 0 } else { b + 1 };
+                        (dir, b)
+                    }
+                    Planner::Permuted { perm, next, stride } => {
+                        let b = perm.get(*next);
+                        *next += *stride;
+                        (Direction::Write, b)
+                    }
+                    Planner::Strided {
+                        next,
+                        stride,
+                        nblocks,
+                    } => {
+                        let b = *next % *nblocks;
+                        *next += *stride;
+                        (
+                            if read_share == 100 {
+                                Direction::Read
+                            } else {
+                                Direction::Write
+                            },
+                            b,
+                        )
+                    }
+                };
+                let offset = region + block * spec.bs;
+                let buf = match dir {
+                    Direction::Read => buffers.read_buffer(tag),
+                    Direction::Write => {
+                        seq += 1;
+                        let b = buffers.acquire_write(mix64(seed ^ seq));
+                        if cfg.phase == Phase::VerifyWrite {
+                            verify::seal(
+                                buffers.slice_mut(b),
+                                offset,
+                                spec.seed,
+                                (job << 48) | seq,
+                            );
+                        }
+                        b
+                    }
+                };
+                slots[tag as usize] = Slot {
+                    start,
+                    issue: 0,
+                    offset,
+                    buf,
+                    dir_write: dir == Direction::Write,
+                };
+                engine.queue(&IoRequest {
+                    tag,
+                    buf_index: buf,
+                    addr: buffers.addr(buf),
+                    len: bs as u32,
+                    offset,
+                    dir,
+                });
+                queued_tags.push(tag);
+                issued += 1;
+            }
+            if !queued_tags.is_empty() {
+                if let Err(e) = engine.submit() {
+                    record_error(&mut outcome, shared, engine_error(e, cfg.job));
+                }
+                let issue = ns(Instant::now());
+                for &t in &queued_tags {
+                    slots[t as usize].issue = issue;
+                }
+                inflight += queued_tags.len();
+            }
+        }
+        if inflight == 0 {
+            if stopping || issued >= budget {
+                break;
+            }
+            now_ns = ns(Instant::now());
+            continue;
+        }
+        if let Err(e) = engine.wait(batch_complete.min(inflight) as u32) {
+            record_error(&mut outcome, shared, engine_error(e, cfg.job));
+            break;
+        }
+        completions.clear();
+        engine.reap(&mut completions);
+        now_ns = ns(Instant::now());
+        let done = now_ns;
+        // Close intervals the clock has passed.
+        if done >= ramp_ns {
+            while done >= ramp_ns + (cur_interval + 1) * interval_ns {
+                send_interval(shared, cfg.job, cur_interval, interval_ns, &mut iv);
+                cur_interval += 1;
+            }
+        }
+        for c in &completions {
+            let slot = slots[c.tag as usize];
+            let dir = if slot.dir_write {
+                Direction::Write
+            } else {
+                Direction::Read
+            };
+            inflight -= 1;
+            free.push(c.tag);
+            if slot.dir_write {
+                buffers.release_write(slot.buf);
+            }
+            if c.result != bs as i32 {
+                if cfg.phase == Phase::VerifyRead {
+                    outcome.blocks_checked += 1;
+                    outcome.bad_blocks.push(BadBlock {
+                        offset: slot.offset,
+                        lba: slot.offset / u64::from(cfg.lbs),
+                        reason: io_failure(c.result, bs),
+                    });
+                    continue;
+                }
+                if outcome.error.is_none() {
+                    let msg = format!(
+                        "{} of {} bytes at offset {} failed: {}",
+                        dir.name(),
+                        bs,
+                        slot.offset,
+                        io_failure(c.result, bs)
+                    );
+                    record_error(
+                        &mut outcome,
+                        shared,
+                        RunError {
+                            message: msg,
+                            errno: (c.result < 0).then_some(-c.result),
+                            offset: Some(slot.offset),
+                            direction: Some(dir.name().to_string()),
+                            job: Some(cfg.job),
+                        },
+                    );
+                }
+                continue;
+            }
+            if cfg.phase == Phase::VerifyRead {
+                outcome.blocks_checked += 1;
+                if let Err(reason) = verify::check(buffers.slice(slot.buf), slot.offset, spec.seed)
+                {
+                    outcome.bad_blocks.push(BadBlock {
+                        offset: slot.offset,
+                        lba: slot.offset / u64::from(cfg.lbs),
+                        reason,
+                    });
+                }
+            }
+            if done < ramp_ns {
+                continue;
+            }
+            let lat = done.saturating_sub(slot.start);
+            let t = &mut outcome.dirs[dir.index()];
+            t.ios += 1;
+            t.bytes += bs as u64;
+            t.slat.record(slot.issue.saturating_sub(slot.start));
+            t.clat.record(done.saturating_sub(slot.issue));
+            t.lat.record(lat);
+            let i = &mut iv[dir.index()];
+            i.ios += 1;
+            i.bytes += bs as u64;
+            i.lat.record(lat);
+        }
+    }
+    let end = ns(Instant::now()).max(ramp_ns);
+    outcome.end_ns = end;
+    // The last, possibly partial interval.
+    let last_len = end.saturating_sub(ramp_ns + cur_interval * interval_ns);
+    if last_len > 0 || cur_interval == 0 {
+        send_interval(shared, cfg.job, cur_interval, last_len.max(1), &mut iv);
+    }
+    let _ = shared.events.send(JobEvent::Done(cfg.job));
+    drop(engine); // unregisters buffers before they are freed
+
+    if buffers.write_count() > 0 {
+        let (lz4, deflate) = measure_written(&buffers, bs);
+        outcome.lz4 = Some(lz4);
+        outcome.deflate = Some(deflate);
+    }
+    outcome
+}
+
+fn new_interval_dir() -> IntervalDir {
+    IntervalDir {
+        ios: 0,
+        bytes: 0,
+        lat: LatencyRecorder::coarse(),
+    }
+}
+
+fn send_interval(
+    shared: &Shared<'_>,
+    job: u32,
+    index: u64,
+    duration_ns: u64,
+    iv: &mut [IntervalDir; 2],
+) {
+    let report = IntervalReport {
+        job,
+        index,
+        duration_ns,
+        dirs: [iv[0].clone(), iv[1].clone()],
+    };
+    for d in iv.iter_mut() {
+        d.ios = 0;
+        d.bytes = 0;
+        d.lat.reset();
+    }
+    let _ = shared.events.send(JobEvent::Interval(Box::new(report)));
+}
+
+#[inline]
+fn pick_dir(rng: &mut Xoshiro256PlusPlus, read_share: u8) -> Direction {
+    match read_share {
+        100 => Direction::Read,
+        0 => Direction::Write,
+        s => {
+            if uniform_below(rng, 100) < u64::from(s) {
+                Direction::Read
+            } else {
+                Direction::Write
+            }
+        }
+    }
+}
+
+fn io_failure(result: i32, len: usize) -> String {
+    if result < 0 {
+        std::io::Error::from_raw_os_error(-result).to_string()
+    } else {
+        format!("short transfer: {result} of {len} bytes")
+    }
+}
+
+pub fn engine_error(e: EngineError, job: u32) -> RunError {
+    RunError {
+        message: e.to_string(),
+        errno: match &e {
+            EngineError::Sys { source, .. } => source.raw_os_error(),
+            EngineError::Unavailable(_) => None,
+        },
+        offset: None,
+        direction: None,
+        job: Some(job),
+    }
+}
+
+fn record_error(outcome: &mut JobOutcome, shared: &Shared<'_>, err: RunError) {
+    if outcome.error.is_none() {
+        outcome.error = Some(err);
+    }
+    shared.halt.store(true, Ordering::Relaxed);
+}
+
+/// Per-page lz4 and deflate of up to [`SAMPLE_BYTES`] of the write pool,
+/// buffers spread evenly over it.
+fn measure_written(buffers: &JobBuffers, bs: usize) -> (PageTally, PageTally) {
+    let n = buffers.write_count();
+    let take = (SAMPLE_BYTES / bs).clamp(1, n);
+    let mut lz4 = PageTally::default();
+    let mut deflate = PageTally::default();
+    let mut c_lz4 = PageCompressor::new(Codec::Lz4);
+    let mut c_def = PageCompressor::new(Codec::Deflate);
+    for k in 0..take {
+        let w = k * n / take;
+        let data = buffers.slice(buffers.write_buffer_index(w));
+        c_lz4.tally(data, &mut lz4);
+        c_def.tally(data, &mut deflate);
+    }
+    (lz4, deflate)
+}

@@ -1,0 +1,561 @@
+//! A block run from spec to result: prepare the target, run the phases
+//! (workload, or verify write + read back), merge job totals and interval
+//! reports, capture CPU and device counters, assemble the `csdchar.block/1`
+//! result. Stops early on Ctrl-C or an I/O error with a partial result.
+
+use std::collections::BTreeMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+use csdchar_core::counters::DiskStats;
+use csdchar_core::result::block::{
+    BLOCK_SCHEMA, BlockResult, BlockSpec, DataReport, DirectionSummary, DiskStatsDelta, EngineInfo,
+    EngineKind, IntervalDirection, IntervalSample, JobDirection, JobSummary, SeriesStats,
+    VerifyReport,
+};
+use csdchar_core::result::{CpuUsage, RunStatus, ToolInfo};
+use csdchar_core::stats::LatencyRecorder;
+
+use crate::engine::{EngineError, IoEngine, NullEngine};
+use crate::job::{
+    DirTotals, IntervalDir, JobConfig, JobEvent, JobOutcome, Phase, Shared, engine_error, run_job,
+};
+use crate::sysinfo::{cores, machine_jiffies, now_rfc3339, process_cpu};
+use crate::target::{PreparedTarget, prepare};
+use crate::uring::UringEngine;
+
+/// Why a run could not start (a run that started returns a result, possibly partial).
+#[derive(Debug, thiserror::Error)]
+pub enum BlockError {
+    /// Bad input: an option or the target does not fit. Exit code 2.
+    #[error("{0}")]
+    Usage(String),
+    /// Writing would be unsafe without --force. Exit code 2.
+    #[error("{0}")]
+    Refused(String),
+    /// The engine cannot run on this system. Exit code 1.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The target could not be opened or laid out. Exit code 1.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl BlockError {
+    /// Process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            BlockError::Usage(_) | BlockError::Refused(_) => 2,
+            BlockError::Unavailable(_) | BlockError::Io(_) => 1,
+        }
+    }
+}
+
+/// Outside control of a run.
+pub struct RunControl<'a> {
+    /// Set by SIGINT/SIGTERM: stop submitting, reap, report.
+    pub interrupt: Arc<AtomicBool>,
+    /// Called with each interval sample as it completes (live output).
+    pub on_interval: Option<&'a mut dyn FnMut(&IntervalSample)>,
+}
+
+impl RunControl<'_> {
+    /// No live output, a fresh interrupt flag.
+    pub fn quiet() -> Self {
+        RunControl {
+            interrupt: Arc::new(AtomicBool::new(false)),
+            on_interval: None,
+        }
+    }
+}
+
+/// Runs `spec` on the engine it names.
+pub fn run_block(spec: &BlockSpec, ctl: RunControl<'_>) -> Result<BlockResult, BlockError> {
+    match spec.engine {
+        EngineKind::Uring => run_block_with(spec, ctl, UringEngine::new),
+        EngineKind::Null => run_block_with(spec, ctl, |_, _| Ok(NullEngine::new())),
+    }
+}
+
+/// Runs `spec` with engines made by `factory(fd, iodepth)`, one per job, each
+/// created on its job's thread. Tests pass their own engines here.
+pub fn run_block_with<E, F>(
+    spec: &BlockSpec,
+    mut ctl: RunControl<'_>,
+    factory: F,
+) -> Result<BlockResult, BlockError>
+where
+    E: IoEngine,
+    F: Fn(RawFd, u32) -> Result<E, EngineError> + Sync,
+{
+    let started_at = now_rfc3339();
+    // Probe the engine before touching the target, so "io_uring unavailable"
+    // leaves nothing behind.
+    drop(factory(-1, spec.iodepth).map_err(|e| BlockError::Unavailable(e.to_string()))?);
+    let target = prepare(spec)?;
+    let read_stat = |t: &PreparedTarget| {
+        t.stat_path
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|s| DiskStats::parse_sys_stat(&s).ok())
+    };
+    let stat_before = read_stat(&target);
+
+    let phases: &[Phase] = if spec.verify_only {
+        &[Phase::VerifyRead]
+    } else if spec.verify {
+        &[Phase::VerifyWrite, Phase::VerifyRead]
+    } else {
+        &[Phase::Workload]
+    };
+    let mut main: Option<PhaseOutcome> = None;
+    let mut verify: Option<VerifyReport> = None;
+    for &phase in phases {
+        let out = run_phase(spec, &target, phase, &mut ctl, &factory);
+        let stop =
+            out.jobs.iter().any(|j| j.error.is_some()) || ctl.interrupt.load(Ordering::Relaxed);
+        if phase == Phase::VerifyRead {
+            let mut bad: Vec<_> = out
+                .jobs
+                .iter()
+                .flat_map(|j| j.bad_blocks.iter().cloned())
+                .collect();
+            bad.sort_by_key(|b| b.offset);
+            verify = Some(VerifyReport {
+                blocks_checked: out.jobs.iter().map(|j| j.blocks_checked).sum(),
+                bad_block_count: bad.len() as u64,
+                bad_blocks: bad,
+            });
+        }
+        if main.is_none() {
+            main = Some(out);
+        } else if let Some(m) = main.as_mut() {
+            // Errors of a later phase still end up in the result.
+            for (mj, oj) in m.jobs.iter_mut().zip(out.jobs) {
+                if mj.error.is_none() {
+                    mj.error = oj.error;
+                }
+            }
+        }
+        if stop {
+            break;
+        }
+    }
+    let main = main.expect("at least one phase ran");
+    let stat_after = read_stat(&target);
+    Ok(assemble(
+        spec,
+        started_at,
+        &target,
+        main,
+        verify,
+        stat_before,
+        stat_after,
+        &ctl,
+    ))
+}
+
+/// Process CPU (user, system) seconds and machine (busy, total) jiffies.
+type CpuSnapshot = ((f64, f64), Option<(u64, u64)>);
+
+struct PhaseOutcome {
+    jobs: Vec<JobOutcome>,
+    intervals: Vec<IntervalSample>,
+    elapsed_ns: u64,
+    cpu: CpuUsage,
+}
+
+fn run_phase<E, F>(
+    spec: &BlockSpec,
+    target: &PreparedTarget,
+    phase: Phase,
+    ctl: &mut RunControl<'_>,
+    factory: &F,
+) -> PhaseOutcome
+where
+    E: IoEngine,
+    F: Fn(RawFd, u32) -> Result<E, EngineError> + Sync,
+{
+    let numjobs = spec.numjobs as usize;
+    let halt = AtomicBool::new(false);
+    let gate = Barrier::new(numjobs + 1);
+    let base_cell = OnceLock::new();
+    let (tx, rx) = mpsc::channel::<JobEvent>();
+    let fd = target.fd();
+    let ramp = if phase == Phase::VerifyRead {
+        Duration::ZERO
+    } else {
+        Duration::from_millis(spec.ramp_time_ms)
+    };
+    let interval_ns = spec.log_interval_ms.max(1) * 1_000_000;
+    let interrupt = Arc::clone(&ctl.interrupt);
+
+    std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(numjobs);
+        for j in 0..numjobs as u32 {
+            let tx = tx.clone();
+            let (halt, gate, base_cell, interrupt) = (&halt, &gate, &base_cell, &*interrupt);
+            handles.push(scope.spawn(move || {
+                let shared = Shared {
+                    interrupt,
+                    halt,
+                    gate,
+                    base: base_cell,
+                    events: tx,
+                };
+                let cfg = JobConfig {
+                    job: j,
+                    spec,
+                    size: target.size,
+                    lbs: target.info.logical_block_size,
+                    phase,
+                };
+                match factory(fd, spec.iodepth) {
+                    Ok(engine) => run_job(engine, &cfg, &shared),
+                    Err(e) => {
+                        shared.start();
+                        halt.store(true, Ordering::Relaxed);
+                        let _ = shared.events.send(JobEvent::Done(j));
+                        JobOutcome::failed(j, engine_error(e, j))
+                    }
+                }
+            }));
+        }
+        drop(tx);
+        gate.wait();
+        let base = Instant::now();
+        base_cell.set(base).expect("set once");
+        gate.wait();
+
+        // Collect intervals until every job is done; CPU from the end of ramp-up.
+        let mut cpu0: Option<CpuSnapshot> = None;
+        let mut agg = IntervalMerger::new(numjobs, spec, interval_ns);
+        let mut done = 0;
+        while done < numjobs {
+            if cpu0.is_none() && base.elapsed() >= ramp {
+                cpu0 = Some((process_cpu(), machine_jiffies()));
+            }
+            let wait = if cpu0.is_none() {
+                ramp.saturating_sub(base.elapsed())
+                    .max(Duration::from_millis(1))
+            } else {
+                Duration::from_millis(200)
+            };
+            match rx.recv_timeout(wait) {
+                Ok(JobEvent::Interval(r)) => agg.add(*r),
+                Ok(JobEvent::Done(j)) => {
+                    agg.job_done(j);
+                    done += 1;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            for s in agg.ready() {
+                if let Some(cb) = ctl.on_interval.as_mut() {
+                    cb(&s);
+                }
+            }
+        }
+        let cpu1 = (process_cpu(), machine_jiffies());
+        let jobs: Vec<JobOutcome> = handles
+            .into_iter()
+            .map(|h| h.join().expect("job thread panicked"))
+            .collect();
+        for s in agg.ready_all() {
+            if let Some(cb) = ctl.on_interval.as_mut() {
+                cb(&s);
+            }
+        }
+        let ramp_ns = ramp.as_nanos() as u64;
+        let elapsed_ns = jobs
+            .iter()
+            .map(|j| j.end_ns)
+            .max()
+            .unwrap_or(0)
+            .saturating_sub(ramp_ns)
+            .max(1);
+        let ((u0, s0), j0) = cpu0.unwrap_or(cpu1);
+        let ((u1, s1), j1) = cpu1;
+        let secs = elapsed_ns as f64 / 1e9;
+        let cpu = CpuUsage {
+            user_s: u1 - u0,
+            system_s: s1 - s0,
+            user_pct: (u1 - u0) / secs * 100.0,
+            system_pct: (s1 - s0) / secs * 100.0,
+            machine_busy_pct: match (j0, j1) {
+                (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
+                    Some((b1 - b0) as f64 / (t1 - t0) as f64 * 100.0)
+                }
+                _ => None,
+            },
+            cores: cores(),
+        };
+        PhaseOutcome {
+            jobs,
+            intervals: agg.samples,
+            elapsed_ns,
+            cpu,
+        }
+    })
+}
+
+/// Merges the jobs' interval reports into run-wide samples, in order, as
+/// soon as every job has reported an interval (or finished).
+struct IntervalMerger {
+    numjobs: usize,
+    reads: bool,
+    writes: bool,
+    interval_ns: u64,
+    pending: BTreeMap<u64, (Vec<bool>, u64, [IntervalDir; 2])>,
+    done: Vec<bool>,
+    next: u64,
+    samples: Vec<IntervalSample>,
+}
+
+impl IntervalMerger {
+    fn new(numjobs: usize, spec: &BlockSpec, interval_ns: u64) -> Self {
+        let reads = spec.verify_only || (spec.rw.reads() && !spec.verify);
+        let writes = !spec.verify_only && spec.rw.writes();
+        IntervalMerger {
+            numjobs,
+            reads,
+            writes,
+            interval_ns,
+            pending: BTreeMap::new(),
+            done: vec![false; numjobs],
+            next: 0,
+            samples: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, r: crate::job::IntervalReport) {
+        let n = self.numjobs;
+        let e = self.pending.entry(r.index).or_insert_with(|| {
+            (
+                vec![false; n],
+                0,
+                [
+                    IntervalDir {
+                        ios: 0,
+                        bytes: 0,
+                        lat: LatencyRecorder::coarse(),
+                    },
+                    IntervalDir {
+                        ios: 0,
+                        bytes: 0,
+                        lat: LatencyRecorder::coarse(),
+                    },
+                ],
+            )
+        });
+        e.0[r.job as usize] = true;
+        e.1 = e.1.max(r.duration_ns);
+        for (m, d) in e.2.iter_mut().zip(r.dirs.iter()) {
+            m.ios += d.ios;
+            m.bytes += d.bytes;
+            m.lat.merge(&d.lat);
+        }
+    }
+
+    fn job_done(&mut self, j: u32) {
+        self.done[j as usize] = true;
+    }
+
+    fn ready(&mut self) -> Vec<IntervalSample> {
+        let mut out = Vec::new();
+        while let Some((seen, _, _)) = self.pending.get(&self.next) {
+            if !seen.iter().zip(&self.done).all(|(s, d)| *s || *d) {
+                break;
+            }
+            let (_, dur, dirs) = self.pending.remove(&self.next).expect("present");
+            out.push(self.sample(self.next, dur, &dirs));
+            self.next += 1;
+        }
+        self.samples.extend(out.iter().cloned());
+        out
+    }
+
+    fn ready_all(&mut self) -> Vec<IntervalSample> {
+        let mut out = Vec::new();
+        while let Some((index, (_, dur, dirs))) = self.pending.pop_first() {
+            out.push(self.sample(index, dur, &dirs));
+        }
+        self.samples.extend(out.iter().cloned());
+        out
+    }
+
+    fn sample(&self, index: u64, duration_ns: u64, dirs: &[IntervalDir; 2]) -> IntervalSample {
+        let secs = duration_ns.max(1) as f64 / 1e9;
+        let dir = |d: &IntervalDir| IntervalDirection {
+            ios: d.ios,
+            bytes: d.bytes,
+            iops: d.ios as f64 / secs,
+            bw_bytes_per_s: d.bytes as f64 / secs,
+            lat_mean_ns: d.lat.mean(),
+            lat_p99_ns: d.lat.percentile(99.0),
+        };
+        IntervalSample {
+            index,
+            t_ms: (index * self.interval_ns + duration_ns) / 1_000_000,
+            duration_ms: duration_ns / 1_000_000,
+            read: self.reads.then(|| dir(&dirs[0])),
+            write: self.writes.then(|| dir(&dirs[1])),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    spec: &BlockSpec,
+    started_at: String,
+    target: &PreparedTarget,
+    main: PhaseOutcome,
+    verify: Option<VerifyReport>,
+    stat_before: Option<DiskStats>,
+    stat_after: Option<DiskStats>,
+    ctl: &RunControl<'_>,
+) -> BlockResult {
+    let secs = main.elapsed_ns as f64 / 1e9;
+    let error = main.jobs.iter().find_map(|j| j.error.clone());
+    let status = if error.is_some() {
+        RunStatus::IoError
+    } else if ctl.interrupt.load(Ordering::Relaxed) {
+        RunStatus::Interrupted
+    } else if verify.as_ref().is_some_and(|v| v.bad_block_count > 0) {
+        RunStatus::VerifyFailed
+    } else {
+        RunStatus::Completed
+    };
+    let (reads, writes) = if spec.verify_only {
+        (true, false)
+    } else if spec.verify {
+        (false, true)
+    } else {
+        (spec.rw.reads(), spec.rw.writes())
+    };
+    // Intervals that are full length describe the steady state; the last may be short.
+    let full: Vec<&IntervalSample> = if main.intervals.len() > 1 {
+        main.intervals[..main.intervals.len() - 1].iter().collect()
+    } else {
+        main.intervals.iter().collect()
+    };
+    let summary = |d: usize| {
+        let mut t = DirTotals {
+            ios: 0,
+            bytes: 0,
+            slat: LatencyRecorder::precise(),
+            clat: LatencyRecorder::precise(),
+            lat: LatencyRecorder::precise(),
+        };
+        for j in &main.jobs {
+            let s = &j.dirs[d];
+            t.ios += s.ios;
+            t.bytes += s.bytes;
+            t.slat.merge(&s.slat);
+            t.clat.merge(&s.clat);
+            t.lat.merge(&s.lat);
+        }
+        let series: Vec<f64> = full
+            .iter()
+            .filter_map(|s| if d == 0 { s.read } else { s.write })
+            .map(|x| x.iops)
+            .collect();
+        DirectionSummary {
+            ios: t.ios,
+            bytes: t.bytes,
+            iops: t.ios as f64 / secs,
+            bw_bytes_per_s: t.bytes as f64 / secs,
+            slat: t.slat.summary(&spec.percentiles),
+            clat: t.clat.summary(&spec.percentiles),
+            lat: t.lat.summary(&spec.percentiles),
+            interval_iops: SeriesStats::of(&series),
+        }
+    };
+    let jobs = main
+        .jobs
+        .iter()
+        .map(|j| {
+            let dir = |d: usize| JobDirection {
+                ios: j.dirs[d].ios,
+                bytes: j.dirs[d].bytes,
+                iops: j.dirs[d].ios as f64 / secs,
+                bw_bytes_per_s: j.dirs[d].bytes as f64 / secs,
+                lat_mean_ns: j.dirs[d].lat.mean(),
+            };
+            JobSummary {
+                job: j.job,
+                read: reads.then(|| dir(0)),
+                write: writes.then(|| dir(1)),
+            }
+        })
+        .collect();
+    let data = writes.then(|| {
+        let mut lz4 = Default::default();
+        let mut deflate = Default::default();
+        for j in &main.jobs {
+            if let (Some(l), Some(d)) = (&j.lz4, &j.deflate) {
+                csdchar_core::compressibility::PageTally::merge(&mut lz4, l);
+                csdchar_core::compressibility::PageTally::merge(&mut deflate, d);
+            }
+        }
+        DataReport {
+            compress_pct: spec.compress_pct,
+            chunk: spec.compress_chunk.min(spec.bs),
+            fill: spec.compress_fill,
+            dedupe_pct: spec.dedupe_pct,
+            random_bytes_per_chunk: main
+                .jobs
+                .iter()
+                .map(|j| j.random_bytes_per_chunk)
+                .max()
+                .unwrap_or(0) as u64,
+            target_ratio: (spec.compress_pct < 100)
+                .then(|| 100.0 / f64::from(100 - spec.compress_pct)),
+            lz4_ratio: lz4.ratio(),
+            lz4,
+            deflate_ratio: deflate.ratio(),
+            deflate,
+        }
+    });
+    let diskstats = match (&target.info.device, stat_before, stat_after) {
+        (Some(dev), Some(b), Some(a)) => Some(DiskStatsDelta {
+            device: dev.clone(),
+            before: b,
+            after: a,
+            delta: a.delta_since(&b),
+        }),
+        _ => None,
+    };
+    let engine = main
+        .jobs
+        .iter()
+        .find_map(|j| j.engine.clone())
+        .unwrap_or(EngineInfo {
+            name: spec.engine,
+            fixed_buffers: false,
+            fixed_files: false,
+            setup_flags: Vec::new(),
+        });
+    BlockResult {
+        schema: BLOCK_SCHEMA.to_string(),
+        tool: ToolInfo::current(),
+        started_at,
+        status,
+        error,
+        spec: spec.clone(),
+        target: target.info.clone(),
+        engine,
+        elapsed_ns: main.elapsed_ns,
+        read: reads.then(|| summary(0)),
+        write: writes.then(|| summary(1)),
+        cpu: main.cpu,
+        data,
+        diskstats,
+        intervals: main.intervals,
+        jobs,
+        verify,
+    }
+}

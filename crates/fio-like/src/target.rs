@@ -1,0 +1,286 @@
+//! Opening the target: size and alignment checks against the real device,
+//! the safety refusal, and laying out a file's data when reads need it.
+//! Everything that can reject the job is checked before anything is written.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use csdchar_core::pattern::{DataSpec, PatternGenerator};
+use csdchar_core::result::block::{BlockSpec, EngineKind, TargetInfo, TargetKind};
+
+use crate::run::BlockError;
+use crate::safety::write_hazards;
+use crate::sysinfo::{block_device_name, sys_dev_block};
+
+/// A target ready for I/O.
+pub struct PreparedTarget {
+    /// Open file (None for the null engine).
+    pub file: Option<File>,
+    /// What was found.
+    pub info: TargetInfo,
+    /// Bytes of the region each job works on (a whole number of blocks).
+    pub size: u64,
+    /// `/sys/.../stat` of the device holding the target, when there is one.
+    pub stat_path: Option<PathBuf>,
+}
+
+impl PreparedTarget {
+    /// Raw fd for engines (-1 without a file).
+    pub fn fd(&self) -> i32 {
+        self.file.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+}
+
+fn usage(msg: String) -> BlockError {
+    BlockError::Usage(msg)
+}
+
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+const BLKSSZGET: libc::c_ulong = 0x1268;
+
+fn block_device_geometry(path: &Path) -> Result<(u64, u32), BlockError> {
+    let f = File::open(path).map_err(|e| BlockError::Io(format!("{}: {e}", path.display())))?;
+    let mut size: u64 = 0;
+    let mut lbs: libc::c_int = 0;
+    // Safety: BLKGETSIZE64 writes one u64 and BLKSSZGET one int into our locals.
+    let ok = unsafe {
+        libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size) == 0
+            && libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut lbs) == 0
+    };
+    if !ok {
+        return Err(BlockError::Io(format!(
+            "{}: cannot read the device size: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok((size, lbs.max(512) as u32))
+}
+
+/// Logical block size of the device holding a file (512 when unknown).
+fn file_lbs(dev: u64) -> u32 {
+    let sys = sys_dev_block(dev);
+    [
+        sys.join("queue/logical_block_size"),
+        sys.join("../queue/logical_block_size"),
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok())
+    .unwrap_or(512)
+}
+
+/// Checks the target against the spec, refuses unsafe writes, opens it and
+/// lays out file data where needed.
+pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
+    let writes = spec.rw.writes() && !spec.verify_only;
+    let reads_existing = spec.rw.reads() || spec.verify_only;
+    let Some(path_str) = spec
+        .target
+        .as_deref()
+        .filter(|_| spec.engine != EngineKind::Null)
+    else {
+        // The null engine touches nothing.
+        let size = if spec.size == 0 { 1 << 30 } else { spec.size };
+        return Ok(PreparedTarget {
+            file: None,
+            info: TargetInfo {
+                path: spec.target.clone(),
+                kind: TargetKind::None,
+                size_bytes: size,
+                logical_block_size: 512,
+                device: None,
+                laid_out: false,
+            },
+            size: size / spec.bs * spec.bs,
+            stat_path: None,
+        });
+    };
+    let path = Path::new(path_str);
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(BlockError::Io(format!("{path_str}: {e}"))),
+    };
+    let (kind, cur_size, lbs, dev) = match &meta {
+        None => {
+            if spec.size == 0 {
+                return Err(usage(format!(
+                    "--size: required when TARGET {path_str} does not exist (e.g. --size 1g)"
+                )));
+            }
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let pm = std::fs::metadata(parent).map_err(|_| {
+                usage(format!(
+                    "TARGET: directory {} does not exist",
+                    parent.display()
+                ))
+            })?;
+            (TargetKind::File, 0, file_lbs(pm.dev()), pm.dev())
+        }
+        Some(m) if m.file_type().is_block_device() => {
+            let (size, lbs) = block_device_geometry(path)?;
+            (TargetKind::BlockDevice, size, lbs, m.rdev())
+        }
+        Some(m) if m.is_file() => (TargetKind::File, m.len(), file_lbs(m.dev()), m.dev()),
+        Some(_) => {
+            return Err(usage(format!(
+                "TARGET: {path_str} is neither a block device nor a regular file"
+            )));
+        }
+    };
+
+    // Region: --offset, then --size or what is left of the target.
+    if spec.offset >= cur_size && kind == TargetKind::BlockDevice {
+        return Err(usage(format!(
+            "--offset: {} is beyond the end of {path_str} ({cur_size} bytes)",
+            spec.offset
+        )));
+    }
+    let size = if spec.size > 0 {
+        spec.size
+    } else {
+        cur_size.saturating_sub(spec.offset)
+    };
+    if size == 0 {
+        return Err(usage(format!(
+            "--size: required, {path_str} is empty (e.g. --size 1g)"
+        )));
+    }
+    if kind == TargetKind::BlockDevice && spec.offset + size > cur_size {
+        return Err(usage(format!(
+            "--size: region {}..{} ends beyond the end of {path_str} ({cur_size} bytes)",
+            spec.offset,
+            spec.offset + size
+        )));
+    }
+    let size = size / spec.bs * spec.bs;
+    if size == 0 {
+        return Err(usage(format!(
+            "--size: the region must hold at least one block of --bs {} bytes",
+            spec.bs
+        )));
+    }
+    if spec.direct
+        && (!spec.bs.is_multiple_of(u64::from(lbs)) || !spec.offset.is_multiple_of(u64::from(lbs)))
+    {
+        return Err(usage(format!(
+            "--bs/--offset: must be multiples of {path_str}'s logical block size ({lbs} bytes) with --direct"
+        )));
+    }
+
+    if kind == TargetKind::BlockDevice && writes && !spec.force {
+        let hazards = write_hazards(path, dev);
+        if !hazards.is_empty() {
+            return Err(BlockError::Refused(format!(
+                "refusing to write to {path_str}: {}; pass --force to write anyway",
+                hazards.join("; ")
+            )));
+        }
+    }
+
+    // Nothing above wrote anything. From here on the target is touched.
+    let end = spec.offset + size;
+    let mut laid_out = false;
+    if kind == TargetKind::File && cur_size < end {
+        lay_out(path, cur_size, end, reads_existing, spec)?;
+        laid_out = true;
+    }
+
+    let mut opts = OpenOptions::new();
+    opts.read(true).write(writes);
+    let mut flags = 0;
+    if spec.direct {
+        flags |= libc::O_DIRECT;
+    }
+    if kind == TargetKind::BlockDevice && writes && !spec.force {
+        // Exclusive open: fails with EBUSY if anything mounts or claims it meanwhile.
+        flags |= libc::O_EXCL;
+    }
+    opts.custom_flags(flags);
+    let file = opts.open(path).map_err(|e| match e.raw_os_error() {
+        Some(libc::EINVAL) if spec.direct => usage(format!(
+            "--direct: {path_str}'s file system does not support O_DIRECT; pass --direct 0"
+        )),
+        Some(libc::EBUSY) => BlockError::Refused(format!(
+            "refusing to write to {path_str}: the device is busy (mounted or claimed); pass --force to write anyway"
+        )),
+        _ => BlockError::Io(format!("{path_str}: {e}")),
+    })?;
+
+    let device = block_device_name(dev);
+    let stat_path = device
+        .as_ref()
+        .map(|_| sys_dev_block(dev).join("stat"))
+        .filter(|p| p.exists());
+    Ok(PreparedTarget {
+        file: Some(file),
+        info: TargetInfo {
+            path: Some(path_str.to_string()),
+            kind,
+            size_bytes: cur_size.max(end),
+            logical_block_size: lbs,
+            device,
+            laid_out,
+        },
+        size,
+        stat_path,
+    })
+}
+
+/// Extends a file to `end`. When the job reads, the new part gets real data
+/// in the job's layout (reading holes would measure nothing); otherwise it is
+/// only allocated.
+fn lay_out(
+    path: &Path,
+    from: u64,
+    end: u64,
+    with_data: bool,
+    spec: &BlockSpec,
+) -> Result<(), BlockError> {
+    let io = |e: std::io::Error| BlockError::Io(format!("laying out {}: {e}", path.display()));
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(io)?;
+    if !with_data {
+        // Safety: plain fallocate on our own fd; falls back to ftruncate below.
+        let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, from as i64, (end - from) as i64) };
+        if rc != 0 {
+            f.set_len(end).map_err(io)?;
+        }
+        return Ok(());
+    }
+    let chunk = (spec.compress_chunk as usize).clamp(1, spec.bs as usize);
+    let mut generator = PatternGenerator::new(
+        DataSpec {
+            compress_pct: spec.compress_pct,
+            chunk,
+            fill: spec.compress_fill,
+            dedupe_pct: spec.dedupe_pct,
+        },
+        spec.seed ^ 0x4C41_594F_5554,
+    );
+    let mut buf = vec![0u8; 1 << 20];
+    let mut stamps = Vec::new();
+    use std::io::{Seek, SeekFrom};
+    f.seek(SeekFrom::Start(from)).map_err(io)?;
+    let mut pos = from;
+    while pos < end {
+        let n = ((end - pos) as usize).min(buf.len());
+        stamps.clear();
+        generator.fill(&mut buf[..n], &mut stamps);
+        csdchar_core::pattern::stamp(&mut buf[..n], &stamps, pos);
+        f.write_all(&buf[..n]).map_err(io)?;
+        pos += n as u64;
+    }
+    f.sync_all().map_err(io)?;
+    Ok(())
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need on a fresh Debian/Ubuntu
+# machine, then runs format check, clippy (warnings denied), every test
+# (the privileged ones run when root), and compiles the benches.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+command -v losetup >/dev/null || need+=(mount)
+command -v cc >/dev/null || need+=(build-essential)
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null; then
+  echo "cargo not found: install Rust (rustup) first" >&2
+  exit 1
+fi
+if [ "$(id -u)" = 0 ] && [ ! -e /sys/class/zram-control ]; then
+  modprobe zram 2>/dev/null || echo "note: zram module not available; zram tests will skip"
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+# Tests that configure devices must not run against each other's devices
+# concurrently with benchmarks; the suite itself is safe in parallel.
+cargo test --workspace --locked
+cargo bench --workspace --locked --no-run

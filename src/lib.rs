@@ -1,0 +1,1 @@
+//! Holds the workspace's integration tests (tests/) and benches (benches/).

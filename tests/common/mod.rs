@@ -1,0 +1,84 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use clap::Parser;
+use csdchar_cli::{Cli, Io, Outcome, run};
+
+/// What an in-process command run produced.
+pub struct Ran {
+    pub outcome: Outcome,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `csdchar ARGS...` in-process with a fresh interrupt flag.
+pub fn csdchar(args: &[&str]) -> Ran {
+    csdchar_with_interrupt(args, Arc::new(AtomicBool::new(false)))
+}
+
+/// Runs `csdchar ARGS...` in-process with the given interrupt flag.
+pub fn csdchar_with_interrupt(args: &[&str], interrupt: Arc<AtomicBool>) -> Ran {
+    let mut argv = vec!["csdchar"];
+    argv.extend_from_slice(args);
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let outcome = match Cli::try_parse_from(&argv) {
+        Ok(cli) => {
+            let mut io = Io {
+                stdout: &mut out,
+                stderr: &mut err,
+                interrupt,
+            };
+            run(cli, &mut io)
+        }
+        Err(e) => {
+            err.extend_from_slice(csdchar_cli::one_line(&e).as_bytes());
+            Outcome {
+                exit_code: 2,
+                block: None,
+            }
+        }
+    };
+    Ran {
+        outcome,
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+    }
+}
+
+/// The committed JSON Schema of block results.
+pub fn committed_block_schema() -> serde_json::Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/schemas/csdchar.block-1.schema.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).expect("schema file is committed"))
+        .expect("schema file is JSON")
+}
+
+/// Asserts `value` is valid against the committed block schema.
+pub fn assert_valid_block_json(value: &serde_json::Value) {
+    let schema = committed_block_schema();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "result does not match the schema: {errors:?}"
+    );
+}
+
+/// True when running as root; otherwise prints why a test is skipped.
+pub fn is_root_or_skip(test: &str) -> bool {
+    // Safety: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped {test}: needs root (loop devices, zram)");
+    }
+    root
+}

@@ -1,0 +1,335 @@
+//! Tests on real block devices: loop devices and zram. They run as root (CI
+//! is root) and print why they skip otherwise. Guards detach loop devices and
+//! remove zram devices even when an assertion fails.
+
+mod common;
+
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{csdchar, is_root_or_skip};
+use csdchar_core::counters::ZramMmStat;
+
+fn sh(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A loop device over a temporary file; detached on drop.
+struct LoopDev {
+    dev: String,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopDev {
+    fn new(size: u64) -> LoopDev {
+        let dir = tempfile::Builder::new()
+            .prefix("csdchar-loop")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let backing = dir.path().join("backing");
+        std::fs::File::create(&backing)
+            .unwrap()
+            .set_len(size)
+            .unwrap();
+        let dev = sh(
+            "losetup",
+            &[
+                "--find",
+                "--show",
+                "--direct-io=on",
+                backing.to_str().unwrap(),
+            ],
+        );
+        LoopDev { dev, _dir: dir }
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+/// A zram device of its own (hot-added), removed on drop.
+struct Zram {
+    id: u32,
+}
+
+impl Zram {
+    /// None (with a printed reason) when zram is not available.
+    fn new(disksize: &str, algo: &str) -> Option<Zram> {
+        if !Path::new("/sys/class/zram-control/hot_add").exists() {
+            let _ = Command::new("modprobe").arg("zram").status();
+        }
+        let id: u32 = match std::fs::read_to_string("/sys/class/zram-control/hot_add") {
+            Ok(s) => s.trim().parse().unwrap(),
+            Err(e) => {
+                eprintln!("skipped: zram unavailable ({e})");
+                return None;
+            }
+        };
+        let z = Zram { id };
+        std::fs::write(z.sys("comp_algorithm"), algo).unwrap();
+        std::fs::write(z.sys("disksize"), disksize).unwrap();
+        Some(z)
+    }
+    fn sys(&self, f: &str) -> PathBuf {
+        PathBuf::from(format!("/sys/block/zram{}/{f}", self.id))
+    }
+    fn dev(&self) -> String {
+        format!("/dev/zram{}", self.id)
+    }
+    fn mm_stat(&self) -> ZramMmStat {
+        ZramMmStat::parse(&std::fs::read_to_string(self.sys("mm_stat")).unwrap()).unwrap()
+    }
+}
+
+impl Drop for Zram {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.sys("reset"), "1");
+        let _ = std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string());
+    }
+}
+
+fn read_all(dev: &str, len: usize) -> Vec<u8> {
+    let f = std::fs::File::open(dev).unwrap();
+    let mut buf = vec![0u8; len];
+    f.read_exact_at(&mut buf, 0).unwrap();
+    buf
+}
+
+#[test]
+fn refuses_an_ext4_loop_device_and_leaves_it_unchanged() {
+    if !is_root_or_skip("refuses_an_ext4_loop_device") {
+        return;
+    }
+    if Command::new("mkfs.ext4").arg("-V").output().is_err() {
+        eprintln!("skipped: mkfs.ext4 not installed");
+        return;
+    }
+    let lo = LoopDev::new(64 << 20);
+    sh("mkfs.ext4", &["-q", "-F", &lo.dev]);
+    let before = read_all(&lo.dev, 64 << 20);
+    for rw in ["write", "randwrite", "randrw"] {
+        let ran = csdchar(&["block", "--rw", rw, "--size", "4m", &lo.dev]);
+        assert_eq!(ran.outcome.exit_code, 2, "{rw}: {}", ran.stderr);
+        assert!(ran.stderr.contains("ext2/ext3/ext4"), "{}", ran.stderr);
+        assert!(ran.stderr.contains("--force"), "{}", ran.stderr);
+    }
+    // Reading is always allowed.
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "randread",
+        "--size",
+        "4m",
+        "--runtime",
+        "300ms",
+        &lo.dev,
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert_eq!(
+        read_all(&lo.dev, 64 << 20),
+        before,
+        "device contents changed"
+    );
+    // --force writes.
+    let ran = csdchar(&["block", "--rw", "write", "--size", "1m", "--force", &lo.dev]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert_ne!(read_all(&lo.dev, 64 << 20), before);
+}
+
+#[test]
+fn refuses_a_mounted_loop_device() {
+    if !is_root_or_skip("refuses_a_mounted_loop_device") {
+        return;
+    }
+    if Command::new("mkfs.ext4").arg("-V").output().is_err() {
+        eprintln!("skipped: mkfs.ext4 not installed");
+        return;
+    }
+    let lo = LoopDev::new(32 << 20);
+    sh("mkfs.ext4", &["-q", "-F", &lo.dev]);
+    let mnt = tempfile::Builder::new()
+        .prefix("csdchar-mnt")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    sh("mount", &[&lo.dev, mnt.path().to_str().unwrap()]);
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _m = Unmount(mnt.path().to_path_buf());
+    let ran = csdchar(&["block", "--rw", "write", "--size", "1m", &lo.dev]);
+    assert_eq!(ran.outcome.exit_code, 2);
+    assert!(ran.stderr.contains("mounted at"), "{}", ran.stderr);
+}
+
+#[test]
+fn verify_on_a_loop_device_detects_corruption() {
+    if !is_root_or_skip("verify_on_a_loop_device") {
+        return;
+    }
+    let lo = LoopDev::new(16 << 20);
+    let args = [
+        "--bs",
+        "8k",
+        "--size",
+        "8m",
+        "--iodepth",
+        "16",
+        "--numjobs",
+        "2",
+        "--seed",
+        "5",
+    ];
+    let mut w = vec![
+        "block",
+        "--rw",
+        "randwrite",
+        "--verify",
+        "crc32c",
+        lo.dev.as_str(),
+    ];
+    w.extend_from_slice(&args);
+    let ran = csdchar(&w);
+    assert_eq!(ran.outcome.exit_code, 0, "{}{}", ran.stdout, ran.stderr);
+    let r = ran.outcome.block.unwrap();
+    assert_eq!(r.verify.as_ref().unwrap().blocks_checked, 1024);
+    assert_eq!(r.diskstats.as_ref().unwrap().delta.bytes_written(), 8 << 20);
+
+    // Corrupt two blocks through the device, bypassing csdchar.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lo.dev)
+        .unwrap();
+    f.write_at(&[0xFFu8; 16], 8192 * 3 + 4000).unwrap();
+    f.write_at(&[0u8; 8192], 8192 * 1000).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    let mut v = vec![
+        "block",
+        "--verify-only",
+        lo.dev.as_str(),
+        "--output-format",
+        "json",
+    ];
+    v.extend_from_slice(&args);
+    let ran = csdchar(&v);
+    assert_eq!(ran.outcome.exit_code, 1);
+    let rep = ran.outcome.block.unwrap().verify.unwrap();
+    let lba: Vec<u64> = rep.bad_blocks.iter().map(|b| b.lba).collect();
+    assert_eq!(lba, vec![8192 * 3 / 512, 8192 * 1000 / 512]);
+}
+
+#[test]
+fn zram_stores_compress_writes_at_the_requested_ratio() {
+    if !is_root_or_skip("zram_stores_compress_writes") {
+        return;
+    }
+    for (p, fill) in [
+        (75u8, "repeat"),
+        (75, "zeros"),
+        (50, "repeat"),
+        (90, "repeat"),
+    ] {
+        let Some(z) = Zram::new("256M", "lz4") else {
+            return;
+        };
+        let dev = z.dev();
+        let ran = csdchar(&[
+            "block",
+            "--rw",
+            "write",
+            "--bs",
+            "128k",
+            "--iodepth",
+            "16",
+            "--size",
+            "128m",
+            "--compress",
+            &p.to_string(),
+            "--compress-fill",
+            fill,
+            &dev,
+            "--output-format",
+            "json",
+        ]);
+        assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+        let m = z.mm_stat();
+        assert_eq!(m.orig_data_size, 128 << 20);
+        let ratio = m.orig_data_size as f64 / m.compr_data_size as f64;
+        let target = 100.0 / (100.0 - f64::from(p));
+        assert!(
+            (ratio / target - 1.0).abs() < 0.05,
+            "p={p} {fill}: zram ratio {ratio:.3}, target {target}"
+        );
+        if fill == "repeat" {
+            assert_eq!(
+                m.same_pages, 0,
+                "repeat fill must not produce same-filled pages"
+            );
+        }
+        let r = ran.outcome.block.unwrap();
+        let ds = r.diskstats.unwrap();
+        assert_eq!(ds.device, format!("zram{}", z.id));
+        assert_eq!(ds.delta.bytes_written(), 128 << 20);
+    }
+}
+
+#[test]
+fn zram_randread_uses_fixed_buffers_and_files() {
+    if !is_root_or_skip("zram_randread") {
+        return;
+    }
+    let Some(z) = Zram::new("64M", "lz4") else {
+        return;
+    };
+    let dev = z.dev();
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--iodepth",
+        "8",
+        &dev,
+        "--compress",
+        "50",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "randread",
+        "--iodepth",
+        "32",
+        "--runtime",
+        "1s",
+        "--time-based",
+        &dev,
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let r = ran.outcome.block.unwrap();
+    assert!(
+        r.engine.fixed_buffers && r.engine.fixed_files,
+        "{:?}",
+        r.engine
+    );
+    assert!(r.read.unwrap().iops > 1000.0);
+}
