@@ -340,10 +340,7 @@ impl IoEngine for FaultyEngine {
             result,
         });
     }
-    fn submit(&mut self) -> Result<u32, EngineError> {
-        Ok(0)
-    }
-    fn wait(&mut self, _: u32) -> Result<(), EngineError> {
+    fn submit_and_wait(&mut self, _: u32) -> Result<(), EngineError> {
         Ok(())
     }
     fn reap(&mut self, out: &mut Vec<Completion>) {
@@ -395,4 +392,90 @@ fn io_error_stops_cleanly_with_offset_and_partial_totals() {
     // Everything before the failed write completed; at most a batch after it.
     assert!(w.ios >= 100 && w.ios < 110, "{} ios", w.ios);
     assert!(seen.lock().unwrap().len() < 256);
+}
+
+#[test]
+fn ramp_time_is_not_measured_and_percentile_list_is_honoured() {
+    let ran = csdchar(&[
+        "block",
+        "--engine",
+        "null",
+        "--rw",
+        "randread",
+        "--ramp-time",
+        "400ms",
+        "--runtime",
+        "600ms",
+        "--time-based",
+        "--log-interval",
+        "100ms",
+        "--percentile-list",
+        "50,99.9",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let r = ran.outcome.block.unwrap();
+    let ms = r.elapsed_ns / 1_000_000;
+    assert!(
+        (590..900).contains(&ms),
+        "measured {ms} ms, ramp must not count"
+    );
+    let read = r.read.unwrap();
+    let pcts: Vec<f64> = read.lat.percentiles.iter().map(|p| p.percentile).collect();
+    assert_eq!(pcts, vec![50.0, 99.9]);
+    let series_ios: u64 = r.intervals.iter().map(|s| s.read.unwrap().ios).sum();
+    assert_eq!(series_ios, read.ios);
+    assert!(r.intervals.len() >= 6, "{} intervals", r.intervals.len());
+    // Without --size the null engine's region is recorded as used.
+    assert_eq!(r.spec.size, 1 << 30);
+}
+
+#[test]
+fn unavailable_engine_says_so_and_touches_nothing() {
+    let dir = tmp();
+    let target = dir.path().join("untouched");
+    let spec = {
+        use clap::Parser;
+        let argv = [
+            "csdchar",
+            "block",
+            "--rw",
+            "write",
+            "--size",
+            "1m",
+            target.to_str().unwrap(),
+        ];
+        match csdchar_cli::Cli::try_parse_from(argv).unwrap().command {
+            csdchar_cli::Command::Block(o) => o.validate().unwrap(),
+            _ => unreachable!(),
+        }
+    };
+    let err = run_block_with(&spec, RunControl::quiet(), |_, _| {
+        Err::<csdchar_fio_like::NullEngine, _>(EngineError::Unavailable(
+            "io_uring is unavailable: io_uring_setup was denied (kernel.io_uring_disabled=2)"
+                .into(),
+        ))
+    })
+    .unwrap_err();
+    assert_eq!(err.exit_code(), 1);
+    assert!(err.to_string().contains("io_uring is unavailable"));
+    assert!(!target.exists());
+}
+
+#[test]
+fn io_uring_engine_sets_up_or_says_why_not() {
+    match csdchar_fio_like::uring::UringEngine::new(-1, 8) {
+        Ok(e) => {
+            let info = e.info();
+            assert_eq!(info.name, csdchar_core::result::block::EngineKind::Uring);
+            // fd -1 cannot be registered: the engine must say it uses a plain fd.
+            assert!(!info.fixed_files);
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.starts_with("io_uring is unavailable"), "{msg}");
+            eprintln!("skipped io_uring setup checks: {msg}");
+        }
+    }
 }

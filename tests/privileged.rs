@@ -56,7 +56,17 @@ impl LoopDev {
 
 impl Drop for LoopDev {
     fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+        // Detaching is lazy in the kernel, but retry a busy device all the same.
+        for _ in 0..50 {
+            if Command::new("losetup")
+                .args(["-d", &self.dev])
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 }
 
@@ -96,8 +106,19 @@ impl Zram {
 
 impl Drop for Zram {
     fn drop(&mut self) {
-        let _ = std::fs::write(self.sys("reset"), "1");
-        let _ = std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string());
+        // udev may still hold the device open to probe it after our writes:
+        // retry for a few seconds instead of leaving it configured.
+        let retry = |what: &dyn Fn() -> std::io::Result<()>| {
+            for _ in 0..100 {
+                if what().is_ok() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            eprintln!("warning: could not reset/remove zram{}", self.id);
+        };
+        retry(&|| std::fs::write(self.sys("reset"), "1"));
+        retry(&|| std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string()));
     }
 }
 

@@ -165,10 +165,7 @@ impl IoEngine for Recorder {
             result: req.len as i32,
         });
     }
-    fn submit(&mut self) -> Result<u32, EngineError> {
-        Ok(0)
-    }
-    fn wait(&mut self, _: u32) -> Result<(), EngineError> {
+    fn submit_and_wait(&mut self, _: u32) -> Result<(), EngineError> {
         Ok(())
     }
     fn reap(&mut self, out: &mut Vec<Completion>) {

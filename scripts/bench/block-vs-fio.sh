@@ -7,7 +7,7 @@
 # Needs: cargo, fio (installed with apt if missing), zram (modprobe zram).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-7}
 RUNTIME=${RUNTIME:-5}
 [ "$(id -u)" = 0 ] || { echo "block-vs-fio: needs root (zram)" >&2; exit 2; }
 command -v fio >/dev/null || { apt-get update -qq && apt-get install -y -qq fio >/dev/null; }
@@ -18,9 +18,10 @@ CSD=$PWD/target/release/csdchar
 ID=$(cat /sys/class/zram-control/hot_add)
 DEV=/dev/zram$ID
 SYS=/sys/block/zram$ID
-cleanup() { echo 1 > "$SYS/reset" 2>/dev/null || true; echo "$ID" > /sys/class/zram-control/hot_remove 2>/dev/null || true; }
+retry() { for _ in $(seq 100); do "$@" 2>/dev/null && return 0; sleep 0.05; done; echo "warning: $* failed" >&2; }
+cleanup() { retry sh -c "echo 1 > $SYS/reset"; retry sh -c "echo $ID > /sys/class/zram-control/hot_remove"; }
 trap cleanup EXIT
-setup() { echo 1 > "$SYS/reset"; echo lz4 > "$SYS/comp_algorithm"; echo "$1" > "$SYS/disksize"; }
+setup() { retry sh -c "echo 1 > $SYS/reset"; echo lz4 > "$SYS/comp_algorithm"; echo "$1" > "$SYS/disksize"; }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 csd_iops() { "$CSD" block "$@" --output-format json | python3 -c 'import json,sys; r=json.load(sys.stdin); print((r["read"] or {"iops":0})["iops"] + (r["write"] or {"iops":0})["iops"])'; }
@@ -41,11 +42,14 @@ setup 2G
 "$CSD" block --rw write --bs 128k --iodepth 16 --compress 50 "$DEV" --output-format json >/dev/null
 F="--filename=$DEV --direct=1 --bs=4k --runtime=$RUNTIME --time_based --ioengine=io_uring --rw=randread"
 C="$DEV --bs 4k --runtime ${RUNTIME}s --time-based --rw randread"
+# Defaults against defaults; then fio tuned as t/io_uring runs, and csdchar
+# given the same batching (it always registers buffers and the file).
 TUNED="--fixedbufs --registerfiles --iodepth_batch_submit=32 --iodepth_batch_complete_min=32 --iodepth_batch_complete_max=32"
-compare "randread qd32 vs fio default"  "$C --iodepth 32"  "$F --iodepth=32"
-compare "randread qd128 vs fio default" "$C --iodepth 128" "$F --iodepth=128"
-compare "randread qd32 vs fio tuned"    "$C --iodepth 32"  "$F --iodepth=32 $TUNED"
-compare "randread qd128 vs fio tuned"   "$C --iodepth 128" "$F --iodepth=128 $TUNED"
+CTUNED="--iodepth-batch-submit 32 --iodepth-batch-complete 32"
+compare "randread qd32, both defaults"  "$C --iodepth 32"  "$F --iodepth=32"
+compare "randread qd128, both defaults" "$C --iodepth 128" "$F --iodepth=128"
+compare "randread qd32, batch 32/32, fio fixedbufs+registerfiles"  "$C --iodepth 32 $CTUNED"  "$F --iodepth=32 $TUNED"
+compare "randread qd128, batch 32/32, fio fixedbufs+registerfiles" "$C --iodepth 128 $CTUNED" "$F --iodepth=128 $TUNED"
 compare "null engine randread qd32, 1 job" \
   "--engine null --rw randread --bs 4k --iodepth 32 --size 1g --runtime ${RUNTIME}s --time-based" \
   "--ioengine=null --rw=randread --bs=4k --iodepth=32 --size=1g --runtime=$RUNTIME --time_based"

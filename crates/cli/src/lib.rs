@@ -121,7 +121,16 @@ fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
                 .error
                 .as_ref()
                 .map_or("unknown error", |e| e.message.as_str());
-            let _ = writeln!(io.stderr, "error: {msg}; partial result saved");
+            let done: u64 = [&result.read, &result.write]
+                .iter()
+                .filter_map(|d| d.as_ref())
+                .map(|d| d.bytes)
+                .sum();
+            let _ = writeln!(
+                io.stderr,
+                "error: {msg}; {} completed before the error; partial result saved",
+                csdchar_core::units::format_bytes(done as f64)
+            );
         }
         RunStatus::VerifyFailed => {
             let n = result.verify.as_ref().map_or(0, |v| v.bad_block_count);

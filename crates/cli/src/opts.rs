@@ -128,9 +128,10 @@ pub struct BlockOpts {
     /// Most I/Os per submit call; 0 submits all that are ready.
     #[arg(long, default_value_t = 0)]
     pub iodepth_batch_submit: u32,
-    /// Fewest completions to wait for per call.
-    #[arg(long, default_value_t = 1)]
-    pub iodepth_batch_complete: u32,
+    /// Fewest completions to wait for per io_uring_enter: a number, or auto (iodepth/8, 1-16;
+    /// 1 below depth 16). 1 is fio's default: most exact latencies, most wake-ups.
+    #[arg(long, default_value = "auto", value_parser = batch_complete_arg)]
+    pub iodepth_batch_complete: BatchComplete,
     /// Write every block once with a header and checksum, then read it all back and check it.
     #[arg(long, value_enum)]
     pub verify: Option<VerifyArg>,
@@ -186,6 +187,25 @@ fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// `--iodepth-batch-complete`: auto, or a count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchComplete {
+    /// [`auto_batch_complete`] of the depth.
+    Auto,
+    /// This many.
+    Count(u32),
+}
+
+fn batch_complete_arg(s: &str) -> Result<BatchComplete, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(BatchComplete::Auto);
+    }
+    match s.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(BatchComplete::Count(n)),
+        _ => Err(format!("'{s}' is not 'auto' or a count of at least 1")),
+    }
+}
+
 fn bool_arg(s: &str) -> Result<bool, String> {
     match s.to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
@@ -207,6 +227,13 @@ fn percentile_arg(s: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
+
+/// Completions to wait for per call when not given: an eighth of the depth,
+/// 1 to 16. Fewer wake-ups leave the CPU to the device path (zram works in
+/// io-wq threads on the same cores); low depths keep exact latencies.
+pub fn auto_batch_complete(iodepth: u32) -> u32 {
+    (iodepth / 8).clamp(1, 16)
+}
 
 /// Largest block size accepted.
 const MAX_BS: u64 = 256 << 20;
@@ -241,8 +268,12 @@ impl BlockOpts {
         if self.iodepth_batch_submit > self.iodepth {
             return bad("--iodepth-batch-submit: must be between 0 and --iodepth");
         }
-        if self.iodepth_batch_complete == 0 || self.iodepth_batch_complete > self.iodepth {
-            return bad("--iodepth-batch-complete: must be between 1 and --iodepth");
+        let batch_complete = match self.iodepth_batch_complete {
+            BatchComplete::Auto => auto_batch_complete(self.iodepth),
+            BatchComplete::Count(n) => n,
+        };
+        if batch_complete > self.iodepth {
+            return bad("--iodepth-batch-complete: must be auto or between 1 and --iodepth");
         }
         if self.target.is_none() && self.engine != EngineArg::Null {
             return bad(
@@ -314,7 +345,7 @@ impl BlockOpts {
             dedupe_pct: self.dedupe,
             log_interval_ms: self.log_interval.as_millis() as u64,
             iodepth_batch_submit: self.iodepth_batch_submit,
-            iodepth_batch_complete: self.iodepth_batch_complete,
+            iodepth_batch_complete: batch_complete,
             verify: self.verify.is_some(),
             verify_only: self.verify_only,
             force: self.force,
@@ -323,5 +354,92 @@ impl BlockOpts {
                 .clone()
                 .unwrap_or_else(|| DEFAULT_PERCENTILES.to_vec()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(args: &[&str]) -> Result<BlockSpec, UsageError> {
+        let mut argv = vec!["csdchar", "block"];
+        argv.extend_from_slice(args);
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Block(o) => o.validate(),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn defaults_follow_fio() {
+        let s = spec(&["/dev/null"]).unwrap();
+        assert_eq!(s.rw, RwMode::Read);
+        assert_eq!((s.bs, s.iodepth, s.numjobs, s.rwmixread), (4096, 1, 1, 50));
+        assert!(s.direct);
+        assert_eq!(s.percentiles.len(), 17);
+        assert_eq!(s.compress_chunk, 4096);
+    }
+
+    #[test]
+    fn batch_complete_auto_and_explicit() {
+        assert_eq!(
+            spec(&["--iodepth", "1", "x"])
+                .unwrap()
+                .iodepth_batch_complete,
+            1
+        );
+        assert_eq!(
+            spec(&["--iodepth", "32", "x"])
+                .unwrap()
+                .iodepth_batch_complete,
+            4
+        );
+        assert_eq!(
+            spec(&["--iodepth", "1024", "x"])
+                .unwrap()
+                .iodepth_batch_complete,
+            16
+        );
+        let s = spec(&["--iodepth", "32", "--iodepth-batch-complete", "1", "x"]).unwrap();
+        assert_eq!(s.iodepth_batch_complete, 1);
+        assert!(spec(&["--iodepth", "4", "--iodepth-batch-complete", "8", "x"]).is_err());
+    }
+
+    #[test]
+    fn sizes_durations_and_booleans() {
+        let s = spec(&[
+            "--bs",
+            "128k",
+            "--size",
+            "2g",
+            "--offset",
+            "1m",
+            "--runtime",
+            "5m",
+            "--ramp-time",
+            "500ms",
+            "--direct",
+            "0",
+            "--compress-chunk",
+            "1m",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!((s.bs, s.size, s.offset), (128 << 10, 2 << 30, 1 << 20));
+        assert_eq!((s.runtime_ms, s.ramp_time_ms), (Some(300_000), 500));
+        assert!(!s.direct);
+        assert_eq!(
+            s.compress_chunk,
+            128 << 10,
+            "chunk is capped at bs, like fio"
+        );
+        assert_eq!(
+            spec(&["--engine", "io_uring", "x"]).unwrap().engine,
+            EngineKind::Uring
+        );
+        assert_eq!(
+            spec(&["--ioengine", "null"]).unwrap().engine,
+            EngineKind::Null
+        );
     }
 }

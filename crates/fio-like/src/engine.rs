@@ -81,10 +81,10 @@ pub trait IoEngine {
     /// Queues a request; nothing reaches the kernel before [`IoEngine::submit`].
     /// The caller never queues more than the depth it asked for.
     fn queue(&mut self, req: &IoRequest);
-    /// Sends every queued request without waiting; returns how many were sent.
-    fn submit(&mut self) -> Result<u32, EngineError>;
-    /// Blocks until at least `min` completions are ready (0: just collect).
-    fn wait(&mut self, min: u32) -> Result<(), EngineError>;
+    /// Sends every queued request and blocks until at least `min`
+    /// completions are ready (0: do not wait), in one system call where the
+    /// engine can.
+    fn submit_and_wait(&mut self, min: u32) -> Result<(), EngineError>;
     /// Moves every ready completion into `out`.
     fn reap(&mut self, out: &mut Vec<Completion>);
     /// How the engine is set up, for the result.
@@ -119,13 +119,8 @@ impl IoEngine for NullEngine {
         });
     }
 
-    fn submit(&mut self) -> Result<u32, EngineError> {
-        let n = self.queued.len() as u32;
+    fn submit_and_wait(&mut self, _: u32) -> Result<(), EngineError> {
         self.done.append(&mut self.queued);
-        Ok(n)
-    }
-
-    fn wait(&mut self, _: u32) -> Result<(), EngineError> {
         Ok(())
     }
 

@@ -2,8 +2,8 @@
 //! timestamps them once per batch (fio does the same for completions) and
 //! records submission, completion and total latency per direction.
 //!
-//! Timestamps: `start` when the batch is prepared, `issue` after the submit
-//! call returns, `done` after the reap. slat = issue − start, clat = done −
+//! Timestamps: `start` when the batch is prepared, `issue` when io_uring_enter
+//! is entered, `done` after the reap. slat = issue − start, clat = done −
 //! issue, lat = done − start, as in fio's io_uring engine.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -325,9 +325,20 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             || issued >= budget;
         if !stopping && !free.is_empty() {
             let start = now_ns;
-            queued_tags.clear();
-            while queued_tags.len() < batch_submit && issued < budget {
+            while issued < budget {
                 let Some(tag) = free.pop() else { break };
+                if queued_tags.len() == batch_submit {
+                    // A full batch goes to the kernel now; keep filling the depth.
+                    let enter = ns(Instant::now());
+                    for &t in &queued_tags {
+                        slots[t as usize].issue = enter;
+                    }
+                    inflight += queued_tags.len();
+                    queued_tags.clear();
+                    if let Err(e) = engine.submit_and_wait(0) {
+                        record_error(&mut outcome, shared, engine_error(e, cfg.job));
+                    }
+                }
                 let (dir, block) = match &mut planner {
                     Planner::Random { nblocks } => {
                         let dir = pick_dir(&mut rng, read_share);
@@ -396,16 +407,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 queued_tags.push(tag);
                 issued += 1;
             }
-            if !queued_tags.is_empty() {
-                if let Err(e) = engine.submit() {
-                    record_error(&mut outcome, shared, engine_error(e, cfg.job));
-                }
-                let issue = ns(Instant::now());
-                for &t in &queued_tags {
-                    slots[t as usize].issue = issue;
-                }
-                inflight += queued_tags.len();
-            }
+            inflight += queued_tags.len();
         }
         if inflight == 0 {
             if stopping || issued >= budget {
@@ -414,8 +416,18 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             now_ns = ns(Instant::now());
             continue;
         }
-        if let Err(e) = engine.wait(batch_complete.min(inflight) as u32) {
+        // One io_uring_enter hands over the new requests and waits for
+        // completions (as t/io_uring does); the requests count as issued when
+        // it is entered, so the kernel's submission work falls into clat.
+        let enter = ns(Instant::now());
+        for &t in &queued_tags {
+            slots[t as usize].issue = enter;
+        }
+        queued_tags.clear();
+        if let Err(e) = engine.submit_and_wait(batch_complete.min(inflight) as u32) {
             record_error(&mut outcome, shared, engine_error(e, cfg.job));
+            // Buffers must outlive in-flight requests: reap what still arrives.
+            drain(&mut engine, &mut completions, &mut inflight);
             break;
         }
         completions.clear();
@@ -516,6 +528,20 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         outcome.deflate = Some(deflate);
     }
     outcome
+}
+
+/// After an engine failure: collect outstanding completions for up to a
+/// second so no request still points into buffers that are about to be freed.
+fn drain<E: IoEngine>(engine: &mut E, completions: &mut Vec<Completion>, inflight: &mut usize) {
+    let until = Instant::now() + std::time::Duration::from_secs(1);
+    while *inflight > 0 && Instant::now() < until {
+        completions.clear();
+        if engine.submit_and_wait(1).is_err() {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        engine.reap(completions);
+        *inflight = inflight.saturating_sub(completions.len());
+    }
 }
 
 fn new_interval_dir() -> IntervalDir {

@@ -545,7 +545,11 @@ fn assemble(
         started_at,
         status,
         error,
-        spec: spec.clone(),
+        // The region actually used (the whole target when --size was not given).
+        spec: BlockSpec {
+            size: target.size,
+            ..spec.clone()
+        },
         target: target.info.clone(),
         engine,
         elapsed_ns: main.elapsed_ns,

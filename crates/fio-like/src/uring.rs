@@ -66,7 +66,8 @@ impl UringEngine {
                     .into(),
             ));
         }
-        let fixed_file = ring.submitter().register_files(&[fd]).is_ok();
+        // -1 would register as an empty (sparse) slot: only register a real file.
+        let fixed_file = fd >= 0 && ring.submitter().register_files(&[fd]).is_ok();
         Ok(UringEngine {
             ring,
             fd,
@@ -148,31 +149,10 @@ impl IoEngine for UringEngine {
         }
     }
 
-    fn submit(&mut self) -> Result<u32, EngineError> {
-        loop {
-            match self.ring.submit() {
-                Ok(n) => return Ok(n as u32),
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(e)
-                    if e.raw_os_error() == Some(libc::EAGAIN)
-                        || e.raw_os_error() == Some(libc::EBUSY) =>
-                {
-                    return Ok(0);
-                }
-                Err(source) => {
-                    return Err(EngineError::Sys {
-                        what: "io_uring_enter (submit)",
-                        source,
-                    });
-                }
-            }
-        }
-    }
-
-    fn wait(&mut self, min: u32) -> Result<(), EngineError> {
+    fn submit_and_wait(&mut self, min: u32) -> Result<(), EngineError> {
         match self.ring.submit_and_wait(min as usize) {
             Ok(_) => Ok(()),
-            // A signal (Ctrl-C) or a full completion queue: let the loop look again.
+            // A signal (Ctrl-C) or a full completion queue: the loop reaps and looks again.
             Err(e)
                 if matches!(
                     e.raw_os_error(),
@@ -182,7 +162,7 @@ impl IoEngine for UringEngine {
                 Ok(())
             }
             Err(source) => Err(EngineError::Sys {
-                what: "io_uring_enter (wait)",
+                what: "io_uring_enter",
                 source,
             }),
         }

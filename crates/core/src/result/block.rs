@@ -121,7 +121,7 @@ pub struct BlockSpec {
     pub log_interval_ms: u64,
     /// Maximum I/Os submitted per io_uring_enter (0 = all that are ready).
     pub iodepth_batch_submit: u32,
-    /// Minimum completions waited for per io_uring_enter.
+    /// Minimum completions waited for per io_uring_enter (resolved when given as auto).
     pub iodepth_batch_complete: u32,
     /// Checksum every written block and read it back after the write phase.
     pub verify: bool,
@@ -186,9 +186,9 @@ pub struct DirectionSummary {
     pub iops: f64,
     /// Bytes per second over the measured period.
     pub bw_bytes_per_s: f64,
-    /// Submission latency: from preparing the I/O until io_uring_enter returned, ns.
+    /// Submission latency: from preparing the I/O until io_uring_enter was called to submit it, ns.
     pub slat: LatencyStats,
-    /// Completion latency: from submission until the completion was reaped, ns.
+    /// Completion latency: from that io_uring_enter call (the kernel's submission work included) until the completion was reaped, ns.
     pub clat: LatencyStats,
     /// Total latency: slat + clat, ns.
     pub lat: LatencyStats,
