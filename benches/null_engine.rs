@@ -2,38 +2,17 @@
 //! fio's null engine does about 2.5M on the reference machine).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use csdchar_core::pattern::Fill;
 use csdchar_core::result::block::{BlockSpec, EngineKind, RwMode};
-use csdchar_core::stats::DEFAULT_PERCENTILES;
 use csdchar_fio_like::{RunControl, run_block};
 
 fn spec(rw: RwMode, ios: u64) -> BlockSpec {
     BlockSpec {
-        target: None,
         rw,
-        rwmixread: 50,
-        bs: 4096,
         iodepth: 32,
-        numjobs: 1,
         size: ios * 4096,
-        offset: 0,
-        runtime_ms: None,
-        time_based: false,
-        ramp_time_ms: 0,
-        direct: true,
-        seed: 1,
         engine: EngineKind::Null,
         compress_pct: 75,
-        compress_chunk: 4096,
-        compress_fill: Fill::Repeat,
-        dedupe_pct: 0,
-        log_interval_ms: 1000,
-        iodepth_batch_submit: 0,
-        iodepth_batch_complete: 1,
-        verify: false,
-        verify_only: false,
-        force: false,
-        percentiles: DEFAULT_PERCENTILES.to_vec(),
+        ..BlockSpec::default()
     }
 }
 

@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{assert_valid_block_json, committed_block_schema, csdchar, csdchar_with_interrupt};
-use csdchar_core::result::RunStatus;
-use csdchar_fio_like::{
-    Completion, Direction, EngineError, IoEngine, IoRequest, RunControl, run_block_with,
+use common::{
+    RecordingEngine, assert_valid_block_json, block_spec, committed_block_schema, csdchar,
+    csdchar_with_interrupt,
 };
+use csdchar_core::result::RunStatus;
+use csdchar_fio_like::{EngineError, RunControl, run_block_with};
 
 fn tmp() -> tempfile::TempDir {
     // /var/tmp is disk-backed (O_DIRECT works), unlike a tmpfs /tmp on some hosts.
@@ -317,53 +318,11 @@ fn interrupt_saves_a_partial_result_with_exit_130() {
     assert!(v["elapsed_ns"].as_u64().unwrap() < 30_000_000_000);
 }
 
-/// Completes requests at once; fails with EIO at one offset; records offsets.
-struct FaultyEngine {
-    done: Vec<Completion>,
-    fail_at: u64,
-    seen: Arc<Mutex<Vec<(u64, Direction)>>>,
-}
-
-impl IoEngine for FaultyEngine {
-    fn register_buffers(&mut self, _: &[(*mut u8, usize)]) -> Result<(), EngineError> {
-        Ok(())
-    }
-    fn queue(&mut self, req: &IoRequest) {
-        self.seen.lock().unwrap().push((req.offset, req.dir));
-        let result = if req.offset == self.fail_at {
-            -libc::EIO
-        } else {
-            req.len as i32
-        };
-        self.done.push(Completion {
-            tag: req.tag,
-            result,
-        });
-    }
-    fn submit_and_wait(&mut self, _: u32) -> Result<(), EngineError> {
-        Ok(())
-    }
-    fn reap(&mut self, out: &mut Vec<Completion>) {
-        out.append(&mut self.done);
-    }
-    fn info(&self) -> csdchar_core::result::block::EngineInfo {
-        csdchar_fio_like::NullEngine::new().info()
-    }
-}
-
-fn null_spec(args: &[&str]) -> csdchar_core::result::block::BlockSpec {
-    use clap::Parser;
-    let mut argv = vec!["csdchar", "block", "--engine", "null"];
-    argv.extend_from_slice(args);
-    match csdchar_cli::Cli::try_parse_from(argv).unwrap().command {
-        csdchar_cli::Command::Block(o) => o.validate().unwrap(),
-        _ => unreachable!(),
-    }
-}
-
 #[test]
 fn io_error_stops_cleanly_with_offset_and_partial_totals() {
-    let spec = null_spec(&[
+    let spec = block_spec(&[
+        "--engine",
+        "null",
         "--rw",
         "write",
         "--bs",
@@ -374,13 +333,8 @@ fn io_error_stops_cleanly_with_offset_and_partial_totals() {
         "4",
     ]);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let s2 = Arc::clone(&seen);
-    let r = run_block_with(&spec, RunControl::quiet(), move |_, _| {
-        Ok(FaultyEngine {
-            done: Vec::new(),
-            fail_at: 100 * 4096,
-            seen: Arc::clone(&s2),
-        })
+    let r = run_block_with(&spec, RunControl::quiet(), |_, _| {
+        Ok(RecordingEngine::new(&seen, Some(100 * 4096)))
     })
     .unwrap();
     assert_eq!(r.status, RunStatus::IoError);
@@ -435,22 +389,7 @@ fn ramp_time_is_not_measured_and_percentile_list_is_honoured() {
 fn unavailable_engine_says_so_and_touches_nothing() {
     let dir = tmp();
     let target = dir.path().join("untouched");
-    let spec = {
-        use clap::Parser;
-        let argv = [
-            "csdchar",
-            "block",
-            "--rw",
-            "write",
-            "--size",
-            "1m",
-            target.to_str().unwrap(),
-        ];
-        match csdchar_cli::Cli::try_parse_from(argv).unwrap().command {
-            csdchar_cli::Command::Block(o) => o.validate().unwrap(),
-            _ => unreachable!(),
-        }
-    };
+    let spec = block_spec(&["--rw", "write", "--size", "1m", target.to_str().unwrap()]);
     let err = run_block_with(&spec, RunControl::quiet(), |_, _| {
         Err::<csdchar_fio_like::NullEngine, _>(EngineError::Unavailable(
             "io_uring is unavailable: io_uring_setup was denied (kernel.io_uring_disabled=2)"
@@ -465,6 +404,7 @@ fn unavailable_engine_says_so_and_touches_nothing() {
 
 #[test]
 fn io_uring_engine_sets_up_or_says_why_not() {
+    use csdchar_fio_like::IoEngine;
     match csdchar_fio_like::uring::UringEngine::new(-1, 8) {
         Ok(e) => {
             let info = e.info();

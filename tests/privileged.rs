@@ -122,6 +122,18 @@ impl Drop for Zram {
     }
 }
 
+/// A loop device formatted as ext4, or None (with the reason printed) when
+/// mkfs.ext4 is missing.
+fn ext4_loop(size: u64) -> Option<LoopDev> {
+    if Command::new("mkfs.ext4").arg("-V").output().is_err() {
+        eprintln!("skipped: mkfs.ext4 not installed");
+        return None;
+    }
+    let lo = LoopDev::new(size);
+    sh("mkfs.ext4", &["-q", "-F", &lo.dev]);
+    Some(lo)
+}
+
 fn read_all(dev: &str, len: usize) -> Vec<u8> {
     let f = std::fs::File::open(dev).unwrap();
     let mut buf = vec![0u8; len];
@@ -134,12 +146,9 @@ fn refuses_an_ext4_loop_device_and_leaves_it_unchanged() {
     if !is_root_or_skip("refuses_an_ext4_loop_device") {
         return;
     }
-    if Command::new("mkfs.ext4").arg("-V").output().is_err() {
-        eprintln!("skipped: mkfs.ext4 not installed");
+    let Some(lo) = ext4_loop(64 << 20) else {
         return;
-    }
-    let lo = LoopDev::new(64 << 20);
-    sh("mkfs.ext4", &["-q", "-F", &lo.dev]);
+    };
     let before = read_all(&lo.dev, 64 << 20);
     for rw in ["write", "randwrite", "randrw"] {
         let ran = csdchar(&["block", "--rw", rw, "--size", "4m", &lo.dev]);
@@ -175,12 +184,9 @@ fn refuses_a_mounted_loop_device() {
     if !is_root_or_skip("refuses_a_mounted_loop_device") {
         return;
     }
-    if Command::new("mkfs.ext4").arg("-V").output().is_err() {
-        eprintln!("skipped: mkfs.ext4 not installed");
+    let Some(lo) = ext4_loop(32 << 20) else {
         return;
-    }
-    let lo = LoopDev::new(32 << 20);
-    sh("mkfs.ext4", &["-q", "-F", &lo.dev]);
+    };
     let mnt = tempfile::Builder::new()
         .prefix("csdchar-mnt")
         .tempdir_in("/var/tmp")

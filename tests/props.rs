@@ -1,14 +1,15 @@
 //! Properties of the data generator and of offset generation.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
+use common::RecordingEngine;
 use csdchar_core::compressibility::{Codec, PageCompressor, PageTally, is_same_filled};
 use csdchar_core::pattern::{DataSpec, Fill, PatternGenerator};
 use csdchar_core::result::block::{BlockSpec, EngineKind, RwMode};
 use csdchar_fio_like::offsets::{BlockPermutation, uniform_below};
-use csdchar_fio_like::{
-    Completion, Direction, EngineError, IoEngine, IoRequest, RunControl, run_block_with,
-};
+use csdchar_fio_like::{Direction, RunControl, run_block_with};
 use proptest::prelude::*;
 use rand_core::SeedableRng;
 
@@ -95,10 +96,7 @@ proptest! {
         let bs = bs_sectors * 512;
         let spec = spec(mode, bs, blocks * bs + bs / 2, offset_sectors * 512, numjobs, iodepth);
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let s2 = Arc::clone(&seen);
-        let r = run_block_with(&spec, RunControl::quiet(), move |_, _| {
-            Ok(Recorder { done: Vec::new(), seen: Arc::clone(&s2) })
-        }).unwrap();
+        let r = run_block_with(&spec, RunControl::quiet(), |_, _| Ok(RecordingEngine::new(&seen, None))).unwrap();
         let seen = seen.lock().unwrap();
         // Not time-based: each job does size / bs I/Os.
         prop_assert_eq!(seen.len() as u64, blocks * u64::from(numjobs));
@@ -121,57 +119,17 @@ proptest! {
 
 fn spec(rw: RwMode, bs: u64, size: u64, offset: u64, numjobs: u32, iodepth: u32) -> BlockSpec {
     BlockSpec {
-        target: None,
         rw,
-        rwmixread: 50,
         bs,
         iodepth,
         numjobs,
         size,
         offset,
-        runtime_ms: None,
-        time_based: false,
-        ramp_time_ms: 0,
         direct: false,
         seed: 3,
         engine: EngineKind::Null,
         compress_pct: 50,
         compress_chunk: 4096.min(bs),
-        compress_fill: Fill::Repeat,
-        dedupe_pct: 0,
-        log_interval_ms: 1000,
-        iodepth_batch_submit: 0,
-        iodepth_batch_complete: 1,
-        verify: false,
-        verify_only: false,
-        force: false,
-        percentiles: vec![50.0, 99.0],
-    }
-}
-
-struct Recorder {
-    done: Vec<Completion>,
-    seen: Arc<Mutex<Vec<(u64, Direction)>>>,
-}
-
-impl IoEngine for Recorder {
-    fn register_buffers(&mut self, _: &[(*mut u8, usize)]) -> Result<(), EngineError> {
-        Ok(())
-    }
-    fn queue(&mut self, req: &IoRequest) {
-        self.seen.lock().unwrap().push((req.offset, req.dir));
-        self.done.push(Completion {
-            tag: req.tag,
-            result: req.len as i32,
-        });
-    }
-    fn submit_and_wait(&mut self, _: u32) -> Result<(), EngineError> {
-        Ok(())
-    }
-    fn reap(&mut self, out: &mut Vec<Completion>) {
-        out.append(&mut self.done);
-    }
-    fn info(&self) -> csdchar_core::result::block::EngineInfo {
-        csdchar_fio_like::NullEngine::new().info()
+        ..BlockSpec::default()
     }
 }

@@ -4,8 +4,11 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use std::sync::Mutex;
+
 use clap::Parser;
 use csdchar_cli::{Cli, Io, Outcome, run};
+use csdchar_fio_like::{Completion, Direction, EngineError, IoEngine, IoRequest};
 
 /// What an in-process command run produced.
 pub struct Ran {
@@ -81,4 +84,59 @@ pub fn is_root_or_skip(test: &str) -> bool {
         eprintln!("skipped {test}: needs root (loop devices, zram)");
     }
     root
+}
+
+/// A test engine: completes every request at once, records (offset,
+/// direction), and fails the request at `fail_at` with EIO.
+pub struct RecordingEngine {
+    done: Vec<Completion>,
+    fail_at: Option<u64>,
+    seen: Arc<Mutex<Vec<(u64, Direction)>>>,
+}
+
+impl RecordingEngine {
+    pub fn new(seen: &Arc<Mutex<Vec<(u64, Direction)>>>, fail_at: Option<u64>) -> Self {
+        RecordingEngine {
+            done: Vec::new(),
+            fail_at,
+            seen: Arc::clone(seen),
+        }
+    }
+}
+
+impl IoEngine for RecordingEngine {
+    fn register_buffers(&mut self, _: &[(*mut u8, usize)]) -> Result<(), EngineError> {
+        Ok(())
+    }
+    fn queue(&mut self, req: &IoRequest) {
+        self.seen.lock().unwrap().push((req.offset, req.dir));
+        let result = if Some(req.offset) == self.fail_at {
+            -libc::EIO
+        } else {
+            req.len as i32
+        };
+        self.done.push(Completion {
+            tag: req.tag,
+            result,
+        });
+    }
+    fn submit_and_wait(&mut self, _: u32) -> Result<(), EngineError> {
+        Ok(())
+    }
+    fn reap(&mut self, out: &mut Vec<Completion>) {
+        out.append(&mut self.done);
+    }
+    fn info(&self) -> csdchar_core::result::block::EngineInfo {
+        csdchar_fio_like::NullEngine::new().info()
+    }
+}
+
+/// The validated spec of `csdchar block ARGS...`.
+pub fn block_spec(args: &[&str]) -> csdchar_core::result::block::BlockSpec {
+    let mut argv = vec!["csdchar", "block"];
+    argv.extend_from_slice(args);
+    match Cli::try_parse_from(argv).expect("arguments parse").command {
+        csdchar_cli::Command::Block(o) => o.validate().expect("arguments are valid"),
+        _ => unreachable!("a block command"),
+    }
 }

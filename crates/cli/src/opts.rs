@@ -371,13 +371,17 @@ mod tests {
     }
 
     #[test]
-    fn defaults_follow_fio() {
+    fn defaults_follow_fio_and_the_core_default() {
         let s = spec(&["/dev/null"]).unwrap();
         assert_eq!(s.rw, RwMode::Read);
         assert_eq!((s.bs, s.iodepth, s.numjobs, s.rwmixread), (4096, 1, 1, 50));
         assert!(s.direct);
         assert_eq!(s.percentiles.len(), 17);
-        assert_eq!(s.compress_chunk, 4096);
+        let core_default = BlockSpec {
+            target: Some("/dev/null".into()),
+            ..BlockSpec::default()
+        };
+        assert_eq!(s, core_default);
     }
 
     #[test]

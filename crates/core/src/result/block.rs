@@ -133,6 +133,40 @@ pub struct BlockSpec {
     pub percentiles: Vec<f64>,
 }
 
+impl Default for BlockSpec {
+    /// fio's defaults, which are also the command line's (a test in the CLI
+    /// crate keeps the two equal); no target.
+    fn default() -> Self {
+        BlockSpec {
+            target: None,
+            rw: RwMode::Read,
+            rwmixread: 50,
+            bs: 4096,
+            iodepth: 1,
+            numjobs: 1,
+            size: 0,
+            offset: 0,
+            runtime_ms: None,
+            time_based: false,
+            ramp_time_ms: 0,
+            direct: true,
+            seed: 1,
+            engine: EngineKind::Uring,
+            compress_pct: 0,
+            compress_chunk: 4096,
+            compress_fill: Fill::Repeat,
+            dedupe_pct: 0,
+            log_interval_ms: 1000,
+            iodepth_batch_submit: 0,
+            iodepth_batch_complete: 1,
+            verify: false,
+            verify_only: false,
+            force: false,
+            percentiles: crate::stats::DEFAULT_PERCENTILES.to_vec(),
+        }
+    }
+}
+
 /// What the job ran against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
