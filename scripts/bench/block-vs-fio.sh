@@ -3,7 +3,7 @@
 # A B A B; prints each round's IOPS ratio and the median, then the compression
 # fidelity table (zram lz4 logical/physical after a --compress write).
 #
-# Usage (root): scripts/bench/block-vs-fio.sh            ROUNDS=5 RUNTIME=5
+# Usage (root): scripts/bench/block-vs-fio.sh      env: ROUNDS=7 RUNTIME=5 ONLY=iops|fidelity
 # Needs: cargo, fio (installed with apt if missing), zram (modprobe zram).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,6 +37,8 @@ compare() { # label, csdchar args, fio args
   printf '%-46s median ratio %s (rounds: %s)\n' "$label" "$(printf '%s\n' "${ratios[@]}" | median)" "${ratios[*]}"
 }
 
+ONLY=${ONLY:-}
+if [ "$ONLY" != fidelity ]; then
 echo "== setup: $DEV lz4 2G, prefilled with 50%-compressible data"
 setup 2G
 "$CSD" block --rw write --bs 128k --iodepth 16 --compress 50 "$DEV" --output-format json >/dev/null
@@ -54,6 +56,8 @@ compare "null engine randread qd32, 1 job" \
   "--engine null --rw randread --bs 4k --iodepth 32 --size 1g --runtime ${RUNTIME}s --time-based" \
   "--ioengine=null --rw=randread --bs=4k --iodepth=32 --size=1g --runtime=$RUNTIME --time_based"
 
+fi
+[ "$ONLY" = iops ] && exit 0
 echo "== compression fidelity: 512 MiB sequential write, bs 128k, qd16, chunk 4k, zram lz4"
 printf '%-8s %-6s %-9s %12s %12s %10s %8s %8s\n' tool fill p% orig compr same ratio ideal-err
 for p in 0 25 50 75 90; do
