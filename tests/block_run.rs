@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{
-    RecordingEngine, assert_valid_block_json, block_spec, committed_block_schema, csdchar,
-    csdchar_with_interrupt,
+    RecordingEngine, assert_valid_block_json, block_spec, csdchar, csdchar_with_interrupt,
 };
 use csdchar_core::result::RunStatus;
 use csdchar_fio_like::{EngineError, RunControl, run_block_with};
@@ -79,13 +78,23 @@ fn randwrite_json_has_iops_percentiles_series_and_matches_schema() {
 }
 
 #[test]
-fn committed_schema_is_current_and_documents_every_field() {
-    let generated: serde_json::Value = serde_json::from_str(&csdchar_cli::block_schema()).unwrap();
-    assert!(
-        generated == committed_block_schema(),
-        "schemas/csdchar.block-1.schema.json is stale: regenerate with \
-         `cargo run -p csdchar-cli -- schema block > schemas/csdchar.block-1.schema.json`"
-    );
+fn committed_schemas_are_current_and_document_every_field() {
+    for (name, generated) in [
+        ("block", csdchar_cli::block_schema()),
+        ("capacity", csdchar_cli::capacity_schema()),
+    ] {
+        let generated: serde_json::Value = serde_json::from_str(&generated).unwrap();
+        let committed = common::committed_schema(name);
+        assert!(
+            generated == committed,
+            "schemas/csdchar.{name}-1.schema.json is stale: regenerate with \
+             `cargo run -p csdchar-cli -- schema {name} > schemas/csdchar.{name}-1.schema.json`"
+        );
+        assert_documented(&generated);
+    }
+}
+
+fn assert_documented(generated: &serde_json::Value) {
     let mut undocumented = Vec::new();
     fn walk(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
         if let Some(props) = v.get("properties").and_then(|p| p.as_object()) {
@@ -101,7 +110,7 @@ fn committed_schema_is_current_and_documents_every_field() {
             }
         }
     }
-    walk(&generated, "BlockResult", &mut undocumented);
+    walk(generated, "result", &mut undocumented);
     assert!(
         undocumented.is_empty(),
         "fields without a description: {undocumented:?}"

@@ -360,3 +360,119 @@ fn zram_randread_uses_fixed_buffers_and_files() {
     );
     assert!(r.read.unwrap().iops > 1000.0);
 }
+
+#[test]
+fn capacity_matches_mm_stat_and_block_runs_carry_the_delta() {
+    if !is_root_or_skip("capacity_matches_mm_stat") {
+        return;
+    }
+    let Some(z) = Zram::new("256M", "lz4") else {
+        return;
+    };
+    let dev = z.dev();
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--iodepth",
+        "8",
+        "--size",
+        "96m",
+        "--compress",
+        "75",
+        &dev,
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    common::assert_valid_block_json(&v);
+    let delta = &v["capacity"]["delta"];
+    assert_eq!(delta["logical_bytes"].as_i64(), Some(96 << 20));
+    let ratio = delta["compression_ratio"].as_f64().unwrap();
+    assert!((ratio / 4.0 - 1.0).abs() < 0.05, "run's ratio {ratio}");
+    assert!(
+        v["capacity"]["after"]["nvme_data_units_written"].is_null(),
+        "absent, not zero"
+    );
+
+    let ran = csdchar(&["capacity", &dev, "--output-format", "json"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let c: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let mm = z.mm_stat();
+    assert_eq!(c["schema"], "csdchar.capacity/1");
+    assert_eq!(
+        c["snapshot"]["logical_bytes"].as_u64(),
+        Some(mm.orig_data_size)
+    );
+    assert_eq!(
+        c["snapshot"]["physical_bytes"].as_u64(),
+        Some(mm.compr_data_size)
+    );
+    assert_eq!(
+        c["snapshot"]["physical_used_bytes"].as_u64(),
+        Some(mm.mem_used_total)
+    );
+    let text = csdchar(&["capacity", &dev]).stdout;
+    assert!(
+        text.contains("compression ratio") && text.contains("[zram_mm_stat]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn zram_out_of_memory_stops_cleanly_and_says_so() {
+    if !is_root_or_skip("zram_out_of_memory") {
+        return;
+    }
+    let Some(z) = Zram::new("64M", "lz4") else {
+        return;
+    };
+    std::fs::write(z.sys("mem_limit"), "4M").unwrap();
+    let dev = z.dev();
+    let out_file = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--iodepth",
+        "4",
+        "--compress",
+        "0",
+        &dev,
+        "--output-format",
+        "json",
+        "--output",
+        out_file.path().to_str().unwrap(),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("out of physical space"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("partial result saved"),
+        "{}",
+        ran.stderr
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_file.path()).unwrap()).unwrap();
+    assert_eq!(v["status"], "io_error");
+    assert_eq!(v["error"]["errno"].as_i64(), Some(i64::from(libc::EIO)));
+    let written = v["write"]["bytes"].as_u64().unwrap();
+    assert!(
+        ((3 << 20)..=(5 << 20)).contains(&written),
+        "{written} bytes before the limit"
+    );
+    assert!(v["capacity"]["after"]["failed_writes"].as_u64().unwrap() > 0);
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("4.00MiB"),
+        "{}",
+        v["error"]["message"]
+    );
+}

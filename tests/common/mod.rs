@@ -52,11 +52,11 @@ pub fn csdchar_with_interrupt(args: &[&str], interrupt: Arc<AtomicBool>) -> Ran 
     }
 }
 
-/// The committed JSON Schema of block results.
-pub fn committed_block_schema() -> serde_json::Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/schemas/csdchar.block-1.schema.json"
+/// The committed JSON Schema `schemas/csdchar.NAME-1.schema.json`.
+pub fn committed_schema(name: &str) -> serde_json::Value {
+    let path = format!(
+        "{}/schemas/csdchar.{name}-1.schema.json",
+        env!("CARGO_MANIFEST_DIR")
     );
     serde_json::from_str(&std::fs::read_to_string(path).expect("schema file is committed"))
         .expect("schema file is JSON")
@@ -64,7 +64,7 @@ pub fn committed_block_schema() -> serde_json::Value {
 
 /// Asserts `value` is valid against the committed block schema.
 pub fn assert_valid_block_json(value: &serde_json::Value) {
-    let schema = committed_block_schema();
+    let schema = committed_schema("block");
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
     let errors: Vec<String> = validator
         .iter_errors(value)

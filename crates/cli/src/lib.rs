@@ -11,11 +11,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
+use csdchar_core::capacity::{CAPACITY_SCHEMA, CapacityResult};
 use csdchar_core::result::RunStatus;
 use csdchar_core::result::block::BlockResult;
 use csdchar_fio_like::{RunControl, run_block};
 
-pub use opts::{BlockOpts, Cli, Command, OutputFormat, SchemaName, UsageError};
+pub use opts::{BlockOpts, CapacityOpts, Cli, Command, OutputFormat, SchemaName, UsageError};
 
 /// Exit code for bad input.
 pub const EXIT_USAGE: i32 = 2;
@@ -54,10 +55,13 @@ impl Outcome {
 pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
     match cli.command {
         Command::Block(opts) => run_block_command(&opts, io),
-        Command::Schema {
-            which: SchemaName::Block,
-        } => {
-            let _ = io.stdout.write_all(block_schema().as_bytes());
+        Command::Capacity(opts) => run_capacity_command(&opts, io),
+        Command::Schema { which } => {
+            let text = match which {
+                SchemaName::Block => block_schema(),
+                SchemaName::Capacity => capacity_schema(),
+            };
+            let _ = io.stdout.write_all(text.as_bytes());
             Outcome::code(0)
         }
     }
@@ -65,10 +69,89 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
 
 /// The JSON Schema of `csdchar.block/1`, generated from the documented types.
 pub fn block_schema() -> String {
-    let schema = schemars::schema_for!(BlockResult);
+    pretty_schema(schemars::schema_for!(BlockResult))
+}
+
+/// The JSON Schema of `csdchar.capacity/1`.
+pub fn capacity_schema() -> String {
+    pretty_schema(schemars::schema_for!(CapacityResult))
+}
+
+fn pretty_schema(schema: schemars::Schema) -> String {
     let mut s = serde_json::to_string_pretty(&schema).expect("schema serializes");
     s.push('\n');
     s
+}
+
+fn run_capacity_command(opts: &CapacityOpts, io: &mut Io<'_>) -> Outcome {
+    use std::sync::atomic::Ordering;
+    let sysfs = csdchar_devices::Sysfs::from_env();
+    let device = match sysfs.resolve(&opts.target) {
+        Ok(d) => d,
+        Err(csdchar_devices::ResolveError::Path(m)) => {
+            let _ = writeln!(io.stderr, "error: TARGET: {m}");
+            return Outcome::code(EXIT_USAGE);
+        }
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(1);
+        }
+    };
+    let take = || CapacityResult {
+        schema: CAPACITY_SCHEMA.to_string(),
+        tool: csdchar_core::result::ToolInfo::current(),
+        taken_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        target: opts.target.display().to_string(),
+        snapshot: sysfs.snapshot(&device),
+    };
+    let json = opts.output_format == OutputFormat::Json;
+    let Some(every) = opts.watch else {
+        let r = take();
+        let bytes = if json {
+            output::json_line(&r)
+        } else {
+            output::capacity_text(&r)
+        };
+        let code = if emit(&bytes, None, io.stdout).is_ok() {
+            0
+        } else {
+            1
+        };
+        return Outcome::code(code);
+    };
+    if !json {
+        let _ = io
+            .stdout
+            .write_all(output::CAPACITY_WATCH_HEADER.as_bytes());
+    }
+    let mut prev: Option<(std::time::Instant, csdchar_core::capacity::CapacitySnapshot)> = None;
+    let mut lines = 0u64;
+    // Ctrl-C ends a watch: that is how one stops it, so the exit code is 0.
+    while !io.interrupt.load(Ordering::Relaxed) {
+        let now = std::time::Instant::now();
+        let r = take();
+        let bytes = if json {
+            output::json_line(&r)
+        } else {
+            let secs = prev
+                .as_ref()
+                .map_or(0.0, |(t, _)| now.duration_since(*t).as_secs_f64());
+            output::capacity_watch_line(&r, prev.as_ref().map(|(_, s)| s), secs).into_bytes()
+        };
+        if emit(&bytes, None, io.stdout).is_err() {
+            return Outcome::code(1);
+        }
+        lines += 1;
+        if opts.count.is_some_and(|c| lines >= c) {
+            break;
+        }
+        prev = Some((now, r.snapshot));
+        let until = now + every;
+        while std::time::Instant::now() < until && !io.interrupt.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(20).min(every));
+        }
+    }
+    Outcome::code(0)
 }
 
 fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {

@@ -25,6 +25,8 @@ pub struct Cli {
 pub enum Command {
     /// fio-like block I/O on io_uring with compressible data.
     Block(BlockOpts),
+    /// Logical vs physical capacity of the device holding TARGET (like csd-size.sh).
+    Capacity(CapacityOpts),
     /// Print the JSON Schema of a result format.
     Schema {
         /// Which schema.
@@ -38,6 +40,24 @@ pub enum Command {
 pub enum SchemaName {
     /// csdchar.block/1
     Block,
+    /// csdchar.capacity/1
+    Capacity,
+}
+
+/// `csdchar capacity`.
+#[derive(Debug, Args)]
+pub struct CapacityOpts {
+    /// A block device, or any path on a file system (its device is found).
+    pub target: PathBuf,
+    /// Print a line per interval until Ctrl-C (e.g. 1s).
+    #[arg(long, value_parser = duration_arg)]
+    pub watch: Option<std::time::Duration>,
+    /// Stop after this many --watch lines.
+    #[arg(long, requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Output format (json: one object; with --watch, one object per line).
+    #[arg(long, value_enum, default_value = "normal")]
+    pub output_format: OutputFormat,
 }
 
 /// Output formats.

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use csdchar_core::capacity::{CapacityResult, CapacitySnapshot};
 use csdchar_core::result::RunStatus;
 use csdchar_core::result::block::{
     BlockResult, DirectionSummary, IntervalDirection, IntervalSample,
@@ -172,6 +173,38 @@ pub fn block_text(r: &BlockResult) -> Vec<u8> {
             ds.delta.writes_completed
         );
     }
+    if let Some(c) = &r.capacity
+        && c.after.is_compressing()
+    {
+        let d = &c.delta;
+        let signed = |v: Option<i64>| {
+            v.map_or("-".to_string(), |x| {
+                format!(
+                    "{}{}",
+                    if x < 0 { "-" } else { "+" },
+                    format_bytes(x.unsigned_abs() as f64)
+                )
+            })
+        };
+        let _ = writeln!(
+            out,
+            "  device {}: logical {} physical {} during the run (ratio {}); now {} in {} ({})",
+            c.after.device,
+            signed(d.logical_bytes),
+            signed(d.physical_bytes),
+            d.compression_ratio
+                .map_or("-".into(), |v| format!("{v:.2}:1")),
+            c.after
+                .logical_bytes
+                .map_or("-".into(), |v| format_bytes(v as f64)),
+            c.after
+                .physical_bytes
+                .map_or("-".into(), |v| format_bytes(v as f64)),
+            c.after
+                .compression_ratio
+                .map_or("-".into(), |v| format!("{v:.2}:1")),
+        );
+    }
     if let Some(v) = &r.verify {
         let _ = writeln!(
             out,
@@ -207,4 +240,148 @@ pub fn block_text(r: &BlockResult) -> Vec<u8> {
     };
     let _ = writeln!(out, "  status: {status}");
     out.into_bytes()
+}
+
+fn figure_source(s: &CapacitySnapshot, figure: &str) -> String {
+    s.sources
+        .iter()
+        .find(|f| f.figure == figure)
+        .map(|f| {
+            serde_json::to_value(f.source)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        })
+        .map_or(String::new(), |src| format!("[{src}]"))
+}
+
+/// What `csd-size.sh` prints, with the source of each figure.
+pub fn capacity_text(r: &CapacityResult) -> Vec<u8> {
+    let s = &r.snapshot;
+    let mut out = String::new();
+    let _ = writeln!(out, "{} (device {}) at {}", r.target, s.device, r.taken_at);
+    let bytes = |v: Option<u64>| {
+        v.map_or("-".to_string(), |b| {
+            format!("{} ({b} bytes)", format_bytes(b as f64))
+        })
+    };
+    let rows: [(&str, &str, String); 11] = [
+        ("total capacity", "capacity_bytes", bytes(s.capacity_bytes)),
+        ("logical data size", "logical_bytes", bytes(s.logical_bytes)),
+        (
+            "physical data size",
+            "physical_bytes",
+            bytes(s.physical_bytes),
+        ),
+        (
+            "physical used",
+            "physical_used_bytes",
+            bytes(s.physical_used_bytes),
+        ),
+        (
+            "physical capacity",
+            "physical_capacity_bytes",
+            bytes(s.physical_capacity_bytes),
+        ),
+        (
+            "physical free",
+            "physical_free_bytes",
+            bytes(s.physical_free_bytes),
+        ),
+        (
+            "compression ratio",
+            "compression_ratio",
+            s.compression_ratio
+                .map_or("-".into(), |v| format!("{v:.2}:1")),
+        ),
+        (
+            "out of space",
+            "out_of_space",
+            s.out_of_space
+                .map_or("-".into(), |v| if v { "YES".into() } else { "no".into() }),
+        ),
+        (
+            "NVMe data units written",
+            "nvme_data_units_written",
+            s.nvme_data_units_written.map_or("-".into(), |v| {
+                format!("{v} ({})", format_bytes(v as f64 * 512_000.0))
+            }),
+        ),
+        (
+            "host bytes written (vendor)",
+            "host_written_bytes",
+            bytes(s.host_written_bytes),
+        ),
+        (
+            "NAND bytes written (vendor)",
+            "nand_written_bytes",
+            bytes(s.nand_written_bytes),
+        ),
+    ];
+    for (label, figure, value) in rows {
+        let _ = writeln!(
+            out,
+            "  {label:<28} {value:<36} {}",
+            figure_source(s, figure)
+        );
+    }
+    if let Some(d) = &s.diskstats {
+        let _ = writeln!(
+            out,
+            "  {:<28} read {}, written {}, discarded {}",
+            "block layer (since boot)",
+            format_bytes(d.bytes_read() as f64),
+            format_bytes(d.bytes_written() as f64),
+            format_bytes(d.sectors_discarded as f64 * 512.0)
+        );
+    }
+    if !s.is_compressing() {
+        let _ = writeln!(
+            out,
+            "  (no compression counters: not zram, not a ScaleFlux drive; `csdchar estimate` predicts what a compressing drive would store)"
+        );
+    }
+    out.into_bytes()
+}
+
+/// Header of `--watch` lines.
+pub const CAPACITY_WATCH_HEADER: &str =
+    "time                      logical        physical       ratio     written/s    logical/s\n";
+
+/// One `--watch` line: the counters now and their rates since `prev`.
+pub fn capacity_watch_line(
+    r: &CapacityResult,
+    prev: Option<&CapacitySnapshot>,
+    secs: f64,
+) -> String {
+    let s = &r.snapshot;
+    let b = |v: Option<u64>| v.map_or("-".to_string(), |x| format_bytes(x as f64));
+    let rate = |a: Option<u64>, p: Option<u64>| match (a, p) {
+        (Some(a), Some(p)) if secs > 0.0 => {
+            format!("{}/s", format_bytes(a.saturating_sub(p) as f64 / secs))
+        }
+        _ => "-".into(),
+    };
+    let written = rate(
+        s.diskstats.map(|d| d.bytes_written()),
+        prev.and_then(|p| p.diskstats.map(|d| d.bytes_written())),
+    );
+    let logical = rate(s.logical_bytes, prev.and_then(|p| p.logical_bytes));
+    format!(
+        "{:<25} {:<14} {:<14} {:<9} {:<12} {}\n",
+        r.taken_at,
+        b(s.logical_bytes),
+        b(s.physical_bytes),
+        s.compression_ratio
+            .map_or("-".into(), |v| format!("{v:.2}:1")),
+        written,
+        logical
+    )
+}
+
+/// A result as one line of JSON.
+pub fn json_line<T: serde::Serialize>(v: &T) -> Vec<u8> {
+    let mut out = serde_json::to_vec(v).expect("results always serialize");
+    out.push(b'\n');
+    out
 }

@@ -6,8 +6,10 @@
 //!   compressing drive sees data.
 //! - [`stats`]: latency recording (exact min/mean/stddev/max plus HDR percentiles).
 //! - [`counters`]: parsers for kernel counter files (diskstats, zram).
+//! - [`capacity`]: logical vs physical capacity from zram, ScaleFlux and NVMe, in one format.
 //! - [`result`]: the versioned, documented result schemas.
 
+pub mod capacity;
 pub mod compressibility;
 pub mod counters;
 pub mod pattern;

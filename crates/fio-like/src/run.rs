@@ -10,14 +10,15 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
-use csdchar_core::counters::DiskStats;
+use csdchar_core::capacity::CapacityReport;
 use csdchar_core::result::block::{
     BLOCK_SCHEMA, BlockResult, BlockSpec, DataReport, DirectionSummary, DiskStatsDelta, EngineInfo,
-    EngineKind, IntervalDirection, IntervalSample, JobDirection, JobSummary, SeriesStats,
+    EngineKind, IntervalDirection, IntervalSample, JobDirection, JobSummary, RunError, SeriesStats,
     VerifyReport,
 };
 use csdchar_core::result::{CpuUsage, RunStatus, ToolInfo};
 use csdchar_core::stats::LatencyRecorder;
+use csdchar_core::units::format_bytes;
 
 use crate::engine::{EngineError, IoEngine, NullEngine};
 use crate::job::{
@@ -96,13 +97,9 @@ where
     // leaves nothing behind.
     drop(factory(-1, spec.iodepth).map_err(|e| BlockError::Unavailable(e.to_string()))?);
     let target = prepare(spec)?;
-    let read_stat = |t: &PreparedTarget| {
-        t.stat_path
-            .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .and_then(|s| DiskStats::parse_sys_stat(&s).ok())
-    };
-    let stat_before = read_stat(&target);
+    let sysfs = csdchar_devices::Sysfs::from_env();
+    let snapshot = || target.device.as_ref().map(|d| sysfs.snapshot(d));
+    let cap_before = snapshot();
 
     let phases: &[Phase] = if spec.verify_only {
         &[Phase::VerifyRead]
@@ -145,16 +142,24 @@ where
         }
     }
     let main = main.expect("at least one phase ran");
-    let stat_after = read_stat(&target);
+    let cap_after = snapshot();
+    let (capacity, diskstats) = match (cap_before, cap_after) {
+        (Some(b), Some(a)) => {
+            let ds = match (b.diskstats, a.diskstats, target.info.device.clone()) {
+                (Some(x), Some(y), Some(device)) => Some(DiskStatsDelta {
+                    device,
+                    before: x,
+                    after: y,
+                    delta: y.delta_since(&x),
+                }),
+                _ => None,
+            };
+            (Some(CapacityReport::new(b, a)), ds)
+        }
+        _ => (None, None),
+    };
     Ok(assemble(
-        spec,
-        started_at,
-        &target,
-        main,
-        verify,
-        stat_before,
-        stat_after,
-        &ctl,
+        spec, started_at, &target, main, verify, capacity, diskstats, &ctl,
     ))
 }
 
@@ -414,12 +419,15 @@ fn assemble(
     target: &PreparedTarget,
     main: PhaseOutcome,
     verify: Option<VerifyReport>,
-    stat_before: Option<DiskStats>,
-    stat_after: Option<DiskStats>,
+    capacity: Option<CapacityReport>,
+    diskstats: Option<DiskStatsDelta>,
     ctl: &RunControl<'_>,
 ) -> BlockResult {
     let secs = main.elapsed_ns as f64 / 1e9;
-    let error = main.jobs.iter().find_map(|j| j.error.clone());
+    let mut error = main.jobs.iter().find_map(|j| j.error.clone());
+    if let (Some(e), Some(c)) = (error.as_mut(), capacity.as_ref()) {
+        explain_out_of_space(e, c);
+    }
     let status = if error.is_some() {
         RunStatus::IoError
     } else if ctl.interrupt.load(Ordering::Relaxed) {
@@ -520,15 +528,6 @@ fn assemble(
             deflate,
         }
     });
-    let diskstats = match (&target.info.device, stat_before, stat_after) {
-        (Some(dev), Some(b), Some(a)) => Some(DiskStatsDelta {
-            device: dev.clone(),
-            before: b,
-            after: a,
-            delta: a.delta_since(&b),
-        }),
-        _ => None,
-    };
     let engine = main
         .jobs
         .iter()
@@ -558,8 +557,42 @@ fn assemble(
         cpu: main.cpu,
         data,
         diskstats,
+        capacity,
         intervals: main.intervals,
         jobs,
         verify,
     }
+}
+
+/// When a write failed because a compressing device ran out of physical room
+/// (zram over `mem_limit` answers EIO; a CSD raises its space flag), say so in
+/// plain words with the device's figures at the point of failure.
+fn explain_out_of_space(e: &mut RunError, c: &CapacityReport) {
+    let a = &c.after;
+    let more_failed =
+        matches!((c.before.failed_writes, a.failed_writes), (Some(x), Some(y)) if y > x);
+    let full = a.out_of_space == Some(true) || (more_failed && a.physical_capacity_bytes.is_some());
+    if !full
+        || !matches!(e.errno, Some(libc::EIO | libc::ENOSPC))
+        || e.direction.as_deref() != Some("write")
+    {
+        return;
+    }
+    let bytes = |v: Option<u64>| v.map_or("unknown".to_string(), |b| format_bytes(b as f64));
+    let ratio = a
+        .compression_ratio
+        .map_or("unknown".to_string(), |r| format!("{r:.2}:1"));
+    e.message = format!(
+        "{dev} is out of physical space: it holds {logical} of logical data in {physical} physical \
+         ({used} used of {cap}), compression {ratio}, and refused the write at offset {off} ({orig})",
+        dev = a.device,
+        logical = bytes(a.logical_bytes),
+        physical = bytes(a.physical_bytes),
+        used = bytes(a.physical_used_bytes),
+        cap = bytes(a.physical_capacity_bytes),
+        off = e.offset.unwrap_or(0),
+        orig = e.errno.map_or("I/O error".to_string(), |n| {
+            std::io::Error::from_raw_os_error(n).to_string()
+        }),
+    );
 }

@@ -48,12 +48,6 @@ pub fn sys_dev_block(rdev: u64) -> PathBuf {
     ))
 }
 
-/// Kernel name (`zram0`, `nvme0n1p2`) of the block device with number `rdev`.
-pub fn block_device_name(rdev: u64) -> Option<String> {
-    let link = std::fs::read_link(sys_dev_block(rdev)).ok()?;
-    link.file_name().map(|n| n.to_string_lossy().into_owned())
-}
-
 /// Now as RFC 3339 UTC with milliseconds.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()

@@ -6,14 +6,15 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use csdchar_core::pattern::{DataSpec, PatternGenerator};
 use csdchar_core::result::block::{BlockSpec, EngineKind, TargetInfo, TargetKind};
 
 use crate::run::BlockError;
 use crate::safety::write_hazards;
-use crate::sysinfo::{block_device_name, sys_dev_block};
+use crate::sysinfo::sys_dev_block;
+use csdchar_devices::{BlockDevice, Sysfs};
 
 /// A target ready for I/O.
 pub struct PreparedTarget {
@@ -23,8 +24,8 @@ pub struct PreparedTarget {
     pub info: TargetInfo,
     /// Bytes of the region each job works on (a whole number of blocks).
     pub size: u64,
-    /// `/sys/.../stat` of the device holding the target, when there is one.
-    pub stat_path: Option<PathBuf>,
+    /// The block device holding the target, when there is one.
+    pub device: Option<BlockDevice>,
 }
 
 impl PreparedTarget {
@@ -95,7 +96,7 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
                 laid_out: false,
             },
             size: size / spec.bs * spec.bs,
-            stat_path: None,
+            device: None,
         });
     };
     let path = Path::new(path_str);
@@ -213,11 +214,7 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
         _ => BlockError::Io(format!("{path_str}: {e}")),
     })?;
 
-    let device = block_device_name(dev);
-    let stat_path = device
-        .as_ref()
-        .map(|_| sys_dev_block(dev).join("stat"))
-        .filter(|p| p.exists());
+    let device = Sysfs::from_env().by_number(libc::major(dev), libc::minor(dev));
     Ok(PreparedTarget {
         file: Some(file),
         info: TargetInfo {
@@ -225,11 +222,11 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
             kind,
             size_bytes: cur_size.max(end),
             logical_block_size: lbs,
-            device,
+            device: device.as_ref().map(|d| d.name.clone()),
             laid_out,
         },
         size,
-        stat_path,
+        device,
     })
 }
 

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{CpuUsage, RunStatus, ToolInfo};
+use crate::capacity::CapacityReport;
 use crate::compressibility::PageTally;
 use crate::counters::DiskStats;
 use crate::pattern::Fill;
@@ -432,6 +433,9 @@ pub struct BlockResult {
     pub data: Option<DataReport>,
     /// Block-layer counters of the target's device; null when the target has no device (null engine) or the counters could not be read.
     pub diskstats: Option<DiskStatsDelta>,
+    /// Capacity counters (logical vs physical, NVMe data units, out-of-space) of the device
+    /// holding the target, before and after the run; null without a device.
+    pub capacity: Option<CapacityReport>,
     /// Time series, one sample per log interval.
     pub intervals: Vec<IntervalSample>,
     /// Per-job totals.

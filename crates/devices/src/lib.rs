@@ -1,0 +1,336 @@
+//! The device edge: which block device holds a path, and what its capacity
+//! counters say. Reads sysfs and sends read-only NVMe admin commands; the
+//! parsing lives in `csdchar_core::capacity`.
+//!
+//! The sysfs root can be pointed at a fixture directory with the
+//! `CSDCHAR_SYSFS_ROOT` environment variable (tests use it).
+
+use std::fs;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use csdchar_core::capacity::{
+    CapacitySnapshot, SfxCapacityStat, SfxExtendedHealth, SfxFreeSpace, SfxWriteCounters, SmartLog,
+    ZramIoStat,
+};
+use csdchar_core::counters::{DiskStats, ZramMmStat};
+
+pub mod nvme;
+
+/// Environment variable that moves the sysfs root (for fixtures).
+pub const SYSFS_ROOT_ENV: &str = "CSDCHAR_SYSFS_ROOT";
+
+/// Where sysfs is mounted: `/sys`, or the fixture directory named by
+/// [`SYSFS_ROOT_ENV`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sysfs {
+    root: PathBuf,
+}
+
+impl Default for Sysfs {
+    fn default() -> Self {
+        Sysfs::from_env()
+    }
+}
+
+impl Sysfs {
+    /// `/sys`, unless [`SYSFS_ROOT_ENV`] says otherwise.
+    pub fn from_env() -> Self {
+        let root =
+            std::env::var_os(SYSFS_ROOT_ENV).map_or_else(|| PathBuf::from("/sys"), PathBuf::from);
+        Sysfs { root }
+    }
+
+    /// A sysfs rooted at `root` (a fixture).
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Sysfs { root: root.into() }
+    }
+
+    /// Whether this is the real /sys (NVMe commands are only sent then).
+    pub fn is_real(&self) -> bool {
+        self.root == Path::new("/sys")
+    }
+
+    fn read(&self, rel: impl AsRef<Path>) -> Option<String> {
+        fs::read_to_string(self.root.join(rel)).ok()
+    }
+}
+
+/// A block device as the kernel names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockDevice {
+    /// Kernel name (`nvme0n1p2`, `zram0`, `vda`).
+    pub name: String,
+    /// The whole disk (`nvme0n1` for `nvme0n1p2`; the device itself otherwise).
+    pub disk: String,
+    /// Device number, major.
+    pub major: u32,
+    /// Device number, minor.
+    pub minor: u32,
+}
+
+impl BlockDevice {
+    /// Whether this is a partition of `disk`.
+    pub fn is_partition(&self) -> bool {
+        self.name != self.disk
+    }
+}
+
+/// Why a device could not be found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolveError {
+    /// The path does not exist or cannot be read.
+    Path(String),
+    /// The path is on a file system without a block device (tmpfs, overlay, NFS).
+    NoBlockDevice(String),
+}
+
+impl std::fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResolveError::Path(m) | ResolveError::NoBlockDevice(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ResolveError {}
+
+impl Sysfs {
+    /// The block device behind `path`: the device itself for a device node,
+    /// else the device holding the file system the path is on.
+    pub fn resolve(&self, path: &Path) -> Result<BlockDevice, ResolveError> {
+        let meta = fs::metadata(path)
+            .map_err(|e| ResolveError::Path(format!("{}: {e}", path.display())))?;
+        let dev = if meta.file_type().is_block_device() {
+            meta.rdev()
+        } else {
+            meta.dev()
+        };
+        self.by_number(libc::major(dev), libc::minor(dev)).ok_or_else(|| {
+            ResolveError::NoBlockDevice(format!(
+                "{} is on device {}:{}, which is not a block device (tmpfs, overlay or a network file system?)",
+                path.display(),
+                libc::major(dev),
+                libc::minor(dev)
+            ))
+        })
+    }
+
+    /// The block device with number `major:minor`, if sysfs knows it.
+    pub fn by_number(&self, major: u32, minor: u32) -> Option<BlockDevice> {
+        let link = self.root.join(format!("dev/block/{major}:{minor}"));
+        let target = fs::read_link(&link).ok()?;
+        let name = target.file_name()?.to_string_lossy().into_owned();
+        // A partition's sysfs directory sits inside its disk's and has a `partition` file.
+        let disk = if link.join("partition").exists() {
+            target.parent()?.file_name()?.to_string_lossy().into_owned()
+        } else {
+            name.clone()
+        };
+        Some(BlockDevice {
+            name,
+            disk,
+            major,
+            minor,
+        })
+    }
+
+    /// The block device called `name` (e.g. `zram0`), if sysfs has it.
+    pub fn by_name(&self, name: &str) -> Option<BlockDevice> {
+        let dev = self.read(format!("class/block/{name}/dev"))?;
+        let (ma, mi) = dev.trim().split_once(':')?;
+        self.by_number(ma.parse().ok()?, mi.parse().ok()?)
+    }
+
+    /// Block-layer counters of `dev` (a partition's own, if it is one).
+    pub fn diskstats(&self, dev: &BlockDevice) -> Option<DiskStats> {
+        DiskStats::parse_sys_stat(&self.read(format!("class/block/{}/stat", dev.name))?).ok()
+    }
+
+    /// Everything known about `dev`'s capacity now. Sources that do not
+    /// exist on this device leave their figures null.
+    pub fn snapshot(&self, dev: &BlockDevice) -> CapacitySnapshot {
+        let mut s = CapacitySnapshot {
+            device: dev.disk.clone(),
+            ..Default::default()
+        };
+        let size = self
+            .read(format!("class/block/{}/size", dev.name))
+            .and_then(|t| t.trim().parse().ok());
+        s.add_block(size, self.diskstats(dev));
+        let disk = format!("block/{}", dev.disk);
+        if let Some(mm) = self
+            .read(format!("{disk}/mm_stat"))
+            .and_then(|t| ZramMmStat::parse(&t).ok())
+        {
+            let io = self
+                .read(format!("{disk}/io_stat"))
+                .and_then(|t| ZramIoStat::parse(&t).ok());
+            s.add_zram(mm, io);
+        }
+        if let Some(t) = self.read(format!("{disk}/sfx_smart_features/sfx_capacity_stat")) {
+            s.add_sfx_sysfs(SfxCapacityStat::parse(&t));
+        }
+        if self.is_real() && dev.disk.starts_with("nvme") {
+            self.add_nvme(&mut s, dev);
+        }
+        s
+    }
+
+    fn add_nvme(&self, s: &mut CapacitySnapshot, dev: &BlockDevice) {
+        let Some(ctrl) = self.nvme_controller(dev) else {
+            return;
+        };
+        let node = PathBuf::from(format!("/dev/{ctrl}"));
+        if let Ok(page) = nvme::get_log_page(&node, 0x02, SmartLog::LEN)
+            && let Ok(l) = SmartLog::parse(&page)
+        {
+            s.add_smart(l);
+        }
+        let model = self
+            .read(format!("block/{}/device/model", dev.disk))
+            .unwrap_or_default();
+        if !model.to_ascii_lowercase().contains("scaleflux") && !model.contains("CSD") {
+            return;
+        }
+        // ScaleFlux vendor pages: read-only log pages and the free-space query.
+        if let Ok(b) = nvme::sfx_free_space(&PathBuf::from(format!("/dev/{}", dev.disk)))
+            && let Ok(f) = SfxFreeSpace::parse(&b)
+        {
+            s.add_sfx_free_space(f);
+        }
+        for lid in [0xC2u8, 0xD2] {
+            if let Ok(b) = nvme::get_log_page(&node, lid, SfxExtendedHealth::LEN)
+                && let Ok(h) = SfxExtendedHealth::parse(&b)
+                && h.total_physical_capability > 0
+            {
+                s.add_sfx_health(h);
+                break;
+            }
+        }
+        if let Ok(b) = nvme::get_log_page(&node, 0xCA, 512)
+            && let Ok(w) = SfxWriteCounters::parse(&b)
+        {
+            s.add_sfx_writes(w);
+        }
+    }
+
+    /// `nvme0` for `nvme0n1`.
+    fn nvme_controller(&self, dev: &BlockDevice) -> Option<String> {
+        let device = fs::read_link(self.root.join(format!("block/{}/device", dev.disk))).ok()?;
+        let name = device.file_name()?.to_string_lossy().into_owned();
+        name.starts_with("nvme").then_some(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// A fixture sysfs with a zram disk and a partitioned ScaleFlux-like disk.
+    fn fixture() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let mk = |rel: &str, text: &str| {
+            let p = r.join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, text).unwrap();
+        };
+        // zram0 252:0
+        mk("devices/virtual/block/zram0/dev", "252:0\n");
+        mk("devices/virtual/block/zram0/size", "2097152\n");
+        mk(
+            "devices/virtual/block/zram0/stat",
+            "1 0 8 0 2 0 16 0 0 0 0 0 0 0 0 0 0\n",
+        );
+        mk(
+            "devices/virtual/block/zram0/mm_stat",
+            "134217728 33554432 34000000 0 34000000 0 0 0 0\n",
+        );
+        mk("devices/virtual/block/zram0/io_stat", "0 0 0 0\n");
+        // sfdv0n1 250:0 with partition sfdv0n1p1 250:1
+        mk("devices/pci/block/sfdv0n1/dev", "250:0\n");
+        mk("devices/pci/block/sfdv0n1/size", "7814037168\n");
+        mk(
+            "devices/pci/block/sfdv0n1/sfx_smart_features/sfx_capacity_stat",
+            "free_space=100\nphysical_size=25\nlogical_size=227\ncomp_ratio=9.08\nspace_flag=0\n",
+        );
+        mk("devices/pci/block/sfdv0n1/sfdv0n1p1/dev", "250:1\n");
+        mk("devices/pci/block/sfdv0n1/sfdv0n1p1/partition", "1\n");
+        mk("devices/pci/block/sfdv0n1/sfdv0n1p1/size", "1000\n");
+        mk(
+            "devices/pci/block/sfdv0n1/sfdv0n1p1/stat",
+            "0 0 0 0 5 0 40 0 0 0 0\n",
+        );
+        for (num, target) in [
+            ("252:0", "devices/virtual/block/zram0"),
+            ("250:0", "devices/pci/block/sfdv0n1"),
+            ("250:1", "devices/pci/block/sfdv0n1/sfdv0n1p1"),
+        ] {
+            fs::create_dir_all(r.join("dev/block")).unwrap();
+            symlink(r.join(target), r.join("dev/block").join(num)).unwrap();
+        }
+        fs::create_dir_all(r.join("class/block")).unwrap();
+        fs::create_dir_all(r.join("block")).unwrap();
+        for (name, target) in [
+            ("zram0", "devices/virtual/block/zram0"),
+            ("sfdv0n1", "devices/pci/block/sfdv0n1"),
+            ("sfdv0n1p1", "devices/pci/block/sfdv0n1/sfdv0n1p1"),
+        ] {
+            symlink(r.join(target), r.join("class/block").join(name)).unwrap();
+            if !name.contains('p') {
+                symlink(r.join(target), r.join("block").join(name)).unwrap();
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn zram_from_fixture() {
+        let d = fixture();
+        let sys = Sysfs::at(d.path());
+        let dev = sys.by_name("zram0").unwrap();
+        assert!(!dev.is_partition());
+        let s = sys.snapshot(&dev);
+        assert_eq!(s.capacity_bytes, Some(1 << 30));
+        assert_eq!(s.logical_bytes, Some(128 << 20));
+        assert_eq!(s.physical_bytes, Some(32 << 20));
+        assert_eq!(s.compression_ratio, Some(4.0));
+        assert_eq!(s.diskstats.unwrap().sectors_written, 16);
+        assert_eq!(s.nvme_data_units_written, None);
+    }
+
+    #[test]
+    fn partition_resolves_to_its_disk() {
+        let d = fixture();
+        let sys = Sysfs::at(d.path());
+        let p = sys.by_number(250, 1).unwrap();
+        assert_eq!((p.name.as_str(), p.disk.as_str()), ("sfdv0n1p1", "sfdv0n1"));
+        assert!(p.is_partition());
+        let s = sys.snapshot(&p);
+        assert_eq!(s.device, "sfdv0n1");
+        assert_eq!(s.logical_bytes, Some(227));
+        assert_eq!(s.compression_ratio, Some(9.08));
+        assert_eq!(s.out_of_space, Some(false));
+        assert_eq!(
+            s.diskstats.unwrap().writes_completed,
+            5,
+            "the partition's own counters"
+        );
+        assert!(sys.by_number(9, 9).is_none());
+    }
+
+    #[test]
+    fn real_paths_resolve_or_say_why() {
+        let sys = Sysfs::at("/sys");
+        match sys.resolve(Path::new("/var/tmp")) {
+            Ok(dev) => assert!(!dev.name.is_empty()),
+            Err(e) => assert!(matches!(e, ResolveError::NoBlockDevice(_)), "{e}"),
+        }
+        assert!(matches!(
+            sys.resolve(Path::new("/no/such/path")),
+            Err(ResolveError::Path(_))
+        ));
+    }
+}
