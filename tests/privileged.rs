@@ -476,3 +476,54 @@ fn zram_out_of_memory_stops_cleanly_and_says_so() {
         v["error"]["message"]
     );
 }
+
+#[test]
+fn lz4_estimate_is_within_3_percent_of_zram() {
+    if !is_root_or_skip("lz4_estimate_vs_zram") {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-est")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let file = dir.path().join("data");
+    let f = file.to_str().unwrap();
+    // Mixed compressibility, so the comparison is not one ratio everywhere.
+    for (p, off) in [("30", "0"), ("70", "32m"), ("90", "64m")] {
+        let ran = csdchar(&[
+            "block",
+            "--rw",
+            "write",
+            "--bs",
+            "1m",
+            "--size",
+            "32m",
+            "--offset",
+            off,
+            "--compress",
+            p,
+            f,
+        ]);
+        assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    }
+    let Some(z) = Zram::new("256M", "lz4") else {
+        return;
+    };
+    let data = std::fs::read(&file).unwrap();
+    let dev = std::fs::OpenOptions::new()
+        .write(true)
+        .open(z.dev())
+        .unwrap();
+    dev.write_all_at(&data, 0).unwrap();
+    dev.sync_all().unwrap();
+    drop(dev);
+    let zram = z.mm_stat().compr_data_size as f64;
+    let ran = csdchar(&["estimate", f, "--codec", "lz4", "--output-format", "json"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let est = v["total"]["stored_bytes"].as_f64().unwrap();
+    assert!(
+        (est / zram - 1.0).abs() < 0.03,
+        "estimate {est} vs zram compr_data_size {zram}"
+    );
+}

@@ -2,6 +2,7 @@
 //! in-process (integration tests call it directly); `main` only parses
 //! arguments, installs signal handlers and exits with the code.
 
+pub mod estimate;
 pub mod opts;
 pub mod output;
 
@@ -56,10 +57,12 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
     match cli.command {
         Command::Block(opts) => run_block_command(&opts, io),
         Command::Capacity(opts) => run_capacity_command(&opts, io),
+        Command::Estimate(opts) => run_estimate_command(&opts, io),
         Command::Schema { which } => {
             let text = match which {
                 SchemaName::Block => block_schema(),
                 SchemaName::Capacity => capacity_schema(),
+                SchemaName::Estimate => estimate_schema(),
             };
             let _ = io.stdout.write_all(text.as_bytes());
             Outcome::code(0)
@@ -75,6 +78,73 @@ pub fn block_schema() -> String {
 /// The JSON Schema of `csdchar.capacity/1`.
 pub fn capacity_schema() -> String {
     pretty_schema(schemars::schema_for!(CapacityResult))
+}
+
+/// The JSON Schema of `csdchar.estimate/1`.
+pub fn estimate_schema() -> String {
+    pretty_schema(schemars::schema_for!(
+        csdchar_core::estimate::EstimateResult
+    ))
+}
+
+fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
+    use opts::CodecArg;
+    use std::sync::atomic::Ordering;
+    if opts.chunk < 512 || opts.chunk > (1 << 20) {
+        let _ = writeln!(io.stderr, "error: --chunk: must be between 512 and 1m");
+        return Outcome::code(EXIT_USAGE);
+    }
+    if let Some(out) = &opts.output {
+        let dir = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            let _ = writeln!(
+                io.stderr,
+                "error: --output: directory {} does not exist",
+                dir.display()
+            );
+            return Outcome::code(EXIT_USAGE);
+        }
+    }
+    let plan = estimate::EstimatePlan {
+        paths: opts.paths.clone(),
+        codec: match opts.codec {
+            CodecArg::DeflateFixed => csdchar_core::compressibility::Codec::DeflateFixed,
+            CodecArg::Deflate => csdchar_core::compressibility::Codec::Deflate,
+            CodecArg::Lz4 => csdchar_core::compressibility::Codec::Lz4,
+            CodecArg::Zstd => csdchar_core::compressibility::Codec::Zstd,
+        },
+        chunk: opts.chunk as usize,
+        sample_pct: opts.sample,
+        seed: opts.seed,
+        threads: opts.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |t| t as usize,
+        ),
+    };
+    let started = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let result = match estimate::run(&plan, &io.interrupt, started) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(EXIT_USAGE);
+        }
+    };
+    let bytes = match opts.output_format {
+        OutputFormat::Json => output::json_pretty(&result),
+        OutputFormat::Normal => output::estimate_text(&result),
+    };
+    if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {
+        let _ = writeln!(io.stderr, "error: {e}");
+        return Outcome::code(1);
+    }
+    if io.interrupt.load(Ordering::Relaxed) || !result.complete {
+        let _ = writeln!(io.stderr, "interrupted: partial result saved");
+        return Outcome::code(EXIT_INTERRUPTED);
+    }
+    Outcome::code(0)
 }
 
 fn pretty_schema(schema: schemars::Schema) -> String {
@@ -183,7 +253,7 @@ fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         }
     };
     let bytes = match opts.output_format {
-        OutputFormat::Json => output::block_json(&result),
+        OutputFormat::Json => output::json_pretty(&result),
         OutputFormat::Normal => output::block_text(&result),
     };
     let mut exit_code = match result.status {

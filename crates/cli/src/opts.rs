@@ -27,6 +27,8 @@ pub enum Command {
     Block(BlockOpts),
     /// Logical vs physical capacity of the device holding TARGET (like csd-size.sh).
     Capacity(CapacityOpts),
+    /// Predict what a compressing drive would store for files, directories or devices (like sfx-filesize).
+    Estimate(EstimateOpts),
     /// Print the JSON Schema of a result format.
     Schema {
         /// Which schema.
@@ -42,6 +44,57 @@ pub enum SchemaName {
     Block,
     /// csdchar.capacity/1
     Capacity,
+    /// csdchar.estimate/1
+    Estimate,
+}
+
+/// Per-chunk compression models for `csdchar estimate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CodecArg {
+    /// Raw deflate with fixed Huffman codes (tracks published CSD ratios best).
+    DeflateFixed,
+    /// Raw deflate, dynamic Huffman (optimistic bound for zlib drives).
+    Deflate,
+    /// LZ4 (what zram's lz4 backend stores).
+    Lz4,
+    /// zstd level 3.
+    Zstd,
+}
+
+/// `csdchar estimate`.
+#[derive(Debug, Args)]
+pub struct EstimateOpts {
+    /// Files, directories (walked; a PostgreSQL data directory is broken down by relation) or block devices.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Per-chunk compression model.
+    #[arg(long, value_enum, default_value = "deflate-fixed")]
+    pub codec: CodecArg,
+    /// Compression unit (each chunk compressed on its own, like a drive's 4 KiB blocks).
+    #[arg(long, default_value = "4k", value_parser = size_arg)]
+    pub chunk: u64,
+    /// Compress only this % of chunks, chosen at random, and report a 95% confidence interval.
+    #[arg(long, default_value = "100", value_parser = sample_arg)]
+    pub sample: f64,
+    /// Seed of the sample.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Worker threads (default: all cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "normal")]
+    pub output_format: OutputFormat,
+    /// Write the result to FILE instead of stdout.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+fn sample_arg(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
+        _ => Err(format!("'{s}' is not a percentage above 0 and at most 100")),
+    }
 }
 
 /// `csdchar capacity`.

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use csdchar_core::capacity::{CapacityResult, CapacitySnapshot};
+use csdchar_core::estimate::{Estimate, EstimateResult};
 use csdchar_core::result::RunStatus;
 use csdchar_core::result::block::{
     BlockResult, DirectionSummary, IntervalDirection, IntervalSample,
@@ -11,8 +12,8 @@ use csdchar_core::result::block::{
 use csdchar_core::stats::LatencyStats;
 use csdchar_core::units::{format_bytes, format_count, format_ns};
 
-/// The result as pretty JSON with a trailing newline.
-pub fn block_json(result: &BlockResult) -> Vec<u8> {
+/// Any result as pretty JSON with a trailing newline.
+pub fn json_pretty<T: serde::Serialize>(result: &T) -> Vec<u8> {
     let mut v = serde_json::to_vec_pretty(result).expect("results always serialize");
     v.push(b'\n');
     v
@@ -384,4 +385,117 @@ pub fn json_line<T: serde::Serialize>(v: &T) -> Vec<u8> {
     let mut out = serde_json::to_vec(v).expect("results always serialize");
     out.push(b'\n');
     out
+}
+
+fn ratio_text(e: &Estimate) -> String {
+    let r = e.ratio.map_or("-".to_string(), |r| format!("{r:.2}:1"));
+    match e.ratio_ci95 {
+        Some((lo, hi)) if hi.is_finite() => format!("{r} (95% CI {lo:.2}-{hi:.2})"),
+        _ => r,
+    }
+}
+
+/// What `sfx-filesize` prints per file, plus totals and the PostgreSQL breakdown.
+pub fn estimate_text(r: &EstimateResult) -> Vec<u8> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>12} {:>12} {:>14} {:>10}  file",
+        "logical", "allocated", "physical(est)", "ratio"
+    );
+    let shown = 200;
+    for f in r.files.iter().take(shown) {
+        let _ = writeln!(
+            out,
+            "{:>12} {:>12} {:>14} {:>10}  {}",
+            format_bytes(f.logical_bytes as f64),
+            format_bytes(f.allocated_bytes as f64),
+            format_bytes(f.estimate.stored_bytes),
+            f.estimate
+                .ratio
+                .map_or("-".to_string(), |v| format!("{v:.2}:1")),
+            f.path
+        );
+    }
+    if r.files.len() > shown {
+        let _ = writeln!(
+            out,
+            "... {} more files in the JSON result",
+            r.files.len() - shown
+        );
+    }
+    let allocated: u64 = r.files.iter().map(|f| f.allocated_bytes).sum();
+    let _ = writeln!(
+        out,
+        "{:>12} {:>12} {:>14} {:>10}  total ({} files)",
+        format_bytes(r.total.logical_bytes as f64),
+        format_bytes(allocated as f64),
+        format_bytes(r.total.stored_bytes),
+        r.total
+            .ratio
+            .map_or("-".to_string(), |v| format!("{v:.2}:1")),
+        r.files.len()
+    );
+    if let Some(pg) = &r.postgres {
+        let _ = writeln!(out, "\nPostgreSQL data directory {}:", pg.data_dir);
+        for k in &pg.kinds {
+            let name = serde_json::to_value(k.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {name:<9} {:>5} files {:>12} -> {:>12}  {}",
+                k.files,
+                format_bytes(k.estimate.logical_bytes as f64),
+                format_bytes(k.estimate.stored_bytes),
+                ratio_text(&k.estimate)
+            );
+        }
+        let _ = writeln!(out, "  largest relations (db/relfilenode):");
+        for rel in pg.relations.iter().take(10) {
+            let kind = serde_json::to_value(rel.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "    {}/{} {kind:<8} {:>12} -> {:>12}  {}",
+                rel.db.map_or("global".to_string(), |d| d.to_string()),
+                rel.relfilenode,
+                format_bytes(rel.main.logical_bytes as f64),
+                format_bytes(rel.main.stored_bytes),
+                ratio_text(&rel.main)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nmodel: {} per {} chunk, stored size capped at the chunk; {}; ratio {}",
+        r.codec.name(),
+        format_bytes(r.chunk as f64),
+        if r.sample_pct >= 100.0 {
+            "every chunk compressed".to_string()
+        } else {
+            format!("{}% of chunks sampled", r.sample_pct)
+        },
+        ratio_text(&r.total)
+    );
+    if let Some(o) = &r.optimistic {
+        let _ = writeln!(out, "optimistic bound (dynamic deflate): {}", ratio_text(o));
+    }
+    let _ = writeln!(
+        out,
+        "{} in {:.2}s with {} threads ({}/s){}",
+        format_bytes(r.total.logical_bytes as f64),
+        r.elapsed_s,
+        r.threads,
+        format_bytes(r.throughput_bytes_per_s),
+        if r.complete {
+            ""
+        } else {
+            "; INTERRUPTED: figures extrapolated from the part read"
+        }
+    );
+    out.into_bytes()
 }

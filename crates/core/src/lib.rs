@@ -7,11 +7,13 @@
 //! - [`stats`]: latency recording (exact min/mean/stddev/max plus HDR percentiles).
 //! - [`counters`]: parsers for kernel counter files (diskstats, zram).
 //! - [`capacity`]: logical vs physical capacity from zram, ScaleFlux and NVMe, in one format.
+//! - [`estimate`]: what a compressing drive would store: sampling, PostgreSQL file kinds.
 //! - [`result`]: the versioned, documented result schemas.
 
 pub mod capacity;
 pub mod compressibility;
 pub mod counters;
+pub mod estimate;
 pub mod pattern;
 pub mod result;
 pub mod stats;

@@ -17,6 +17,25 @@ use csdchar_core::counters::{DiskStats, ZramMmStat};
 
 pub mod nvme;
 
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+const BLKSSZGET: libc::c_ulong = 0x1268;
+
+/// Size in bytes and logical block size of an open block device.
+pub fn block_geometry(f: &fs::File) -> std::io::Result<(u64, u32)> {
+    use std::os::fd::AsRawFd;
+    let mut size: u64 = 0;
+    let mut lbs: libc::c_int = 0;
+    // Safety: BLKGETSIZE64 writes one u64 and BLKSSZGET one int into our locals.
+    let ok = unsafe {
+        libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size) == 0
+            && libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut lbs) == 0
+    };
+    if !ok {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((size, lbs.max(512) as u32))
+}
+
 /// Environment variable that moves the sysfs root (for fixtures).
 pub const SYSFS_ROOT_ENV: &str = "CSDCHAR_SYSFS_ROOT";
 

@@ -39,26 +39,14 @@ fn usage(msg: String) -> BlockError {
     BlockError::Usage(msg)
 }
 
-const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-const BLKSSZGET: libc::c_ulong = 0x1268;
-
 fn block_device_geometry(path: &Path) -> Result<(u64, u32), BlockError> {
     let f = File::open(path).map_err(|e| BlockError::Io(format!("{}: {e}", path.display())))?;
-    let mut size: u64 = 0;
-    let mut lbs: libc::c_int = 0;
-    // Safety: BLKGETSIZE64 writes one u64 and BLKSSZGET one int into our locals.
-    let ok = unsafe {
-        libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size) == 0
-            && libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut lbs) == 0
-    };
-    if !ok {
-        return Err(BlockError::Io(format!(
-            "{}: cannot read the device size: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok((size, lbs.max(512) as u32))
+    csdchar_devices::block_geometry(&f).map_err(|e| {
+        BlockError::Io(format!(
+            "{}: cannot read the device size: {e}",
+            path.display()
+        ))
+    })
 }
 
 /// Logical block size of the device holding a file (512 when unknown).
