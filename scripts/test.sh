@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need on a fresh Debian/Ubuntu
-# machine, then runs format check, clippy (warnings denied), every test
+# machine (e2fsprogs, btrfs-progs when root), then runs format check, clippy (warnings denied), every test
 # (the privileged ones run when root), and compiles the benches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+command -v mkfs.btrfs >/dev/null || need+=(btrfs-progs)
 command -v losetup >/dev/null || need+=(mount)
 command -v cc >/dev/null || need+=(build-essential)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then

@@ -527,3 +527,94 @@ fn lz4_estimate_is_within_3_percent_of_zram() {
         "estimate {est} vs zram compr_data_size {zram}"
     );
 }
+
+#[test]
+fn btrfs_compression_is_measured_like_compsize() {
+    if !is_root_or_skip("btrfs_compression") {
+        return;
+    }
+    if Command::new("mkfs.btrfs")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: mkfs.btrfs not installed");
+        return;
+    }
+    let lo = LoopDev::new(512 << 20);
+    sh("mkfs.btrfs", &["-q", "-f", &lo.dev]);
+    let mnt = tempfile::Builder::new()
+        .prefix("csdchar-btrfs")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    if Command::new("mount")
+        .args([
+            "-o",
+            "compress-force=zstd",
+            &lo.dev,
+            mnt.path().to_str().unwrap(),
+        ])
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        eprintln!("skipped: cannot mount btrfs (kernel without btrfs?)");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            for _ in 0..50 {
+                if Command::new("umount")
+                    .arg(&self.0)
+                    .status()
+                    .is_ok_and(|s| s.success())
+                {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+    }
+    let _m = Unmount(mnt.path().to_path_buf());
+    let file = mnt.path().join("data");
+    // Buffered writes: btrfs does not compress O_DIRECT writes.
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "write",
+        "--bs",
+        "1m",
+        "--size",
+        "64m",
+        "--compress",
+        "75",
+        "--direct",
+        "0",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    sh("sync", &[]);
+    let ran = csdchar(&[
+        "capacity",
+        file.to_str().unwrap(),
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let b = &v["btrfs"];
+    assert_eq!(b["uncompressed_bytes"].as_u64(), Some(64 << 20), "{b}");
+    let disk = b["disk_bytes"].as_u64().unwrap();
+    let ratio = (64u64 << 20) as f64 / disk as f64;
+    assert!(ratio > 3.0, "zstd on 75%-compressible data: {ratio:.2}");
+    assert!(b["compressed_extents"].as_u64().unwrap() > 0);
+    // The directory sums its files.
+    let ran = csdchar(&[
+        "capacity",
+        mnt.path().to_str().unwrap(),
+        "--output-format",
+        "json",
+    ]);
+    let d: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(d["btrfs"]["disk_bytes"].as_u64(), Some(disk));
+}

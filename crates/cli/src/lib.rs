@@ -173,6 +173,8 @@ fn run_capacity_command(opts: &CapacityOpts, io: &mut Io<'_>) -> Outcome {
         taken_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
         target: opts.target.display().to_string(),
         snapshot: sysfs.snapshot(&device),
+        // The file system's own compression, for a path on btrfs.
+        btrfs: csdchar_devices::btrfs::usage(&opts.target).ok().flatten(),
     };
     let json = opts.output_format == OutputFormat::Json;
     let Some(every) = opts.watch else {

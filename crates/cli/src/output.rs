@@ -336,7 +336,19 @@ pub fn capacity_text(r: &CapacityResult) -> Vec<u8> {
             format_bytes(d.sectors_discarded as f64 * 512.0)
         );
     }
-    if !s.is_compressing() {
+    if let Some(b) = &r.btrfs {
+        let _ = writeln!(
+            out,
+            "  btrfs: {} on disk for {} uncompressed ({} referenced), ratio {}, {} of {} extents compressed",
+            format_bytes(b.disk_bytes as f64),
+            format_bytes(b.uncompressed_bytes as f64),
+            format_bytes(b.referenced_bytes as f64),
+            b.ratio().map_or("-".to_string(), |v| format!("{v:.2}:1")),
+            b.compressed_extents,
+            b.extents
+        );
+    }
+    if !s.is_compressing() && r.btrfs.is_none() {
         let _ = writeln!(
             out,
             "  (no compression counters: not zram, not a ScaleFlux drive; `csdchar estimate` predicts what a compressing drive would store)"

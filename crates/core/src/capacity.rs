@@ -325,6 +325,106 @@ impl SmartLog {
     }
 }
 
+/// On-disk versus uncompressed size of btrfs file extents (compsize's method):
+/// each extent counted once per disk location, holes skipped.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BtrfsUsage {
+    /// Bytes on disk (compressed where compressed).
+    pub disk_bytes: u64,
+    /// Uncompressed bytes of the same extents.
+    pub uncompressed_bytes: u64,
+    /// Bytes the files reference (their logical extent lengths).
+    pub referenced_bytes: u64,
+    /// Extents counted.
+    pub extents: u64,
+    /// Extents stored compressed.
+    pub compressed_extents: u64,
+    /// Disk locations already counted (not serialized).
+    #[serde(skip)]
+    #[schemars(skip)]
+    seen: std::collections::HashSet<u64>,
+}
+
+impl BtrfsUsage {
+    /// uncompressed / disk.
+    pub fn ratio(&self) -> Option<f64> {
+        (self.disk_bytes > 0).then(|| self.uncompressed_bytes as f64 / self.disk_bytes as f64)
+    }
+
+    /// Adds the items of one `BTRFS_IOC_TREE_SEARCH_V2` reply: `nr` items,
+    /// each a 32-byte header (transid, objectid, offset, type, len) and `len`
+    /// bytes of item. Returns the key offset of the last item, to continue the
+    /// search after it. Items other than EXTENT_DATA (108) are skipped.
+    pub fn add_search_items(&mut self, buf: &[u8], nr: u32) -> Result<Option<u64>, CounterError> {
+        const WHAT: &str = "btrfs search reply";
+        let mut at = 0usize;
+        let mut last = None;
+        for _ in 0..nr {
+            need(WHAT, buf, at + 32)?;
+            let offset = le_u64(buf, at + 16);
+            let typ = le_u32(buf, at + 24);
+            let len = le_u32(buf, at + 28) as usize;
+            let item_at = at + 32;
+            need(WHAT, buf, item_at + len)?;
+            let item = &buf[item_at..item_at + len];
+            last = Some(offset);
+            at = item_at + len;
+            if typ != 108 || item.len() < 21 {
+                continue;
+            }
+            let ram = le_u64(item, 8);
+            let compression = item[16];
+            match item[20] {
+                0 => {
+                    // Inline: the data follows the 21-byte header.
+                    self.add_extent(None, (len - 21) as u64, ram, ram, compression);
+                }
+                _ if item.len() >= 53 => {
+                    let bytenr = le_u64(item, 21);
+                    if bytenr == 0 {
+                        continue; // a hole
+                    }
+                    self.add_extent(
+                        Some(bytenr),
+                        le_u64(item, 29),
+                        ram,
+                        le_u64(item, 45),
+                        compression,
+                    );
+                }
+                _ => {
+                    return Err(CounterError::TooFewFields {
+                        what: WHAT,
+                        expected: 53,
+                        found: item.len(),
+                    });
+                }
+            }
+        }
+        Ok(last)
+    }
+
+    fn add_extent(
+        &mut self,
+        bytenr: Option<u64>,
+        disk: u64,
+        ram: u64,
+        referenced: u64,
+        compression: u8,
+    ) {
+        self.referenced_bytes += referenced;
+        if bytenr.is_some_and(|b| !self.seen.insert(b)) {
+            return;
+        }
+        self.extents += 1;
+        self.disk_bytes += disk;
+        self.uncompressed_bytes += ram;
+        if compression != 0 {
+            self.compressed_extents += 1;
+        }
+    }
+}
+
 /// Bytes per NVMe data unit.
 pub const NVME_DATA_UNIT: u64 = 512_000;
 
@@ -685,6 +785,9 @@ pub struct CapacityResult {
     pub target: String,
     /// The counters.
     pub snapshot: CapacitySnapshot,
+    /// For a path on btrfs: its extents on disk versus uncompressed (the file
+    /// system compresses, not the device).
+    pub btrfs: Option<BtrfsUsage>,
 }
 
 /// A device's counters around a run.
@@ -775,6 +878,44 @@ mod tests {
         let l = SmartLog::parse(&smart).unwrap();
         assert_eq!(l.data_units_read, 3);
         assert_eq!(l.data_units_written, u64::MAX);
+    }
+
+    fn item(offset: u64, typ: u32, body: &[u8]) -> Vec<u8> {
+        let mut v = vec![0u8; 32];
+        v[16..24].copy_from_slice(&offset.to_le_bytes());
+        v[24..28].copy_from_slice(&typ.to_le_bytes());
+        v[28..32].copy_from_slice(&(body.len() as u32).to_le_bytes());
+        v.extend_from_slice(body);
+        v
+    }
+
+    fn extent(bytenr: u64, disk: u64, ram: u64, num: u64, compression: u8) -> Vec<u8> {
+        let mut b = vec![0u8; 53];
+        b[8..16].copy_from_slice(&ram.to_le_bytes());
+        b[16] = compression;
+        b[20] = 1;
+        b[21..29].copy_from_slice(&bytenr.to_le_bytes());
+        b[29..37].copy_from_slice(&disk.to_le_bytes());
+        b[45..53].copy_from_slice(&num.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn btrfs_extents_like_compsize() {
+        let mut buf = item(0, 108, &extent(1 << 20, 32768, 131072, 131072, 3));
+        buf.extend(item(131072, 108, &extent(1 << 20, 32768, 131072, 65536, 3))); // same extent again
+        buf.extend(item(196608, 108, &extent(0, 0, 65536, 65536, 0))); // hole
+        buf.extend(item(262144, 1, &[0u8; 10])); // not an extent
+        let mut inline = vec![0u8; 21 + 100];
+        inline[8..16].copy_from_slice(&300u64.to_le_bytes());
+        buf.extend(item(300_000, 108, &inline));
+        let mut u = BtrfsUsage::default();
+        assert_eq!(u.add_search_items(&buf, 5).unwrap(), Some(300_000));
+        assert_eq!(u.disk_bytes, 32768 + 100);
+        assert_eq!(u.uncompressed_bytes, 131072 + 300);
+        assert_eq!(u.referenced_bytes, 131072 + 65536 + 300);
+        assert_eq!((u.extents, u.compressed_extents), (2, 1));
+        assert!(u.add_search_items(&buf[..40], 1).is_err(), "truncated");
     }
 
     #[test]

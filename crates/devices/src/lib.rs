@@ -15,6 +15,7 @@ use csdchar_core::capacity::{
 };
 use csdchar_core::counters::{DiskStats, ZramMmStat};
 
+pub mod btrfs;
 pub mod nvme;
 
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
@@ -125,7 +126,11 @@ impl Sysfs {
         } else {
             meta.dev()
         };
-        self.by_number(libc::major(dev), libc::minor(dev)).ok_or_else(|| {
+        self.by_number(libc::major(dev), libc::minor(dev))
+            // btrfs (and other multi-device file systems) give files an anonymous
+            // device number: take the device the file system was mounted from.
+            .or_else(|| self.mount_source(path))
+            .ok_or_else(|| {
             ResolveError::NoBlockDevice(format!(
                 "{} is on device {}:{}, which is not a block device (tmpfs, overlay or a network file system?)",
                 path.display(),
@@ -133,6 +138,35 @@ impl Sysfs {
                 libc::minor(dev)
             ))
         })
+    }
+
+    /// The block device a path's file system was mounted from, via
+    /// /proc/self/mountinfo (the longest mount point containing the path).
+    fn mount_source(&self, path: &Path) -> Option<BlockDevice> {
+        let path = fs::canonicalize(path).ok()?;
+        let info = fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let mut best: Option<(usize, String)> = None;
+        for line in info.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let Some(sep) = fields.iter().position(|f| *f == "-") else {
+                continue;
+            };
+            let (Some(mount_point), Some(source)) = (fields.get(4), fields.get(sep + 2)) else {
+                continue;
+            };
+            let mount_point = mount_point.replace("\\040", " ");
+            if path.starts_with(&mount_point)
+                && best.as_ref().is_none_or(|(n, _)| mount_point.len() > *n)
+            {
+                best = Some((mount_point.len(), source.to_string()));
+            }
+        }
+        let source = best?.1;
+        let rdev = fs::metadata(&source)
+            .ok()
+            .filter(|m| m.file_type().is_block_device())?
+            .rdev();
+        self.by_number(libc::major(rdev), libc::minor(rdev))
     }
 
     /// The block device with number `major:minor`, if sysfs knows it.

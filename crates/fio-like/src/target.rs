@@ -219,8 +219,8 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
 }
 
 /// Extends a file to `end`. When the job reads, the new part gets real data
-/// in the job's layout (reading holes would measure nothing); otherwise it is
-/// only allocated.
+/// in the job's layout (reading holes would measure nothing); otherwise the
+/// file is only extended, sparsely.
 fn lay_out(
     path: &Path,
     from: u64,
@@ -236,11 +236,9 @@ fn lay_out(
         .open(path)
         .map_err(io)?;
     if !with_data {
-        // Safety: plain fallocate on our own fd; falls back to ftruncate below.
-        let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, from as i64, (end - from) as i64) };
-        if rc != 0 {
-            f.set_len(end).map_err(io)?;
-        }
+        // Sparse, not fallocated: compressing file systems (btrfs) store writes
+        // into preallocated extents uncompressed.
+        f.set_len(end).map_err(io)?;
         return Ok(());
     }
     let chunk = (spec.compress_chunk as usize).clamp(1, spec.bs as usize);
