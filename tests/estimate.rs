@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{committed_schema, csdchar};
+use common::{committed_schema, csdchar, write_compressible};
 
 fn tmp() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -28,19 +28,7 @@ fn json(args: &[&str]) -> serde_json::Value {
 fn known_data_gives_known_ratios() {
     let d = tmp();
     let gen75 = d.path().join("c75");
-    let ran = csdchar(&[
-        "block",
-        "--rw",
-        "write",
-        "--bs",
-        "1m",
-        "--size",
-        "16m",
-        "--compress",
-        "75",
-        gen75.to_str().unwrap(),
-    ]);
-    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    write_compressible(gen75.to_str().unwrap(), "16m", 75, &[]);
     let random = d.path().join("random");
     let mut s = 0x1234_5678u64;
     let bytes: Vec<u8> = (0..4 << 20)
@@ -91,19 +79,7 @@ fn known_data_gives_known_ratios() {
 fn a_sample_brackets_the_full_scan() {
     let d = tmp();
     let f = d.path().join("c60");
-    let ran = csdchar(&[
-        "block",
-        "--rw",
-        "write",
-        "--bs",
-        "1m",
-        "--size",
-        "64m",
-        "--compress",
-        "60",
-        f.to_str().unwrap(),
-    ]);
-    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    write_compressible(f.to_str().unwrap(), "64m", 60, &[]);
     let full = json(&[f.to_str().unwrap(), "--codec", "lz4"]);
     let sampled = json(&[
         f.to_str().unwrap(),

@@ -70,6 +70,41 @@ impl Drop for LoopDev {
     }
 }
 
+/// A mount point that is unmounted on drop (retrying while busy).
+struct Mounted(PathBuf);
+
+impl Mounted {
+    /// Mounts `dev` at `dir` with `options`; None (reason printed) when mount fails.
+    fn new(dev: &str, dir: &Path, options: &[&str]) -> Option<Mounted> {
+        let ok = Command::new("mount")
+            .args(options)
+            .arg(dev)
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: cannot mount {dev} {options:?}");
+            return None;
+        }
+        Some(Mounted(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if Command::new("umount")
+                .arg(&self.0)
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
 /// A zram device of its own (hot-added), removed on drop.
 struct Zram {
     id: u32,
@@ -191,14 +226,7 @@ fn refuses_a_mounted_loop_device() {
         .prefix("csdchar-mnt")
         .tempdir_in("/var/tmp")
         .unwrap();
-    sh("mount", &[&lo.dev, mnt.path().to_str().unwrap()]);
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _m = Unmount(mnt.path().to_path_buf());
+    let _m = Mounted::new(&lo.dev, mnt.path(), &[]).expect("ext4 mounts");
     let ran = csdchar(&["block", "--rw", "write", "--size", "1m", &lo.dev]);
     assert_eq!(ran.outcome.exit_code, 2);
     assert!(ran.stderr.contains("mounted at"), "{}", ran.stderr);
@@ -547,52 +575,12 @@ fn btrfs_compression_is_measured_like_compsize() {
         .prefix("csdchar-btrfs")
         .tempdir_in("/var/tmp")
         .unwrap();
-    if Command::new("mount")
-        .args([
-            "-o",
-            "compress-force=zstd",
-            &lo.dev,
-            mnt.path().to_str().unwrap(),
-        ])
-        .status()
-        .map_or(true, |s| !s.success())
-    {
-        eprintln!("skipped: cannot mount btrfs (kernel without btrfs?)");
+    let Some(_m) = Mounted::new(&lo.dev, mnt.path(), &["-o", "compress-force=zstd"]) else {
         return;
-    }
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            for _ in 0..50 {
-                if Command::new("umount")
-                    .arg(&self.0)
-                    .status()
-                    .is_ok_and(|s| s.success())
-                {
-                    return;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-        }
-    }
-    let _m = Unmount(mnt.path().to_path_buf());
+    };
     let file = mnt.path().join("data");
     // Buffered writes: btrfs does not compress O_DIRECT writes.
-    let ran = csdchar(&[
-        "block",
-        "--rw",
-        "write",
-        "--bs",
-        "1m",
-        "--size",
-        "64m",
-        "--compress",
-        "75",
-        "--direct",
-        "0",
-        file.to_str().unwrap(),
-    ]);
-    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    common::write_compressible(file.to_str().unwrap(), "64m", 75, &["--direct", "0"]);
     sh("sync", &[]);
     let ran = csdchar(&[
         "capacity",

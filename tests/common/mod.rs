@@ -140,3 +140,24 @@ pub fn block_spec(args: &[&str]) -> csdchar_core::result::block::BlockSpec {
         _ => unreachable!("a block command"),
     }
 }
+
+/// Writes `size` of `pct`%-compressible data to `target` with `csdchar block`
+/// (sequential, 1 MiB blocks), plus `extra` options; asserts it succeeded.
+pub fn write_compressible(target: &str, size: &str, pct: u8, extra: &[&str]) {
+    let pct = pct.to_string();
+    let mut args = vec![
+        "block",
+        "--rw",
+        "write",
+        "--bs",
+        "1m",
+        "--size",
+        size,
+        "--compress",
+        &pct,
+        target,
+    ];
+    args.extend_from_slice(extra);
+    let ran = csdchar(&args);
+    assert_eq!(ran.outcome.exit_code, 0, "{args:?}: {}", ran.stderr);
+}
