@@ -353,19 +353,7 @@ fn zram_randread_uses_fixed_buffers_and_files() {
         return;
     };
     let dev = z.dev();
-    let ran = csdchar(&[
-        "block",
-        "--rw",
-        "write",
-        "--bs",
-        "64k",
-        "--iodepth",
-        "8",
-        &dev,
-        "--compress",
-        "50",
-    ]);
-    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    common::write_compressible(&dev, "64m", 50, &[]);
     let ran = csdchar(&[
         "block",
         "--rw",
@@ -398,23 +386,7 @@ fn capacity_matches_mm_stat_and_block_runs_carry_the_delta() {
         return;
     };
     let dev = z.dev();
-    let ran = csdchar(&[
-        "block",
-        "--rw",
-        "write",
-        "--bs",
-        "64k",
-        "--iodepth",
-        "8",
-        "--size",
-        "96m",
-        "--compress",
-        "75",
-        &dev,
-        "--output-format",
-        "json",
-    ]);
-    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let ran = common::write_compressible(&dev, "96m", 75, &["--output-format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
     common::assert_valid_block_json(&v);
     let delta = &v["capacity"]["delta"];
@@ -517,22 +489,8 @@ fn lz4_estimate_is_within_3_percent_of_zram() {
     let file = dir.path().join("data");
     let f = file.to_str().unwrap();
     // Mixed compressibility, so the comparison is not one ratio everywhere.
-    for (p, off) in [("30", "0"), ("70", "32m"), ("90", "64m")] {
-        let ran = csdchar(&[
-            "block",
-            "--rw",
-            "write",
-            "--bs",
-            "1m",
-            "--size",
-            "32m",
-            "--offset",
-            off,
-            "--compress",
-            p,
-            f,
-        ]);
-        assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    for (p, off) in [(30, "0"), (70, "32m"), (90, "64m")] {
+        common::write_compressible(f, "32m", p, &["--offset", off]);
     }
     let Some(z) = Zram::new("256M", "lz4") else {
         return;

@@ -143,7 +143,7 @@ pub fn block_spec(args: &[&str]) -> csdchar_core::result::block::BlockSpec {
 
 /// Writes `size` of `pct`%-compressible data to `target` with `csdchar block`
 /// (sequential, 1 MiB blocks), plus `extra` options; asserts it succeeded.
-pub fn write_compressible(target: &str, size: &str, pct: u8, extra: &[&str]) {
+pub fn write_compressible(target: &str, size: &str, pct: u8, extra: &[&str]) -> Ran {
     let pct = pct.to_string();
     let mut args = vec![
         "block",
@@ -160,4 +160,5 @@ pub fn write_compressible(target: &str, size: &str, pct: u8, extra: &[&str]) {
     args.extend_from_slice(extra);
     let ran = csdchar(&args);
     assert_eq!(ran.outcome.exit_code, 0, "{args:?}: {}", ran.stderr);
+    ran
 }
