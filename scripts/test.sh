@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need on a fresh Debian/Ubuntu
-# machine (e2fsprogs, btrfs-progs when root), then runs format check, clippy (warnings denied), every test
+# machine (e2fsprogs, btrfs-progs, postgresql when root), then runs format check, clippy (warnings denied), every test
 # (the privileged ones run when root), and compiles the benches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +10,14 @@ command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v mkfs.btrfs >/dev/null || need+=(btrfs-progs)
 command -v losetup >/dev/null || need+=(mount)
 command -v cc >/dev/null || need+=(build-essential)
+# PostgreSQL server binaries for the managed-cluster tests; no system cluster.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  need+=(postgresql)
+  if [ "$(id -u)" = 0 ]; then
+    mkdir -p /etc/postgresql-common
+    echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
+  fi
+fi
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi

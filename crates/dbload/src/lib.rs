@@ -1,0 +1,5 @@
+//! csdchar's database side. So far: [`cluster`], PostgreSQL clusters that
+//! csdchar creates, starts, stops and removes itself — on the device under
+//! test (`--pgdata`) or in a temporary directory (the embedded default).
+
+pub mod cluster;
