@@ -83,6 +83,7 @@ fn committed_schemas_are_current_and_document_every_field() {
         ("block", csdchar_cli::block_schema()),
         ("capacity", csdchar_cli::capacity_schema()),
         ("estimate", csdchar_cli::estimate_schema()),
+        ("db", csdchar_cli::db_schema()),
     ] {
         let generated: serde_json::Value = serde_json::from_str(&generated).unwrap();
         let committed = common::committed_schema(name);

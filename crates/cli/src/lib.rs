@@ -2,6 +2,7 @@
 //! in-process (integration tests call it directly); `main` only parses
 //! arguments, installs signal handlers and exits with the code.
 
+pub mod db_cmd;
 pub mod estimate;
 pub mod opts;
 pub mod output;
@@ -58,11 +59,13 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
         Command::Block(opts) => run_block_command(&opts, io),
         Command::Capacity(opts) => run_capacity_command(&opts, io),
         Command::Estimate(opts) => run_estimate_command(&opts, io),
+        Command::Db(cmd) => db_cmd::run_db(&cmd, io),
         Command::Schema { which } => {
             let text = match which {
                 SchemaName::Block => block_schema(),
                 SchemaName::Capacity => capacity_schema(),
                 SchemaName::Estimate => estimate_schema(),
+                SchemaName::Db => db_schema(),
             };
             let _ = io.stdout.write_all(text.as_bytes());
             Outcome::code(0)
@@ -78,6 +81,11 @@ pub fn block_schema() -> String {
 /// The JSON Schema of `csdchar.capacity/1`.
 pub fn capacity_schema() -> String {
     pretty_schema(schemars::schema_for!(CapacityResult))
+}
+
+/// The JSON Schema of `csdchar.db/1`.
+pub fn db_schema() -> String {
+    pretty_schema(schemars::schema_for!(csdchar_core::result::db::DbResult))
 }
 
 /// The JSON Schema of `csdchar.estimate/1`.

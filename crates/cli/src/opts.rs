@@ -29,6 +29,9 @@ pub enum Command {
     Capacity(CapacityOpts),
     /// Predict what a compressing drive would store for files, directories or devices (like sfx-filesize).
     Estimate(EstimateOpts),
+    /// sysbench-compatible OLTP on PostgreSQL: prepare, run, cleanup.
+    #[command(subcommand)]
+    Db(DbCommand),
     /// Print the JSON Schema of a result format.
     Schema {
         /// Which schema.
@@ -46,6 +49,149 @@ pub enum SchemaName {
     Capacity,
     /// csdchar.estimate/1
     Estimate,
+    /// csdchar.db/1
+    Db,
+}
+
+/// `csdchar db` steps.
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Create and load the tables (sbtest1..N).
+    Prepare(DbOpts),
+    /// Run the workload (a --threads list runs a sweep). Without --url or --pgdata: on a temporary cluster, prepared first.
+    Run(DbOpts),
+    /// Drop the tables the workload creates, nothing else.
+    Cleanup(DbOpts),
+}
+
+/// sysbench's scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorkloadArg {
+    /// oltp_read_only
+    OltpReadOnly,
+    /// oltp_read_write
+    OltpReadWrite,
+    /// oltp_write_only
+    OltpWriteOnly,
+    /// oltp_point_select
+    OltpPointSelect,
+    /// oltp_update_index
+    OltpUpdateIndex,
+    /// oltp_update_non_index
+    OltpUpdateNonIndex,
+    /// oltp_insert
+    OltpInsert,
+    /// oltp_delete
+    OltpDelete,
+}
+
+/// sysbench's --rand-type choices implemented so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RandArg {
+    /// Uniform (the published runs' choice).
+    Uniform,
+    /// Mean of 12 uniforms.
+    Gaussian,
+    /// Pareto, h = 0.2.
+    Pareto,
+}
+
+/// Options of `csdchar db`, with sysbench's names.
+#[derive(Debug, Args)]
+pub struct DbOpts {
+    /// Server to use (libpq URL or key=value; PG* variables fill the rest). The password is never printed.
+    #[arg(long, env = "CSDCHAR_DB_URL")]
+    pub url: Option<String>,
+    /// Data directory of a cluster csdchar manages (created with initdb when empty).
+    #[arg(long, conflicts_with = "url")]
+    pub pgdata: Option<PathBuf>,
+    /// Server binaries (default: pg_config, PATH, /usr/lib/postgresql/*/bin).
+    #[arg(long)]
+    pub pg_bin: Option<PathBuf>,
+    /// Server setting for a managed cluster, repeatable (e.g. --pg-set shared_buffers=1GB).
+    #[arg(long = "pg-set")]
+    pub pg_set: Vec<String>,
+    /// Leave a --pgdata cluster running afterwards.
+    #[arg(long)]
+    pub keep_running: bool,
+    /// Database name.
+    #[arg(long, default_value = "postgres")]
+    pub db: String,
+    /// sysbench script.
+    #[arg(long, value_enum, default_value = "oltp-read-write")]
+    pub workload: WorkloadArg,
+    /// Tables.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub tables: u32,
+    /// Rows per table.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=2_000_000_000))]
+    pub table_size: u64,
+    /// Clients; a comma-separated list runs one step per count (e.g. 1,8,16,32).
+    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub threads: Vec<u32>,
+    /// Seconds per step.
+    #[arg(long, default_value = "10s", value_parser = duration_arg)]
+    pub time: std::time::Duration,
+    /// Interval lines every DURATION (sysbench's --report-interval; 0 = none).
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub report_interval: std::time::Duration,
+    /// Rows per range select.
+    #[arg(long, default_value_t = 100)]
+    pub range_size: u64,
+    /// Point selects per transaction.
+    #[arg(long, default_value_t = 10)]
+    pub point_selects: u32,
+    /// Simple ranges per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub simple_ranges: u32,
+    /// SUM ranges per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub sum_ranges: u32,
+    /// ORDER BY ranges per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub order_ranges: u32,
+    /// DISTINCT ranges per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub distinct_ranges: u32,
+    /// Index updates per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub index_updates: u32,
+    /// Non-index updates per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub non_index_updates: u32,
+    /// Delete + insert pairs per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub delete_inserts: u32,
+    /// No BEGIN/COMMIT.
+    #[arg(long)]
+    pub skip_trx: bool,
+    /// Secondary index on k after prepare (true/false).
+    #[arg(long, default_value = "true", value_parser = bool_arg)]
+    pub create_secondary: bool,
+    /// Row-id distribution.
+    #[arg(long, value_enum, default_value = "uniform")]
+    pub rand_type: RandArg,
+    /// Latency percentile of the interval lines.
+    #[arg(long, default_value = "95", value_parser = percentile_arg)]
+    pub percentile: f64,
+    /// Table fillfactor at prepare (10-100).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(10..=100))]
+    pub fillfactor: Option<u8>,
+    /// % of c/pad values drawn from 16 repeated strings (business-like, compressible data).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub string_dup: u8,
+    /// Seed of data and row ids.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// prepare: replace existing tables.
+    #[arg(long)]
+    pub force: bool,
+    /// Output format of run.
+    #[arg(long, value_enum, default_value = "normal")]
+    pub output_format: OutputFormat,
+    /// Write run's result to FILE.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
 }
 
 /// Per-chunk compression models for `csdchar estimate`.

@@ -8,12 +8,14 @@
 //! - [`counters`]: parsers for kernel counter files (diskstats, zram).
 //! - [`capacity`]: logical vs physical capacity from zram, ScaleFlux and NVMe, in one format.
 //! - [`estimate`]: what a compressing drive would store: sampling, PostgreSQL file kinds.
+//! - [`oltp`]: sysbench's OLTP model (schema, statements, counting), driver-free.
 //! - [`result`]: the versioned, documented result schemas.
 
 pub mod capacity;
 pub mod compressibility;
 pub mod counters;
 pub mod estimate;
+pub mod oltp;
 pub mod pattern;
 pub mod result;
 pub mod stats;

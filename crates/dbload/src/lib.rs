@@ -3,3 +3,4 @@
 //! test (`--pgdata`) or in a temporary directory (the embedded default).
 
 pub mod cluster;
+pub mod oltp;

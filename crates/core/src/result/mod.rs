@@ -2,6 +2,7 @@
 //! becomes its description in the committed JSON Schema (`schemas/`).
 
 pub mod block;
+pub mod db;
 
 use serde::{Deserialize, Serialize};
 

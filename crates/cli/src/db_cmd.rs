@@ -1,0 +1,480 @@
+//! `csdchar db prepare | run | cleanup`.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
+use csdchar_core::result::ToolInfo;
+use csdchar_core::result::db::{DB_SCHEMA, DbInterval, DbResult, DbSpec, DbStep};
+use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
+use csdchar_dbload::oltp::{self, OltpInterval, OltpSpec};
+
+use crate::opts::{DbCommand, DbOpts, OutputFormat, RandArg, WorkloadArg};
+use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit, output};
+
+fn workload(w: WorkloadArg) -> (OltpWorkload, &'static str) {
+    match w {
+        WorkloadArg::OltpReadOnly => (OltpWorkload::ReadOnly, "oltp_read_only"),
+        WorkloadArg::OltpReadWrite => (OltpWorkload::ReadWrite, "oltp_read_write"),
+        WorkloadArg::OltpWriteOnly => (OltpWorkload::WriteOnly, "oltp_write_only"),
+        WorkloadArg::OltpPointSelect => (OltpWorkload::PointSelect, "oltp_point_select"),
+        WorkloadArg::OltpUpdateIndex => (OltpWorkload::UpdateIndex, "oltp_update_index"),
+        WorkloadArg::OltpUpdateNonIndex => (OltpWorkload::UpdateNonIndex, "oltp_update_non_index"),
+        WorkloadArg::OltpInsert => (OltpWorkload::Insert, "oltp_insert"),
+        WorkloadArg::OltpDelete => (OltpWorkload::Delete, "oltp_delete"),
+    }
+}
+
+fn spec_of(o: &DbOpts) -> OltpSpec {
+    OltpSpec {
+        workload: workload(o.workload).0,
+        tables: o.tables,
+        table_size: o.table_size,
+        range_size: o.range_size,
+        options: OltpOptions {
+            point_selects: o.point_selects,
+            simple_ranges: o.simple_ranges,
+            sum_ranges: o.sum_ranges,
+            order_ranges: o.order_ranges,
+            distinct_ranges: o.distinct_ranges,
+            index_updates: o.index_updates,
+            non_index_updates: o.non_index_updates,
+            delete_inserts: o.delete_inserts,
+            range_selects: true,
+            skip_trx: o.skip_trx,
+        },
+        rand_type: match o.rand_type {
+            RandArg::Uniform => RandType::Uniform,
+            RandArg::Gaussian => RandType::Gaussian,
+            RandArg::Pareto => RandType::Pareto,
+        },
+        fillfactor: o.fillfactor,
+        string_dup: o.string_dup,
+        create_secondary: o.create_secondary,
+        seed: o.seed,
+    }
+}
+
+/// Runs a `csdchar db` step.
+pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
+    let (o, step) = match cmd {
+        DbCommand::Prepare(o) => (o, "prepare"),
+        DbCommand::Run(o) => (o, "run"),
+        DbCommand::Cleanup(o) => (o, "cleanup"),
+    };
+    let usage = |io: &mut Io<'_>, m: String| {
+        let _ = writeln!(io.stderr, "error: {m}");
+        Outcome {
+            exit_code: EXIT_USAGE,
+            block: None,
+        }
+    };
+    if o.url.is_none() && o.pgdata.is_none() && step != "run" {
+        return usage(
+            io,
+            format!(
+                "{step}: needs --url or --pgdata (a temporary cluster would vanish with the command; `csdchar db run` alone uses one)"
+            ),
+        );
+    }
+    if let Some(out) = &o.output {
+        let dir = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() {
+            return usage(
+                io,
+                format!("--output: directory {} does not exist", dir.display()),
+            );
+        }
+    }
+    let max_threads = o.threads.iter().copied().max().unwrap_or(1);
+    // A managed cluster gets enough connections for the sweep unless told otherwise.
+    let mut settings = o.pg_set.clone();
+    if !settings
+        .iter()
+        .any(|s| s.trim_start().starts_with("max_connections"))
+        && max_threads + 10 > 100
+    {
+        settings.push(format!("max_connections={}", max_threads + 20));
+    }
+    let (cluster, conninfo, source) = match (&o.url, &o.pgdata) {
+        (Some(url), _) => (None, url.clone(), "url"),
+        (None, pgdata) => {
+            let spec = ClusterSpec {
+                pgdata: pgdata.clone(),
+                pg_bin: o.pg_bin.clone(),
+                settings,
+                keep_running: o.keep_running,
+            };
+            match ManagedCluster::start(&spec) {
+                Ok(c) => {
+                    let ci = c.conninfo(&o.db);
+                    (
+                        Some(c),
+                        ci,
+                        if pgdata.is_some() {
+                            "pgdata"
+                        } else {
+                            "ephemeral"
+                        },
+                    )
+                }
+                Err(csdchar_dbload::cluster::ClusterError::BadSetting(m)) => {
+                    return usage(io, format!("--pg-set: '{m}' is not key=value"));
+                }
+                Err(e) => {
+                    let _ = writeln!(io.stderr, "error: {e}");
+                    return Outcome {
+                        exit_code: 1,
+                        block: None,
+                    };
+                }
+            }
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: cannot start the async runtime: {e}");
+            return Outcome {
+                exit_code: 1,
+                block: None,
+            };
+        }
+    };
+    let spec = spec_of(o);
+    let code = match step {
+        "prepare" => rt.block_on(prepare(&conninfo, &spec, o, io)),
+        "cleanup" => match rt.block_on(oltp::cleanup(&conninfo, o.tables)) {
+            Ok(n) => {
+                let _ = writeln!(
+                    io.stdout,
+                    "dropped {n} table(s) (sbtest1..sbtest{})",
+                    o.tables
+                );
+                0
+            }
+            Err(e) => fail(io, &e.0),
+        },
+        _ => {
+            if source == "ephemeral" {
+                let c = rt.block_on(prepare(&conninfo, &spec, o, io));
+                if c != 0 {
+                    return Outcome {
+                        exit_code: c,
+                        block: None,
+                    };
+                }
+            }
+            rt.block_on(run(&conninfo, &spec, o, io, source))
+        }
+    };
+    drop(cluster); // stop (and remove a temporary) cluster before exiting
+    Outcome {
+        exit_code: code,
+        block: None,
+    }
+}
+
+fn fail(io: &mut Io<'_>, m: &str) -> i32 {
+    let _ = writeln!(io.stderr, "error: {m}");
+    1
+}
+
+async fn prepare(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>) -> i32 {
+    let total = spec.table_size * u64::from(spec.tables);
+    let loaded = Arc::new(AtomicU64::new(0));
+    let l2 = Arc::clone(&loaded);
+    let t0 = Instant::now();
+    let threads = o.threads.iter().copied().max().unwrap_or(1).max(2);
+    let result = oltp::prepare(
+        conninfo,
+        spec,
+        threads,
+        o.force,
+        Arc::new(move |n| {
+            l2.fetch_add(n, Ordering::Relaxed);
+        }),
+    )
+    .await;
+    match result {
+        Ok(()) => {
+            let secs = t0.elapsed().as_secs_f64();
+            let _ = writeln!(
+                io.stderr,
+                "prepared {} table(s) x {} rows = {total} rows in {secs:.1}s ({:.0} rows/s){}",
+                spec.tables,
+                spec.table_size,
+                loaded.load(Ordering::Relaxed) as f64 / secs.max(1e-9),
+                spec.fillfactor
+                    .map_or(String::new(), |f| format!(", fillfactor {f}"))
+            );
+            0
+        }
+        Err(e) if e.0.contains("--force") => {
+            let _ = writeln!(io.stderr, "error: {}", e.0);
+            EXIT_USAGE
+        }
+        Err(e) => fail(io, &e.0),
+    }
+}
+
+fn interval_line(iv: &OltpInterval, threads: u32) -> String {
+    let d = iv.duration_s.max(1e-9);
+    let t = &iv.tally;
+    format!(
+        "[ {:.0}s ] thds: {threads} tps: {:.2} qps: {:.2} (r/w/o: {:.2}/{:.2}/{:.2}) lat (ms,95%): {:.2} err/s: {:.2} reconn/s: {:.2}\n",
+        iv.t_s,
+        t.transactions as f64 / d,
+        (t.reads + t.writes + t.others) as f64 / d,
+        t.reads as f64 / d,
+        t.writes as f64 / d,
+        t.others as f64 / d,
+        iv.lat_pct_ms,
+        t.error_total() as f64 / d,
+        t.reconnects as f64 / d,
+    )
+}
+
+async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, source: &str) -> i32 {
+    let started_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let client = match oltp::connect(conninfo).await {
+        Ok(c) => c,
+        Err(e) => return fail(io, &e.0),
+    };
+    let version: String = match client.query_one("SHOW server_version", &[]).await {
+        Ok(r) => r.get(0),
+        Err(e) => return fail(io, &format!("server_version: {e}")),
+    };
+    let max_conn: i64 = client
+        .query_one(
+            "SELECT setting::bigint FROM pg_settings WHERE name = 'max_connections'",
+            &[],
+        )
+        .await
+        .map(|r| r.get(0))
+        .unwrap_or(i64::MAX);
+    let need = i64::from(o.threads.iter().copied().max().unwrap_or(1));
+    if need + 3 > max_conn {
+        let _ = writeln!(
+            io.stderr,
+            "error: --threads: {need} clients need max_connections >= {}; the server allows {max_conn} (raise it, e.g. --pg-set max_connections={})",
+            need + 3,
+            need + 20
+        );
+        return EXIT_USAGE;
+    }
+    match oltp::existing_tables(&client, spec.tables).await {
+        Ok(t) if t.len() == spec.tables as usize => {}
+        Ok(_) => {
+            return fail(
+                io,
+                &format!(
+                    "tables sbtest1..sbtest{} are missing: run `csdchar db prepare` first",
+                    spec.tables
+                ),
+            );
+        }
+        Err(e) => return fail(io, &e.0),
+    }
+    drop(client);
+    let (_, name) = workload(o.workload);
+    let live = o.output_format == OutputFormat::Normal && o.output.is_none();
+    let report = (!o.report_interval.is_zero()).then_some(o.report_interval);
+    let mut steps = Vec::new();
+    let mut error = None;
+    let mut text = String::new();
+    for &threads in &o.threads {
+        if io.interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        if live {
+            let _ = writeln!(
+                io.stdout,
+                "Running {name} with {threads} thread(s) for {:.0}s",
+                o.time.as_secs_f64()
+            );
+        }
+        let stdout = &mut *io.stdout;
+        let settings = oltp::RunSettings {
+            threads,
+            time: o.time,
+            report_interval: report,
+            percentile: o.percentile,
+            interrupt: Arc::clone(&io.interrupt),
+        };
+        let out = oltp::run(conninfo, spec, &settings, |iv, th| {
+            if live {
+                let _ = stdout.write_all(interval_line(iv, th).as_bytes());
+                let _ = stdout.flush();
+            }
+        })
+        .await;
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => {
+                error = Some(e.0);
+                break;
+            }
+        };
+        let t = &out.tally;
+        let secs = out.elapsed_s.max(1e-9);
+        let step = DbStep {
+            threads,
+            elapsed_s: out.elapsed_s,
+            transactions: t.transactions,
+            reads: t.reads,
+            writes: t.writes,
+            others: t.others,
+            tps: t.transactions as f64 / secs,
+            qps: (t.reads + t.writes + t.others) as f64 / secs,
+            errors: t.errors.clone(),
+            reconnects: t.reconnects,
+            latency: out.latency.clone(),
+            intervals: out
+                .intervals
+                .iter()
+                .map(|iv| {
+                    let d = iv.duration_s.max(1e-9);
+                    DbInterval {
+                        t_s: iv.t_s,
+                        tps: iv.tally.transactions as f64 / d,
+                        qps: (iv.tally.reads + iv.tally.writes + iv.tally.others) as f64 / d,
+                        reads_per_s: iv.tally.reads as f64 / d,
+                        writes_per_s: iv.tally.writes as f64 / d,
+                        others_per_s: iv.tally.others as f64 / d,
+                        lat_pct_ms: iv.lat_pct_ms,
+                        errors_per_s: iv.tally.error_total() as f64 / d,
+                    }
+                })
+                .collect(),
+        };
+        summary(&mut text, &step, o.percentile);
+        steps.push(step);
+        if let Some(e) = out.error {
+            error = Some(e);
+            break;
+        }
+    }
+    let interrupted = io.interrupt.load(Ordering::Relaxed) || error.is_some();
+    let result = DbResult {
+        schema: DB_SCHEMA.to_string(),
+        tool: ToolInfo::current(),
+        started_at,
+        server: source.to_string(),
+        server_version: version,
+        spec: DbSpec {
+            workload: name.to_string(),
+            tables: spec.tables,
+            table_size: spec.table_size,
+            time_s: o.time.as_secs_f64(),
+            range_size: spec.range_size,
+            point_selects: o.point_selects,
+            simple_ranges: o.simple_ranges,
+            sum_ranges: o.sum_ranges,
+            order_ranges: o.order_ranges,
+            distinct_ranges: o.distinct_ranges,
+            index_updates: o.index_updates,
+            non_index_updates: o.non_index_updates,
+            delete_inserts: o.delete_inserts,
+            skip_trx: o.skip_trx,
+            rand_type: format!("{:?}", o.rand_type).to_lowercase(),
+            fillfactor: spec.fillfactor,
+            string_dup: spec.string_dup,
+            percentile: o.percentile,
+        },
+        steps,
+        interrupted,
+        error: error.clone(),
+    };
+    let bytes = match o.output_format {
+        OutputFormat::Json => output::json_pretty(&result),
+        OutputFormat::Normal => text.into_bytes(),
+    };
+    if let Err(e) = emit(&bytes, o.output.as_deref(), io.stdout) {
+        return fail(io, &e);
+    }
+    if let Some(e) = error {
+        return fail(io, &format!("{e}; partial result saved"));
+    }
+    if io.interrupt.load(Ordering::Relaxed) {
+        let _ = writeln!(io.stderr, "interrupted: partial result saved");
+        return EXIT_INTERRUPTED;
+    }
+    0
+}
+
+/// sysbench's end-of-run summary for one step.
+fn summary(out: &mut String, s: &DbStep, pct: f64) {
+    let secs = s.elapsed_s.max(1e-9);
+    let total = s.reads + s.writes + s.others;
+    let errors: u64 = s.errors.values().sum();
+    let _ = writeln!(out, "SQL statistics ({} thread(s)):", s.threads);
+    let _ = writeln!(out, "    queries performed:");
+    let _ = writeln!(out, "        read:                            {}", s.reads);
+    let _ = writeln!(out, "        write:                           {}", s.writes);
+    let _ = writeln!(out, "        other:                           {}", s.others);
+    let _ = writeln!(out, "        total:                           {total}");
+    let _ = writeln!(
+        out,
+        "    transactions:                        {:<8} ({:.2} per sec.)",
+        s.transactions, s.tps
+    );
+    let _ = writeln!(
+        out,
+        "    queries:                             {total:<8} ({:.2} per sec.)",
+        s.qps
+    );
+    let by_code: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let _ = writeln!(
+        out,
+        "    ignored errors:                      {errors:<8} ({:.2} per sec.){}",
+        errors as f64 / secs,
+        if by_code.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", by_code.join(", "))
+        }
+    );
+    let _ = writeln!(
+        out,
+        "    reconnects:                          {:<8} ({:.2} per sec.)",
+        s.reconnects,
+        s.reconnects as f64 / secs
+    );
+    let _ = writeln!(out, "Latency (ms):");
+    let ms = |ns: f64| ns / 1e6;
+    let _ = writeln!(
+        out,
+        "         min:                            {:.2}",
+        ms(s.latency.min_ns as f64)
+    );
+    let _ = writeln!(
+        out,
+        "         avg:                            {:.2}",
+        ms(s.latency.mean_ns)
+    );
+    let _ = writeln!(
+        out,
+        "         max:                            {:.2}",
+        ms(s.latency.max_ns as f64)
+    );
+    for p in &s.latency.percentiles {
+        if (p.percentile - pct).abs() < 1e-9 || [50.0, 95.0, 99.0].contains(&p.percentile) {
+            let _ = writeln!(
+                out,
+                "         {:>4}th percentile:              {:.2}",
+                p.percentile,
+                ms(p.value_ns as f64)
+            );
+        }
+    }
+    let _ = writeln!(out);
+}

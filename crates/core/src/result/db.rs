@@ -1,0 +1,125 @@
+//! `csdchar.db/1`: the result of `csdchar db run` — one step per thread count.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ToolInfo;
+use crate::stats::LatencyStats;
+
+/// Schema identifier of database results.
+pub const DB_SCHEMA: &str = "csdchar.db/1";
+
+/// The result of `csdchar db run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DbResult {
+    /// Always "csdchar.db/1".
+    pub schema: String,
+    /// Program that produced the result.
+    pub tool: ToolInfo,
+    /// When the run started, RFC 3339 UTC.
+    pub started_at: String,
+    /// Where the database came from: "url", "pgdata" or "ephemeral" (the URL itself is never recorded).
+    pub server: String,
+    /// Server version string (`SHOW server_version`).
+    pub server_version: String,
+    /// The workload as run, in sysbench's terms.
+    pub spec: DbSpec,
+    /// One step per thread count of the sweep.
+    pub steps: Vec<DbStep>,
+    /// Whether the run was stopped early (Ctrl-C or an error).
+    pub interrupted: bool,
+    /// The error that stopped the run, if any.
+    pub error: Option<String>,
+}
+
+/// The workload, with sysbench's option names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DbSpec {
+    /// sysbench script name (oltp_read_write, …).
+    pub workload: String,
+    /// Tables sbtest1..N.
+    pub tables: u32,
+    /// Rows per table.
+    pub table_size: u64,
+    /// Seconds per step.
+    pub time_s: f64,
+    /// Rows per range select.
+    pub range_size: u64,
+    /// Point selects per transaction.
+    pub point_selects: u32,
+    /// Simple range selects per transaction.
+    pub simple_ranges: u32,
+    /// SUM range selects per transaction.
+    pub sum_ranges: u32,
+    /// ORDER BY range selects per transaction.
+    pub order_ranges: u32,
+    /// DISTINCT range selects per transaction.
+    pub distinct_ranges: u32,
+    /// Index updates per transaction.
+    pub index_updates: u32,
+    /// Non-index updates per transaction.
+    pub non_index_updates: u32,
+    /// Delete + insert pairs per transaction.
+    pub delete_inserts: u32,
+    /// BEGIN/COMMIT skipped.
+    pub skip_trx: bool,
+    /// Row-id distribution.
+    pub rand_type: String,
+    /// Table fillfactor at prepare (null: PostgreSQL's default, 100).
+    pub fillfactor: Option<u8>,
+    /// % of c/pad values drawn from a small repeated set.
+    pub string_dup: u8,
+    /// Latency percentile reported per interval.
+    pub percentile: f64,
+}
+
+/// One thread count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DbStep {
+    /// Clients (threads).
+    pub threads: u32,
+    /// Measured seconds.
+    pub elapsed_s: f64,
+    /// Transactions.
+    pub transactions: u64,
+    /// Statements that returned rows (sysbench "read").
+    pub reads: u64,
+    /// Statements that changed rows (sysbench "write").
+    pub writes: u64,
+    /// Other statements (BEGIN, COMMIT, ROLLBACK, updates that matched nothing).
+    pub others: u64,
+    /// Transactions per second.
+    pub tps: f64,
+    /// Statements per second.
+    pub qps: f64,
+    /// Ignored errors by SQLSTATE (40P01, 23505, 40001), each followed by a retry.
+    pub errors: BTreeMap<String, u64>,
+    /// Reconnects.
+    pub reconnects: u64,
+    /// Transaction latency, retries included, ns.
+    pub latency: LatencyStats,
+    /// Per-interval series.
+    pub intervals: Vec<DbInterval>,
+}
+
+/// One report interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DbInterval {
+    /// Seconds since the step started, at the interval's end.
+    pub t_s: f64,
+    /// Transactions per second.
+    pub tps: f64,
+    /// Statements per second.
+    pub qps: f64,
+    /// Reads per second.
+    pub reads_per_s: f64,
+    /// Writes per second.
+    pub writes_per_s: f64,
+    /// Others per second.
+    pub others_per_s: f64,
+    /// The spec's latency percentile over the interval's transactions, ms.
+    pub lat_pct_ms: f64,
+    /// Ignored errors per second.
+    pub errors_per_s: f64,
+}

@@ -1,0 +1,235 @@
+//! sysbench-compatible OLTP against a cluster csdchar starts itself.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
+use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster, PgBinaries};
+use csdchar_dbload::oltp::{self, OltpSpec};
+
+mod common;
+
+fn spec(workload: OltpWorkload) -> OltpSpec {
+    OltpSpec {
+        workload,
+        tables: 2,
+        table_size: 2000,
+        range_size: 100,
+        options: OltpOptions::default(),
+        rand_type: RandType::Uniform,
+        fillfactor: Some(70),
+        string_dup: 0,
+        create_secondary: true,
+        seed: 1,
+    }
+}
+
+fn settings(threads: u32, ms: u64, report_ms: Option<u64>) -> oltp::RunSettings {
+    oltp::RunSettings {
+        threads,
+        time: Duration::from_millis(ms),
+        report_interval: report_ms.map(Duration::from_millis),
+        percentile: 95.0,
+        interrupt: Arc::new(AtomicBool::new(false)),
+    }
+}
+
+fn psql(c: &ManagedCluster, sql: &str) -> String {
+    let out = c
+        .client("psql")
+        .args(["-At", "-d", "postgres", "-c", sql])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn prepare_run_cleanup_with_sysbench_counting() {
+    if let Err(e) = PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let conninfo = cluster.conninfo("postgres");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let loaded = Arc::new(AtomicU64::new(0));
+    let l2 = Arc::clone(&loaded);
+    let s = spec(OltpWorkload::ReadWrite);
+    rt.block_on(oltp::prepare(
+        &conninfo,
+        &s,
+        2,
+        false,
+        Arc::new(move |n| {
+            l2.fetch_add(n, Ordering::Relaxed);
+        }),
+    ))
+    .unwrap();
+    assert_eq!(loaded.load(Ordering::Relaxed), 4000);
+    assert_eq!(psql(&cluster, "select count(*) from sbtest1"), "2000");
+    assert_eq!(psql(&cluster, "select count(*) from sbtest2"), "2000");
+    assert_eq!(
+        psql(
+            &cluster,
+            "select reloptions::text from pg_class where relname='sbtest2'"
+        ),
+        "{fillfactor=70}"
+    );
+    assert_eq!(
+        psql(
+            &cluster,
+            "select count(*) from pg_indexes where indexname in ('k_1','k_2')"
+        ),
+        "2"
+    );
+    let c = psql(&cluster, "select c from sbtest1 where id = 7");
+    assert_eq!(c.len(), 119);
+
+    // Prepare again refuses, naming the tables.
+    let err = rt
+        .block_on(oltp::prepare(&conninfo, &s, 1, false, Arc::new(|_| {})))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sbtest1") && err.contains("--force"), "{err}");
+
+    // One client: every transaction is exactly sysbench's 14 reads, 4 writes, 2 others.
+    let mut lines = 0;
+    let out = rt
+        .block_on(oltp::run(
+            &conninfo,
+            &s,
+            &settings(1, 1500, Some(500)),
+            |_, _| lines += 1,
+        ))
+        .unwrap();
+    let t = &out.tally;
+    assert!(t.transactions > 10, "{t:?}");
+    assert_eq!(
+        (t.reads, t.writes, t.others),
+        (14 * t.transactions, 4 * t.transactions, 2 * t.transactions)
+    );
+    assert_eq!(t.error_total(), 0);
+    assert!(lines >= 2);
+    let series: u64 = out.intervals.iter().map(|i| i.tally.transactions).sum();
+    assert_eq!(series, t.transactions);
+    assert!(out.latency.mean_ns > 0.0);
+    assert!(out.error.is_none());
+
+    // Several clients on the same rows: duplicate keys are ignored, counted, retried.
+    let out = rt
+        .block_on(oltp::run(
+            &conninfo,
+            &OltpSpec {
+                table_size: 50,
+                ..s.clone()
+            },
+            &settings(4, 1000, None),
+            |_, _| {},
+        ))
+        .unwrap();
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(out.tally.transactions > 0);
+    assert!(
+        out.tally
+            .errors
+            .keys()
+            .all(|k| ["23505", "40P01", "40001"].contains(&k.as_str()))
+    );
+
+    assert_eq!(rt.block_on(oltp::cleanup(&conninfo, 2)).unwrap(), 2);
+    assert_eq!(
+        psql(
+            &cluster,
+            "select count(*) from pg_class where relname like 'sbtest%'"
+        ),
+        "0"
+    );
+}
+
+#[test]
+fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
+    if let Err(e) = PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    // Ephemeral: prepared, run (a two-step sweep), removed.
+    let ran = common::csdchar(&[
+        "db",
+        "run",
+        "--workload",
+        "oltp-read-only",
+        "--tables",
+        "2",
+        "--table-size",
+        "1000",
+        "--threads",
+        "1,2",
+        "--time",
+        "1s",
+        "--report-interval",
+        "0",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let validator = jsonschema::validator_for(&common::committed_schema("db")).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(v["server"], "ephemeral");
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for s in steps {
+        let tx = s["transactions"].as_u64().unwrap();
+        assert!(tx > 0);
+        assert_eq!(s["reads"].as_u64(), Some(14 * tx));
+        assert_eq!(s["writes"].as_u64(), Some(0));
+    }
+
+    // A managed --pgdata cluster across separate commands.
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-db")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pgdata");
+    let p = pgdata.to_str().unwrap();
+    let base = ["--pgdata", p, "--tables", "1", "--table-size", "500"];
+    let with = |step: &str, extra: &[&str]| {
+        let mut a = vec!["db", step];
+        a.extend_from_slice(&base);
+        a.extend_from_slice(extra);
+        common::csdchar(&a)
+    };
+    let ran = with("run", &["--time", "1s"]);
+    assert_eq!(ran.outcome.exit_code, 1, "run before prepare");
+    assert!(ran.stderr.contains("csdchar db prepare"), "{}", ran.stderr);
+    let ran = with("prepare", &["--fillfactor", "50"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let ran = with("prepare", &[]);
+    assert_eq!(ran.outcome.exit_code, 2, "prepare twice refuses");
+    assert!(ran.stderr.contains("--force"), "{}", ran.stderr);
+    let ran = with("run", &["--time", "1s", "--report-interval", "500ms"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("] thds: 1 tps: "), "{}", ran.stdout);
+    assert!(ran.stdout.contains("(r/w/o: "), "{}", ran.stdout);
+    let ran = with("cleanup", &[]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("dropped 1 table"), "{}", ran.stdout);
+
+    // Bad input: one line, exit 2.
+    for args in [
+        &["db", "prepare"][..],
+        &["db", "run", "--pg-set", "oops"][..],
+        &["db", "run", "--fillfactor", "5"][..],
+    ] {
+        let ran = common::csdchar(args);
+        assert_eq!(ran.outcome.exit_code, 2, "{args:?}: {}", ran.stderr);
+        assert_eq!(ran.stderr.trim_end().lines().count(), 1, "{}", ran.stderr);
+    }
+}
