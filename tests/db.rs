@@ -190,6 +190,15 @@ fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
         assert!(tx > 0);
         assert_eq!(s["reads"].as_u64(), Some(14 * tx));
         assert_eq!(s["writes"].as_u64(), Some(0));
+        // The correlation snapshot around the step.
+        let (b, a) = (&s["before"], &s["after"]);
+        assert_eq!(a["relations"].as_array().unwrap().len(), 2);
+        assert!(a["relations"][0]["table_bytes"].as_i64().unwrap() > 0);
+        assert!(a["relations"][0]["index_bytes"].as_i64().unwrap() > 0);
+        assert!(a["database_bytes"].as_i64().unwrap() > 0);
+        assert!(a["wal_lsn_bytes"].as_i64().unwrap() >= b["wal_lsn_bytes"].as_i64().unwrap());
+        assert!(a["stat_database"]["blks_hit"].as_i64().is_some());
+        assert!(a["data_directory"].as_str().is_some());
     }
 
     // A managed --pgdata cluster across separate commands.
@@ -218,6 +227,37 @@ fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
     assert!(ran.stdout.contains("] thds: 1 tps: "), "{}", ran.stdout);
     assert!(ran.stdout.contains("(r/w/o: "), "{}", ran.stdout);
+    let ran = with("alter", &["--fillfactor", "70"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("sbtest1: fillfactor 70"),
+        "{}",
+        ran.stderr
+    );
+    let ran = with("alter", &[]);
+    assert_eq!(ran.outcome.exit_code, 2, "alter needs --fillfactor");
+    {
+        // The new fillfactor and plain storage are in the catalog.
+        let c = ManagedCluster::start(&ClusterSpec {
+            pgdata: Some(pgdata.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            psql(
+                &c,
+                "select reloptions::text from pg_class where relname='sbtest1'"
+            ),
+            "{fillfactor=70}"
+        );
+        assert_eq!(
+            psql(
+                &c,
+                "select string_agg(attstorage::text, '' order by attname) from pg_attribute where attrelid='sbtest1'::regclass and attname in ('c','pad')"
+            ),
+            "pp"
+        );
+    }
     let ran = with("cleanup", &[]);
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
     assert!(ran.stdout.contains("dropped 1 table"), "{}", ran.stdout);

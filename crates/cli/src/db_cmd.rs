@@ -63,6 +63,7 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
         DbCommand::Prepare(o) => (o, "prepare"),
         DbCommand::Run(o) => (o, "run"),
         DbCommand::Cleanup(o) => (o, "cleanup"),
+        DbCommand::Alter(o) => (o, "alter"),
     };
     let usage = |io: &mut Io<'_>, m: String| {
         let _ = writeln!(io.stderr, "error: {m}");
@@ -71,6 +72,9 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
             block: None,
         }
     };
+    if step == "alter" && o.fillfactor.is_none() {
+        return usage(io, "alter: needs --fillfactor N (10-100)".into());
+    }
     if o.url.is_none() && o.pgdata.is_none() && step != "run" {
         return usage(
             io,
@@ -152,6 +156,22 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
     let spec = spec_of(o);
     let code = match step {
         "prepare" => rt.block_on(prepare(&conninfo, &spec, o, io)),
+        "alter" => {
+            let ff = o.fillfactor.unwrap_or(100);
+            let t0 = Instant::now();
+            let stderr = &mut *io.stderr;
+            let r = rt.block_on(oltp::alter_fillfactor(&conninfo, o.tables, ff, |t| {
+                let _ = writeln!(
+                    stderr,
+                    "{t}: fillfactor {ff}, c/pad storage plain, VACUUM FULL ANALYZE done ({:.1}s)",
+                    t0.elapsed().as_secs_f64()
+                );
+            }));
+            match r {
+                Ok(()) => 0,
+                Err(e) => fail(io, &e.0),
+            }
+        }
         "cleanup" => match rt.block_on(oltp::cleanup(&conninfo, o.tables)) {
             Ok(n) => {
                 let _ = writeln!(
@@ -303,6 +323,10 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
             );
         }
         let stdout = &mut *io.stdout;
+        let before = match oltp::connect(conninfo).await {
+            Ok(c) => Some(csdchar_dbload::snapshot::take(&c, spec.tables).await),
+            Err(_) => None,
+        };
         let settings = oltp::RunSettings {
             threads,
             time: o.time,
@@ -355,6 +379,11 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
                     }
                 })
                 .collect(),
+            before,
+            after: match oltp::connect(conninfo).await {
+                Ok(c) => Some(csdchar_dbload::snapshot::take(&c, spec.tables).await),
+                Err(_) => None,
+            },
         };
         summary(&mut text, &step, o.percentile);
         steps.push(step);
@@ -411,8 +440,48 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
     0
 }
 
-/// sysbench's end-of-run summary for one step.
+/// sysbench's end-of-run summary for one step, then what the step did to space and I/O.
 fn summary(out: &mut String, s: &DbStep, pct: f64) {
+    sysbench_summary(out, s, pct);
+    let (Some(b), Some(a)) = (&s.before, &s.after) else {
+        return;
+    };
+    let get = |m: &std::collections::BTreeMap<String, i64>, k: &str| m.get(k).copied().unwrap_or(0);
+    let mib = |v: i64| v as f64 / (1 << 20) as f64;
+    let _ = writeln!(
+        out,
+        "Database: {:.1} MiB -> {:.1} MiB; WAL written {}; blocks read {} / hit {}",
+        mib(b.database_bytes),
+        mib(a.database_bytes),
+        match (b.wal_lsn_bytes, a.wal_lsn_bytes) {
+            (Some(x), Some(y)) => format!("{:.1} MiB", mib(y - x)),
+            _ => "-".into(),
+        },
+        get(&a.stat_database, "blks_read") - get(&b.stat_database, "blks_read"),
+        get(&a.stat_database, "blks_hit") - get(&b.stat_database, "blks_hit"),
+    );
+    if let (Some(db), Some(da)) = (&b.device, &a.device) {
+        let d = csdchar_core::capacity::CapacityDelta::between(db, da);
+        let _ = writeln!(
+            out,
+            "Device {}: host wrote {} MiB; logical {} physical {}{}",
+            da.device,
+            d.host_written_bytes.map_or("-".into(), |v| format!(
+                "{:.1}",
+                v as f64 / (1 << 20) as f64
+            )),
+            da.logical_bytes
+                .map_or("-".into(), |v| format!("{:.1} MiB", mib(v as i64))),
+            da.physical_bytes
+                .map_or("-".into(), |v| format!("{:.1} MiB", mib(v as i64))),
+            da.compression_ratio
+                .map_or(String::new(), |r| format!(" ({r:.2}:1)")),
+        );
+    }
+    let _ = writeln!(out);
+}
+
+fn sysbench_summary(out: &mut String, s: &DbStep, pct: f64) {
     let secs = s.elapsed_s.max(1e-9);
     let total = s.reads + s.writes + s.others;
     let errors: u64 = s.errors.values().sum();

@@ -62,6 +62,8 @@ pub enum DbCommand {
     Run(DbOpts),
     /// Drop the tables the workload creates, nothing else.
     Cleanup(DbOpts),
+    /// Change existing tables: --fillfactor N, c/pad STORAGE PLAIN, VACUUM FULL ANALYZE.
+    Alter(DbOpts),
 }
 
 /// sysbench's scripts.

@@ -194,6 +194,42 @@ fn bytes_of(buf: &mut String) -> std::io::Cursor<Vec<u8>> {
     std::io::Cursor::new(std::mem::take(buf).into_bytes())
 }
 
+/// What the published fillfactor studies did to existing tables: set the
+/// fillfactor, store c and pad PLAIN (uncompressed, in line), and rewrite
+/// with VACUUM FULL ANALYZE so the new fillfactor applies to every page.
+/// `progress(table)` is called after each table.
+pub async fn alter_fillfactor(
+    conninfo: &str,
+    tables: u32,
+    fillfactor: u8,
+    mut progress: impl FnMut(&str),
+) -> Result<(), DbError> {
+    let client = connect(conninfo).await?;
+    let existing = existing_tables(&client, tables).await?;
+    if existing.len() != tables as usize {
+        return Err(DbError(format!(
+            "tables sbtest1..sbtest{tables} are missing: run `csdchar db prepare` first"
+        )));
+    }
+    for t in &existing {
+        let alter = format!(
+            "ALTER TABLE {t} SET (fillfactor={fillfactor}); \
+             ALTER TABLE {t} ALTER COLUMN c SET STORAGE PLAIN, ALTER COLUMN pad SET STORAGE PLAIN"
+        );
+        client
+            .batch_execute(&alter)
+            .await
+            .map_err(|e| db_err(&format!("altering {t}"), e))?;
+        // Alone: several statements in one query form a transaction, and VACUUM refuses those.
+        client
+            .batch_execute(&format!("VACUUM FULL ANALYZE {t}"))
+            .await
+            .map_err(|e| db_err(&format!("rewriting {t}"), e))?;
+        progress(t);
+    }
+    Ok(())
+}
+
 /// Drops the tables the workload creates (sbtest1..N) and nothing else.
 pub async fn cleanup(conninfo: &str, tables: u32) -> Result<u32, DbError> {
     let client = connect(conninfo).await?;

@@ -101,6 +101,45 @@ pub struct DbStep {
     pub latency: LatencyStats,
     /// Per-interval series.
     pub intervals: Vec<DbInterval>,
+    /// Database and device state before the step.
+    pub before: Option<DbSnapshot>,
+    /// Database and device state after the step.
+    pub after: Option<DbSnapshot>,
+}
+
+/// What the database and its drive looked like at one moment — the figures
+/// that tie TPS to space and I/O.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DbSnapshot {
+    /// When it was taken, RFC 3339 UTC.
+    pub taken_at: String,
+    /// `pg_database_size` of the current database, bytes.
+    pub database_bytes: i64,
+    /// Sizes of the workload's tables.
+    pub relations: Vec<RelationSize>,
+    /// `pg_stat_database` counters of the current database (blks_read, blks_hit, xact_commit, tup_*, …).
+    pub stat_database: BTreeMap<String, i64>,
+    /// WAL position in bytes (`pg_current_wal_lsn() - '0/0'`); null on a standby.
+    pub wal_lsn_bytes: Option<i64>,
+    /// `pg_stat_bgwriter` (and, from PostgreSQL 17, `pg_stat_checkpointer`) counters.
+    pub bgwriter: BTreeMap<String, i64>,
+    /// The server's data directory, when it could be read.
+    pub data_directory: Option<String>,
+    /// Capacity counters of the drive holding the data directory, when it is local.
+    pub device: Option<crate::capacity::CapacitySnapshot>,
+}
+
+/// One table and its satellites.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RelationSize {
+    /// Table name.
+    pub name: String,
+    /// Main fork, bytes.
+    pub table_bytes: i64,
+    /// All indexes, bytes.
+    pub index_bytes: i64,
+    /// TOAST table and its index, bytes.
+    pub toast_bytes: i64,
 }
 
 /// One report interval.

@@ -1,0 +1,98 @@
+//! The correlation snapshot: database-side and device-side figures at one
+//! moment, taken before and after every run step.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use csdchar_core::result::db::{DbSnapshot, RelationSize};
+use tokio_postgres::Client;
+
+/// Numeric columns of a one-row query as name → value (non-numeric ones skipped).
+async fn numeric_row(client: &Client, sql: &str) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    let Ok(rows) = client.simple_query(sql).await else {
+        return out;
+    };
+    for msg in rows {
+        if let tokio_postgres::SimpleQueryMessage::Row(row) = msg {
+            for (i, col) in row.columns().iter().enumerate() {
+                if let Some(v) = row.get(i).and_then(|t| t.parse::<i64>().ok()) {
+                    out.insert(col.name().to_string(), v);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Takes a snapshot; figures the server does not grant stay empty or null.
+pub async fn take(client: &Client, tables: u32) -> DbSnapshot {
+    let names: Vec<String> = (1..=tables).map(|n| format!("sbtest{n}")).collect();
+    let relations = client
+        .query(
+            "SELECT relname::text, pg_relation_size(oid)::bigint, pg_indexes_size(oid)::bigint, \
+             COALESCE(pg_total_relation_size(NULLIF(reltoastrelid, 0)), 0)::bigint \
+             FROM pg_class WHERE relkind = 'r' AND relname = ANY($1) ORDER BY relname",
+            &[&names],
+        )
+        .await
+        .map(|rows| {
+            rows.iter()
+                .map(|r| RelationSize {
+                    name: r.get(0),
+                    table_bytes: r.get(1),
+                    index_bytes: r.get(2),
+                    toast_bytes: r.get(3),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let database_bytes = client
+        .query_one("SELECT pg_database_size(current_database())::bigint", &[])
+        .await
+        .map(|r| r.get(0))
+        .unwrap_or(-1);
+    let stat_database = numeric_row(
+        client,
+        "SELECT numbackends, xact_commit, xact_rollback, blks_read, blks_hit, tup_returned, tup_fetched, \
+         tup_inserted, tup_updated, tup_deleted, temp_bytes, deadlocks FROM pg_stat_database \
+         WHERE datname = current_database()",
+    )
+    .await;
+    let mut bgwriter = numeric_row(client, "SELECT * FROM pg_stat_bgwriter").await;
+    bgwriter.extend(
+        numeric_row(client, "SELECT * FROM pg_stat_checkpointer")
+            .await
+            .into_iter()
+            .map(|(k, v)| (format!("checkpointer_{k}"), v)),
+    );
+    let wal_lsn_bytes = client
+        .query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[])
+        .await
+        .ok()
+        .map(|r| r.get(0));
+    let data_directory: Option<String> = client
+        .query_one("SHOW data_directory", &[])
+        .await
+        .ok()
+        .map(|r| r.get(0));
+    let device = data_directory.as_deref().and_then(|d| {
+        let sys = csdchar_devices::Sysfs::from_env();
+        let dev = sys.resolve(Path::new(d)).ok()?;
+        Some(sys.snapshot(&dev))
+    });
+    DbSnapshot {
+        taken_at: humantime_now(),
+        database_bytes,
+        relations,
+        stat_database,
+        wal_lsn_bytes,
+        bgwriter,
+        data_directory,
+        device,
+    }
+}
+
+fn humantime_now() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
