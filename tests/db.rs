@@ -273,3 +273,91 @@ fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
         assert_eq!(ran.stderr.trim_end().lines().count(), 1, "{}", ran.stderr);
     }
 }
+
+#[test]
+fn interrupt_and_server_loss_end_cleanly_with_partial_results() {
+    if let Err(e) = PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-dbkill")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pgdata");
+    let p = pgdata.to_str().unwrap().to_string();
+    let ran = common::csdchar(&["db", "prepare", "--pgdata", &p, "--table-size", "1000"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+
+    // Ctrl-C: partial result, exit 130.
+    let flag = Arc::new(AtomicBool::new(false));
+    let f2 = Arc::clone(&flag);
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2500));
+        f2.store(true, Ordering::Relaxed);
+    });
+    let ran = common::csdchar_with_interrupt(
+        &[
+            "db",
+            "run",
+            "--pgdata",
+            &p,
+            "--table-size",
+            "1000",
+            "--time",
+            "60s",
+            "--output-format",
+            "json",
+        ],
+        flag,
+    );
+    t.join().unwrap();
+    assert_eq!(ran.outcome.exit_code, 130, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert!(v["steps"][0]["transactions"].as_u64().unwrap() > 0);
+    assert!(v["steps"][0]["elapsed_s"].as_f64().unwrap() < 30.0);
+
+    // The server goes away mid-run: a clean stop that says so, partial result, exit 1.
+    let killer_pgdata = pgdata.clone();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2500));
+        let pid: i32 = std::fs::read_to_string(killer_pgdata.join("postmaster.pid"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // Safety: SIGQUIT to the test's own postmaster (an immediate shutdown).
+        unsafe { libc::kill(pid, libc::SIGQUIT) };
+    });
+    let out_file = dir.path().join("partial.json");
+    let ran = common::csdchar(&[
+        "db",
+        "run",
+        "--pgdata",
+        &p,
+        "--table-size",
+        "1000",
+        "--time",
+        "60s",
+        "--threads",
+        "2",
+        "--output-format",
+        "json",
+        "--output",
+        out_file.to_str().unwrap(),
+    ]);
+    killer.join().unwrap();
+    assert_eq!(ran.outcome.exit_code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("partial result saved"),
+        "{}",
+        ran.stderr
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out_file).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert!(v["error"].as_str().is_some());
+}

@@ -372,8 +372,10 @@ impl ManagedCluster {
         Ok(())
     }
 
-    /// Collects the exited postmaster if it is our child (see start).
+    /// Collects the exited postmaster if it is our child (see start), and
+    /// server processes orphaned to us after a crash.
     fn reap(&mut self) {
+        reap_orphaned_postgres();
         let Some(pid) = self.postmaster.take() else {
             return;
         };
@@ -407,6 +409,42 @@ impl Drop for ManagedCluster {
                 .arg("-D")
                 .arg(&self.pgdata);
             let _ = run(cmd, self.run_as, "pg_ctl stop -m immediate");
+            self.reap();
+            // Backends of a crashed server exit a moment after it.
+            for _ in 0..20 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                reap_orphaned_postgres();
+            }
+        }
+    }
+}
+
+/// Reaps exited `postgres` processes whose parent is this process: backends
+/// of a crashed server get reparented to us as the subreaper. Only those
+/// specific zombies are waited for, never any other child.
+fn reap_orphaned_postgres() {
+    let me = std::process::id() as i32;
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ..."; comm may hold spaces, so split at the last ')'.
+        let Some((head, tail)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let comm = head.split_once('(').map_or("", |(_, c)| c);
+        let mut rest = tail.split_whitespace();
+        let (state, ppid) = (rest.next(), rest.next().and_then(|p| p.parse::<i32>().ok()));
+        if comm == "postgres" && state == Some("Z") && ppid == Some(me) {
+            let mut status = 0;
+            // Safety: waitpid on one specific zombie child; WNOHANG never blocks.
+            unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         }
     }
 }
