@@ -2,7 +2,7 @@
 # csdchar db run vs sysbench 1.x on the same PostgreSQL cluster and tables,
 # alternating A B A B: TPS ratio and client CPU per transaction ratio (user+sys
 # of the client process / transactions; the server is not the client's child).
-# Usage: scripts/bench/db-vs-sysbench.sh     env: ROUNDS=3 TIME=10 THREADS=8 TABLES=4 TABLE_SIZE=100000
+# Usage: scripts/bench/db-vs-sysbench.sh     env: ROUNDS=3 TIME=10 THREADS=8 TABLES=4 TABLE_SIZE=100000 WORKLOADS="..."
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}; TIME=${TIME:-10}; THREADS=${THREADS:-8}; TABLES=${TABLES:-4}; TABLE_SIZE=${TABLE_SIZE:-100000}
@@ -39,7 +39,7 @@ m = re.search(r"transactions:\s+(\d+)\s+\(([\d.]+) per sec", o)
 print(m.group(2), float(t[0]) + float(t[1]), m.group(1))
 PY
 }
-for w in oltp_read_only oltp_read_write oltp_point_select; do
+for w in ${WORKLOADS:-oltp_read_only oltp_read_write oltp_point_select}; do
   tr=(); cr=()
   for r in $(seq "$ROUNDS"); do
     read -r a_tps a_cpu a_tx < <(csd_run "$w")

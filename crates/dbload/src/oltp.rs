@@ -415,22 +415,16 @@ pub async fn run(
         percentile,
         ref interrupt,
     } = *settings;
-    // Connect and prepare everyone first, as sysbench does before its clock starts.
-    let mut clients = Vec::new();
-    for _ in 0..threads {
-        let c = connect(conninfo).await?;
-        let p = prepare_statements(&c, spec)
-            .await
-            .map_err(|e| db_err("preparing statements", e))?;
-        clients.push((c, p));
-    }
+    // One OS thread per client with its own single-threaded runtime: the
+    // client and its connection task never wake each other across threads.
+    // Everyone connects and prepares first, as sysbench does before its clock starts.
     let halt = Arc::new(AtomicBool::new(false));
     let error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let start = Instant::now();
-    let deadline = start + time;
+    let gate = Arc::new(std::sync::Barrier::new(threads as usize + 1));
+    let clock: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());
     let mut stats = Vec::new();
     let mut tasks = Vec::new();
-    for (i, (client, prepared)) in clients.into_iter().enumerate() {
+    for i in 0..threads as usize {
         let st = Arc::new(Mutex::new(ClientStats {
             total: Tally::default(),
             interval: Tally::default(),
@@ -438,60 +432,104 @@ pub async fn run(
             interval_lat: LatencyRecorder::coarse(),
         }));
         stats.push(Arc::clone(&st));
-        let (spec, halt, interrupt, error) = (
+        let (spec, halt, interrupt, error, gate, clock, conninfo) = (
             spec.clone(),
             Arc::clone(&halt),
             Arc::clone(interrupt),
             Arc::clone(&error),
+            Arc::clone(&gate),
+            Arc::clone(&clock),
+            conninfo.to_string(),
         );
-        tasks.push(tokio::spawn(async move {
-            let mut rng = Xoshiro256PlusPlus::seed_from_u64(
-                spec.seed ^ (i as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F),
-            );
-            let strings = OltpStrings::new(
-                spec.string_dup,
-                &mut Xoshiro256PlusPlus::seed_from_u64(spec.seed),
-            );
-            let plan = transaction_plan(spec.workload, &spec.options);
-            while Instant::now() < deadline
-                && !halt.load(Ordering::Relaxed)
-                && !interrupt.load(Ordering::Relaxed)
+        tasks.push(std::thread::spawn(move || {
+            let fail = |m: String| {
+                error.lock().expect("not poisoned").get_or_insert(m);
+                halt.store(true, Ordering::Relaxed);
+            };
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
             {
-                let t0 = Instant::now();
-                let mut local = Tally::default();
-                loop {
-                    match run_event(
-                        &client, &prepared, &spec, &plan, &strings, &mut rng, &mut local,
-                    )
-                    .await
-                    {
-                        Ok(()) => break,
-                        Err(e) => match ignorable(&e) {
-                            Some(code) => {
-                                *local.errors.entry(code.to_string()).or_default() += 1;
-                                if client.batch_execute("ROLLBACK").await.is_ok() {
-                                    local.others += 1;
-                                }
-                            }
-                            None => {
-                                *error.lock().expect("not poisoned") =
-                                    Some(db_err("transaction", e).0);
-                                halt.store(true, Ordering::Relaxed);
-                                return;
-                            }
-                        },
-                    }
+                Ok(rt) => rt,
+                Err(e) => {
+                    fail(format!("client runtime: {e}"));
+                    gate.wait();
+                    gate.wait();
+                    return;
                 }
-                local.transactions += 1;
-                let ns = t0.elapsed().as_nanos() as u64;
-                let mut s = st.lock().expect("not poisoned");
-                s.total.merge(&local);
-                s.interval.merge(&local);
-                s.lat.record(ns);
-                s.interval_lat.record(ns);
-            }
+            };
+            rt.block_on(async {
+                let ready = async {
+                    let c = connect(&conninfo).await?;
+                    let p = prepare_statements(&c, &spec)
+                        .await
+                        .map_err(|e| db_err("preparing statements", e))?;
+                    Ok::<_, DbError>((c, p))
+                }
+                .await;
+                // First meeting: connected; second: the clock is set.
+                gate.wait();
+                gate.wait();
+                let (client, prepared) = match ready {
+                    Ok(x) => x,
+                    Err(e) => return fail(e.0),
+                };
+                let deadline = *clock.get().expect("set before the gate opens") + time;
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(
+                    spec.seed ^ (i as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F),
+                );
+                let strings = OltpStrings::new(
+                    spec.string_dup,
+                    &mut Xoshiro256PlusPlus::seed_from_u64(spec.seed),
+                );
+                let plan = transaction_plan(spec.workload, &spec.options);
+                while Instant::now() < deadline
+                    && !halt.load(Ordering::Relaxed)
+                    && !interrupt.load(Ordering::Relaxed)
+                {
+                    let t0 = Instant::now();
+                    let mut local = Tally::default();
+                    loop {
+                        match run_event(
+                            &client, &prepared, &spec, &plan, &strings, &mut rng, &mut local,
+                        )
+                        .await
+                        {
+                            Ok(()) => break,
+                            Err(e) => match ignorable(&e) {
+                                Some(code) => {
+                                    *local.errors.entry(code.to_string()).or_default() += 1;
+                                    if client.batch_execute("ROLLBACK").await.is_ok() {
+                                        local.others += 1;
+                                    }
+                                }
+                                None => return fail(db_err("transaction", e).0),
+                            },
+                        }
+                    }
+                    local.transactions += 1;
+                    let ns = t0.elapsed().as_nanos() as u64;
+                    let mut s = st.lock().expect("not poisoned");
+                    s.total.merge(&local);
+                    s.interval.merge(&local);
+                    s.lat.record(ns);
+                    s.interval_lat.record(ns);
+                }
+            });
         }));
     }
+    // The clock starts when every client is connected (or has failed to).
+    let start = {
+        let (gate, clock) = (Arc::clone(&gate), Arc::clone(&clock));
+        tokio::task::spawn_blocking(move || {
+            gate.wait();
+            let start = *clock.get_or_init(Instant::now);
+            gate.wait();
+            start
+        })
+        .await
+        .map_err(|e| DbError(format!("client start: {e}")))?
+    };
     // Reporter: sysbench-style interval lines.
     let mut intervals = Vec::new();
     let mut last = start;
@@ -524,7 +562,7 @@ pub async fn run(
         }
     }
     for t in tasks {
-        let _ = t.await;
+        let _ = t.join();
     }
     let elapsed = start
         .elapsed()
