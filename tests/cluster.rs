@@ -7,6 +7,9 @@ use std::process::Command;
 
 use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster, PgBinaries};
 
+mod common;
+use common::psql;
+
 fn have_postgres() -> bool {
     match PgBinaries::find(None) {
         Ok(_) => true,
@@ -15,20 +18,6 @@ fn have_postgres() -> bool {
             false
         }
     }
-}
-
-fn psql(c: &ManagedCluster, sql: &str) -> String {
-    let out = c
-        .client("psql")
-        .args(["-At", "-d", "postgres", "-c", sql])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// Whether any postgres process runs on this data directory.

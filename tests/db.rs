@@ -9,6 +9,7 @@ use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster, PgBinaries};
 use csdchar_dbload::oltp::{self, OltpSpec};
 
 mod common;
+use common::psql;
 
 fn spec(workload: OltpWorkload) -> OltpSpec {
     OltpSpec {
@@ -33,20 +34,6 @@ fn settings(threads: u32, ms: u64, report_ms: Option<u64>) -> oltp::RunSettings 
         percentile: 95.0,
         interrupt: Arc::new(AtomicBool::new(false)),
     }
-}
-
-fn psql(c: &ManagedCluster, sql: &str) -> String {
-    let out = c
-        .client("psql")
-        .args(["-At", "-d", "postgres", "-c", sql])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 #[test]

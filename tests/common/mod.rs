@@ -162,3 +162,18 @@ pub fn write_compressible(target: &str, size: &str, pct: u8, extra: &[&str]) -> 
     assert_eq!(ran.outcome.exit_code, 0, "{args:?}: {}", ran.stderr);
     ran
 }
+
+/// `psql -At -c SQL` against a managed cluster; asserts success, returns stdout trimmed.
+pub fn psql(c: &csdchar_dbload::cluster::ManagedCluster, sql: &str) -> String {
+    let out = c
+        .client("psql")
+        .args(["-At", "-d", "postgres", "-c", sql])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

@@ -89,7 +89,9 @@ impl OltpStatement {
 }
 
 /// sysbench's options that shape a transaction (names and defaults as sysbench's).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct OltpOptions {
     /// Statements per group.
     pub point_selects: u32,

@@ -46,24 +46,9 @@ pub struct DbSpec {
     pub time_s: f64,
     /// Rows per range select.
     pub range_size: u64,
-    /// Point selects per transaction.
-    pub point_selects: u32,
-    /// Simple range selects per transaction.
-    pub simple_ranges: u32,
-    /// SUM range selects per transaction.
-    pub sum_ranges: u32,
-    /// ORDER BY range selects per transaction.
-    pub order_ranges: u32,
-    /// DISTINCT range selects per transaction.
-    pub distinct_ranges: u32,
-    /// Index updates per transaction.
-    pub index_updates: u32,
-    /// Non-index updates per transaction.
-    pub non_index_updates: u32,
-    /// Delete + insert pairs per transaction.
-    pub delete_inserts: u32,
-    /// BEGIN/COMMIT skipped.
-    pub skip_trx: bool,
+    /// Statements per transaction and switches, with sysbench's names.
+    #[serde(flatten)]
+    pub options: crate::oltp::OltpOptions,
     /// Row-id distribution.
     pub rand_type: String,
     /// Table fillfactor at prepare (null: PostgreSQL's default, 100).
