@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::counters::{CounterError, DiskStats, ZramMmStat};
+use crate::counters::{CounterError, DiskStats, ZramMmStat, counter_fields};
 
 /// zram's `io_stat`: failed reads and writes and slot frees.
 #[derive(
@@ -34,25 +34,12 @@ impl ZramIoStat {
     /// Parses `failed_reads failed_writes 0 notify_free` (older kernels had
     /// `invalid_io` in the third place).
     pub fn parse(text: &str) -> Result<ZramIoStat, CounterError> {
-        let f: Vec<&str> = text.split_whitespace().collect();
-        if f.len() < 4 {
-            return Err(CounterError::TooFewFields {
-                what: "zram io_stat",
-                expected: 4,
-                found: f.len(),
-            });
-        }
-        let n = |i: usize| {
-            f[i].parse::<u64>().map_err(|_| CounterError::NotANumber {
-                what: "zram io_stat",
-                index: i + 1,
-                text: f[i].to_string(),
-            })
-        };
+        let fields: Vec<&str> = text.split_whitespace().collect();
+        let v = counter_fields("zram io_stat", &fields, 4, 4)?;
         Ok(ZramIoStat {
-            failed_reads: n(0)?,
-            failed_writes: n(1)?,
-            notify_free: n(3)?,
+            failed_reads: v[0],
+            failed_writes: v[1],
+            notify_free: v[3],
         })
     }
 }

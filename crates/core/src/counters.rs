@@ -28,6 +28,27 @@ pub enum CounterError {
     },
 }
 
+/// The first `max` fields of a whitespace-separated counter line as numbers,
+/// padded with zeros to `max`; fewer than `min` fields is an error. Fields a
+/// newer kernel adds beyond `max` are ignored.
+pub(crate) fn counter_fields(
+    what: &'static str,
+    fields: &[&str],
+    min: usize,
+    max: usize,
+) -> Result<Vec<u64>, CounterError> {
+    if fields.len() < min {
+        return Err(CounterError::TooFewFields {
+            what,
+            expected: min,
+            found: fields.len(),
+        });
+    }
+    let mut v = numbers(what, &fields[..fields.len().min(max)])?;
+    v.resize(max, 0);
+    Ok(v)
+}
+
 fn numbers(what: &'static str, fields: &[&str]) -> Result<Vec<u64>, CounterError> {
     fields
         .iter()
@@ -95,15 +116,7 @@ impl DiskStats {
     }
 
     fn from_fields(fields: &[&str]) -> Result<DiskStats, CounterError> {
-        if fields.len() < 11 {
-            return Err(CounterError::TooFewFields {
-                what: Self::WHAT,
-                expected: 11,
-                found: fields.len(),
-            });
-        }
-        let mut v = numbers(Self::WHAT, &fields[..fields.len().min(17)])?;
-        v.resize(17, 0);
+        let v = counter_fields(Self::WHAT, fields, 11, 17)?;
         Ok(DiskStats {
             reads_completed: v[0],
             reads_merged: v[1],
@@ -232,15 +245,7 @@ impl ZramMmStat {
     /// Parses the single line of `/sys/block/zramN/mm_stat` (8 or 9 fields).
     pub fn parse(text: &str) -> Result<ZramMmStat, CounterError> {
         let fields: Vec<&str> = text.split_whitespace().collect();
-        if fields.len() < 8 {
-            return Err(CounterError::TooFewFields {
-                what: "zram mm_stat",
-                expected: 8,
-                found: fields.len(),
-            });
-        }
-        let mut v = numbers("zram mm_stat", &fields[..fields.len().min(9)])?;
-        v.resize(9, 0);
+        let v = counter_fields("zram mm_stat", &fields, 8, 9)?;
         Ok(ZramMmStat {
             orig_data_size: v[0],
             compr_data_size: v[1],
