@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
+use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType, expected_counts, transaction_plan};
 use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster, PgBinaries};
 use csdchar_dbload::oltp::{self, OltpSpec};
 
@@ -31,7 +31,9 @@ fn settings(threads: u32, ms: u64, report_ms: Option<u64>) -> oltp::RunSettings 
         threads,
         time: Duration::from_millis(ms),
         report_interval: report_ms.map(Duration::from_millis),
-        percentile: 95.0,
+        percentiles: vec![95.0],
+        pipeline: false,
+        reconnect: false,
         interrupt: Arc::new(AtomicBool::new(false)),
     }
 }
@@ -108,26 +110,96 @@ fn prepare_run_cleanup_with_sysbench_counting() {
     assert!(out.latency.mean_ns > 0.0);
     assert!(out.error.is_none());
 
-    // Several clients on the same rows: duplicate keys are ignored, counted, retried.
+    // Pipelined blocks: the same statements, counted the same way.
+    let piped = oltp::RunSettings {
+        pipeline: true,
+        ..settings(1, 1000, None)
+    };
+    let out = rt
+        .block_on(oltp::run(&conninfo, &s, &piped, |_, _| {}))
+        .unwrap();
+    let t = &out.tally;
+    assert!(t.transactions > 10, "{t:?}");
+    assert_eq!(
+        (t.reads, t.writes, t.others),
+        (14 * t.transactions, 4 * t.transactions, 2 * t.transactions)
+    );
+
+    // Every script, one client: sysbench's statements per transaction.
+    for w in [
+        OltpWorkload::ReadOnly,
+        OltpWorkload::WriteOnly,
+        OltpWorkload::PointSelect,
+        OltpWorkload::UpdateIndex,
+        OltpWorkload::UpdateNonIndex,
+        OltpWorkload::Insert,
+    ] {
+        let ws = OltpSpec {
+            workload: w,
+            ..s.clone()
+        };
+        let out = rt
+            .block_on(oltp::run(
+                &conninfo,
+                &ws,
+                &settings(1, 400, None),
+                |_, _| {},
+            ))
+            .unwrap();
+        let t = &out.tally;
+        let (r, wr, o) = expected_counts(&transaction_plan(w, &ws.options));
+        assert!(t.transactions > 0 && out.error.is_none(), "{w:?} {t:?}");
+        assert_eq!(
+            (t.reads, t.writes, t.others),
+            (r * t.transactions, wr * t.transactions, o * t.transactions),
+            "{w:?}"
+        );
+    }
+
+    // Several clients on the same rows: duplicate keys and deadlocks are
+    // ignored, counted, rolled back and retried, one statement at a time or pipelined.
+    for pipeline in [false, true] {
+        let out = rt
+            .block_on(oltp::run(
+                &conninfo,
+                &OltpSpec {
+                    table_size: 50,
+                    ..s.clone()
+                },
+                &oltp::RunSettings {
+                    pipeline,
+                    ..settings(4, 1000, None)
+                },
+                |_, _| {},
+            ))
+            .unwrap();
+        assert!(out.error.is_none(), "{:?}", out.error);
+        assert!(out.tally.transactions > 0);
+        assert!(
+            out.tally
+                .errors
+                .keys()
+                .all(|k| ["23505", "40P01", "40001"].contains(&k.as_str()))
+        );
+    }
+
+    // oltp_delete shrinks the table: a delete that finds no row counts as "other".
+    let del = OltpSpec {
+        workload: OltpWorkload::Delete,
+        ..s.clone()
+    };
     let out = rt
         .block_on(oltp::run(
             &conninfo,
-            &OltpSpec {
-                table_size: 50,
-                ..s.clone()
-            },
-            &settings(4, 1000, None),
+            &del,
+            &settings(1, 400, None),
             |_, _| {},
         ))
         .unwrap();
-    assert!(out.error.is_none(), "{:?}", out.error);
-    assert!(out.tally.transactions > 0);
-    assert!(
-        out.tally
-            .errors
-            .keys()
-            .all(|k| ["23505", "40P01", "40001"].contains(&k.as_str()))
-    );
+    let t = &out.tally;
+    assert_eq!(t.reads, 0);
+    assert_eq!(t.writes + t.others, t.transactions, "{t:?}");
+    assert!(t.writes > 0);
 
     assert_eq!(rt.block_on(oltp::cleanup(&conninfo, 2)).unwrap(), 2);
     assert_eq!(
@@ -347,4 +419,188 @@ fn interrupt_and_server_loss_end_cleanly_with_partial_results() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out_file).unwrap()).unwrap();
     assert_eq!(v["interrupted"], true);
     assert!(v["error"].as_str().is_some());
+}
+
+#[test]
+fn reconnect_resumes_after_backends_are_terminated() {
+    if let Err(e) = PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let conninfo = cluster.conninfo("postgres");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let s = OltpSpec {
+        tables: 1,
+        ..spec(OltpWorkload::ReadOnly)
+    };
+    rt.block_on(oltp::prepare(&conninfo, &s, 1, false, Arc::new(|_| {})))
+        .unwrap();
+    // The server ends every benchmark connection (as a restart or failover would) at 1.2 s.
+    let kill_clients = |cluster: &ManagedCluster| {
+        let cluster_psql = cluster
+            .client("psql")
+            .args(["-d", "postgres", "-Atc"])
+            .arg(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE application_name = 'csdchar' AND pid <> pg_backend_pid()",
+            )
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&cluster_psql.stdout)
+            .trim()
+            .to_string()
+    };
+    let run = |reconnect: bool| {
+        std::thread::scope(|sc| {
+            let killer = sc.spawn(|| {
+                std::thread::sleep(Duration::from_millis(1200));
+                kill_clients(&cluster)
+            });
+            let out = rt
+                .block_on(oltp::run(
+                    &conninfo,
+                    &s,
+                    &oltp::RunSettings {
+                        reconnect,
+                        ..settings(2, 3000, Some(500))
+                    },
+                    |_, _| {},
+                ))
+                .unwrap();
+            (out, killer.join().unwrap())
+        })
+    };
+
+    let (out, killed) = run(true);
+    assert_eq!(killed, "2", "both clients' backends were terminated");
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.tally.reconnects, 2, "{:?}", out.tally);
+    let after: u64 = out
+        .intervals
+        .iter()
+        .filter(|i| i.t_s > 2.0)
+        .map(|i| i.tally.transactions)
+        .sum();
+    assert!(after > 0, "transactions resumed after reconnecting");
+
+    let (out, _) = run(false);
+    let err = out.error.expect("the run stops without --reconnect");
+    assert!(err.contains("--reconnect"), "{err}");
+    assert!(out.tally.transactions > 0, "partial result kept");
+    assert_eq!(out.tally.reconnects, 0);
+}
+
+#[test]
+fn passwords_md5_and_scram_authenticate_and_never_show() {
+    use csdchar_dbload::conn::{ConnTarget, ProcessEnv};
+    use csdchar_dbload::wire::{WireConn, WireError};
+    if let Err(e) = PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    // A pg_hba.conf that asks these two roles for passwords, each its own way.
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-hba")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let hba = dir.path().join("pg_hba.conf");
+    std::fs::write(
+        &hba,
+        "host all scram_user 127.0.0.1/32 scram-sha-256\n\
+         host all md5_user 127.0.0.1/32 md5\n\
+         host all all 127.0.0.1/32 trust\n\
+         local all all trust\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&hba, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let cluster = ManagedCluster::start(&ClusterSpec {
+        settings: vec![format!("hba_file={}", hba.display())],
+        ..ClusterSpec::default()
+    })
+    .unwrap();
+    psql(
+        &cluster,
+        "SET password_encryption = 'scram-sha-256'; CREATE ROLE scram_user LOGIN PASSWORD 'Sc-pw-4711'",
+    );
+    psql(
+        &cluster,
+        "SET password_encryption = 'md5'; CREATE ROLE md5_user LOGIN PASSWORD 'Md-pw-4711'",
+    );
+    let base = cluster.conninfo("postgres");
+    for (user, pw) in [("scram_user", "Sc-pw-4711"), ("md5_user", "Md-pw-4711")] {
+        let with = |pw: &str| {
+            ConnTarget::parse(&format!("{base} user={user} password={pw}"), &ProcessEnv).unwrap()
+        };
+        let mut conn = WireConn::connect(&with(pw), None).unwrap();
+        let reply = conn.simple("SELECT 1").unwrap();
+        assert_eq!(reply.completed.len(), 1, "{user}");
+        assert!(reply.completed[0].returned_rows);
+        let wrong = format!("{pw}-wrong");
+        let err = match WireConn::connect(&with(&wrong), None) {
+            Err(e @ WireError::Setup(_)) => e.to_string(),
+            Err(e) => panic!("{user}: unexpected {e}"),
+            Ok(_) => panic!("{user}: a wrong password was accepted"),
+        };
+        assert!(err.contains("password authentication failed"), "{err}");
+        assert!(err.contains("127.0.0.1:"), "names the server: {err}");
+        assert!(!err.contains(&wrong), "{err}");
+        // The admin path (tokio-postgres) takes the same target.
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let info = format!("{base} user={user} password={pw}");
+        assert!(rt.block_on(oltp::connect(&info)).is_ok(), "{user}");
+    }
+
+    // The CLI against a server by URL, with a password that must show up nowhere.
+    psql(&cluster, "GRANT ALL ON SCHEMA public TO scram_user");
+    let url = format!(
+        "postgres://scram_user:Sc-pw-4711@127.0.0.1:{}/postgres",
+        cluster.port()
+    );
+    let opts = [
+        "--url",
+        url.as_str(),
+        "--tables",
+        "1",
+        "--table-size",
+        "500",
+    ];
+    let with = |step: &str, extra: &[&str]| {
+        let mut a = vec!["db", step];
+        a.extend_from_slice(&opts);
+        a.extend_from_slice(extra);
+        common::csdchar(&a)
+    };
+    for (step, extra) in [
+        ("prepare", &[][..]),
+        (
+            "run",
+            &[
+                "--time",
+                "1s",
+                "--report-interval",
+                "500ms",
+                "--output-format",
+                "json",
+            ][..],
+        ),
+        ("cleanup", &[][..]),
+    ] {
+        let ran = with(step, extra);
+        assert_eq!(ran.outcome.exit_code, 0, "{step}: {}", ran.stderr);
+        assert!(!ran.stdout.contains("Sc-pw-4711") && !ran.stderr.contains("Sc-pw-4711"));
+        if step == "run" {
+            let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+            assert_eq!(v["server"], "url");
+            assert!(v["steps"][0]["transactions"].as_u64().unwrap() > 0);
+        }
+    }
+    // A wrong password: one line naming the server, never the password.
+    let bad = url.replace("Sc-pw-4711", "Wr0ng-pw");
+    let ran = common::csdchar(&["db", "cleanup", "--url", &bad, "--tables", "1"]);
+    assert_eq!(ran.outcome.exit_code, 1, "{}", ran.stderr);
+    assert!(ran.stderr.contains("127.0.0.1:"), "{}", ran.stderr);
+    assert!(!ran.stderr.contains("Wr0ng-pw"), "{}", ran.stderr);
 }

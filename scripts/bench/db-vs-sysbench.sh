@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # csdchar db run vs sysbench 1.x on the same PostgreSQL cluster and tables,
-# alternating A B A B: TPS ratio and client CPU per transaction ratio (user+sys
-# of the client process / transactions; the server is not the client's child).
-# Usage: scripts/bench/db-vs-sysbench.sh     env: ROUNDS=3 TIME=10 THREADS=8 TABLES=4 TABLE_SIZE=100000 WORKLOADS="..."
+# alternating csdchar, csdchar --pipeline, sysbench: TPS ratio and client CPU
+# per transaction ratio (user+sys of the client process / transactions; the
+# server is not the client's child). Then client RSS at RSS_THREADS clients.
+# Usage: scripts/bench/db-vs-sysbench.sh
+#   env: ROUNDS=3 TIME=10 THREADS=8 TABLES=4 TABLE_SIZE=100000 WORKLOADS="..." RSS_THREADS=256
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}; TIME=${TIME:-10}; THREADS=${THREADS:-8}; TABLES=${TABLES:-4}; TABLE_SIZE=${TABLE_SIZE:-100000}
@@ -21,34 +23,47 @@ stop() { if [ "$(id -u)" = 0 ]; then su postgres -c "$BIN/pg_ctl stop -m fast -D
 trap stop EXIT
 URL="host=127.0.0.1 port=$PORT user=postgres dbname=postgres"
 
-# Prints "tps cpu_seconds".
-csd_run() { # workload
-  /usr/bin/time -f "%U %S" -o "$DIR/t" "$CSD" db run --url "$URL" --workload "${1//_/-}" --tables "$TABLES" \
-    --table-size "$TABLE_SIZE" --threads "$THREADS" --time "${TIME}s" --report-interval 0 --output-format json > "$DIR/o"
-  python3 -c "import json; r=json.load(open('$DIR/o')); t=open('$DIR/t').read().split(); print(r['steps'][0]['tps'], float(t[0])+float(t[1]), r['steps'][0]['transactions'])"
+# Prints "tps cpu_seconds transactions max_rss_kb".
+csd_run() { # workload threads [extra options]
+  local w=$1 th=$2; shift 2
+  /usr/bin/time -f "%U %S %M" -o "$DIR/t" "$CSD" db run --url "$URL" --workload "${w//_/-}" --tables "$TABLES" \
+    --table-size "$TABLE_SIZE" --threads "$th" --time "${TIME}s" --report-interval 0 --output-format json "$@" > "$DIR/o"
+  python3 -c "import json; r=json.load(open('$DIR/o')); t=open('$DIR/t').read().split(); print(r['steps'][0]['tps'], float(t[0])+float(t[1]), r['steps'][0]['transactions'], t[2])"
 }
-sb_run() { # workload
-  /usr/bin/time -f "%U %S" -o "$DIR/t" sysbench "$1" --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$PORT" \
-    --pgsql-user=postgres --pgsql-db=postgres --tables="$TABLES" --table-size="$TABLE_SIZE" --threads="$THREADS" \
+sb_run() { # workload threads
+  /usr/bin/time -f "%U %S %M" -o "$DIR/t" sysbench "$1" --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$PORT" \
+    --pgsql-user=postgres --pgsql-db=postgres --tables="$TABLES" --table-size="$TABLE_SIZE" --threads="$2" \
     --time="$TIME" --rand-type=uniform run > "$DIR/o"
   python3 - "$DIR" <<'PY'
 import re, sys
 d = sys.argv[1]
 o = open(d + "/o").read(); t = open(d + "/t").read().split()
 m = re.search(r"transactions:\s+(\d+)\s+\(([\d.]+) per sec", o)
-print(m.group(2), float(t[0]) + float(t[1]), m.group(1))
+print(m.group(2), float(t[0]) + float(t[1]), m.group(1), t[2])
 PY
 }
+ratio() { python3 -c "print(f'{$1:.3f}')"; }
+med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }
 for w in ${WORKLOADS:-oltp_read_only oltp_read_write oltp_point_select}; do
-  tr=(); cr=()
+  tr=(); cr=(); ptr=(); pcr=()
   for r in $(seq "$ROUNDS"); do
-    read -r a_tps a_cpu a_tx < <(csd_run "$w")
-    read -r b_tps b_cpu b_tx < <(sb_run "$w")
-    tr+=("$(python3 -c "print(f'{$a_tps/$b_tps:.3f}')")")
-    cr+=("$(python3 -c "print(f'{($a_cpu/$a_tx)/($b_cpu/$b_tx):.3f}')")")
-    printf '  %-18s round %d: csdchar %8.1f tps %6.2fs cpu | sysbench %8.1f tps %6.2fs cpu\n' "$w" "$r" "$a_tps" "$a_cpu" "$b_tps" "$b_cpu"
+    read -r a_tps a_cpu a_tx _ < <(csd_run "$w" "$THREADS")
+    read -r p_tps p_cpu p_tx _ < <(csd_run "$w" "$THREADS" --pipeline)
+    read -r b_tps b_cpu b_tx _ < <(sb_run "$w" "$THREADS")
+    tr+=("$(ratio "$a_tps/$b_tps")"); cr+=("$(ratio "($a_cpu/$a_tx)/($b_cpu/$b_tx)")")
+    ptr+=("$(ratio "$p_tps/$b_tps")"); pcr+=("$(ratio "($p_cpu/$p_tx)/($b_cpu/$b_tx)")")
+    printf '  %-18s round %d: csdchar %8.1f tps %6.2fs cpu | --pipeline %8.1f tps %6.2fs cpu | sysbench %8.1f tps %6.2fs cpu\n' \
+      "$w" "$r" "$a_tps" "$a_cpu" "$p_tps" "$p_cpu" "$b_tps" "$b_cpu"
   done
-  med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }
-  printf '%-18s TPS ratio median %s (%s); client CPU per transaction ratio median %s (%s)\n' \
+  printf '%-18s csdchar/sysbench: TPS %s (%s), client CPU per transaction %s (%s)\n' \
     "$w" "$(med "${tr[@]}")" "${tr[*]}" "$(med "${cr[@]}")" "${cr[*]}"
+  printf '%-18s csdchar --pipeline/sysbench: TPS %s (%s), client CPU per transaction %s (%s)\n' \
+    "$w" "$(med "${ptr[@]}")" "${ptr[*]}" "$(med "${pcr[@]}")" "${pcr[*]}"
 done
+RSS_THREADS=${RSS_THREADS:-256}
+if [ "$RSS_THREADS" -gt 0 ]; then
+  read -r a_tps _ _ a_rss < <(csd_run oltp_read_write "$RSS_THREADS")
+  read -r b_tps _ _ b_rss < <(sb_run oltp_read_write "$RSS_THREADS")
+  printf 'oltp_read_write at %d clients: csdchar max RSS %.1f MB (%.0f tps), sysbench %.1f MB (%.0f tps)\n' \
+    "$RSS_THREADS" "$(ratio "$a_rss/1024")" "$a_tps" "$(ratio "$b_rss/1024")" "$b_tps"
+fi

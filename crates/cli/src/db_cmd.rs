@@ -48,7 +48,9 @@ fn spec_of(o: &DbOpts) -> OltpSpec {
         rand_type: match o.rand_type {
             RandArg::Uniform => RandType::Uniform,
             RandArg::Gaussian => RandType::Gaussian,
+            RandArg::Special => RandType::Special,
             RandArg::Pareto => RandType::Pareto,
+            RandArg::Zipfian => RandType::Zipfian,
         },
         fillfactor: o.fillfactor,
         string_dup: o.string_dup,
@@ -214,6 +216,18 @@ async fn prepare(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>) -
     let l2 = Arc::clone(&loaded);
     let t0 = Instant::now();
     let threads = o.threads.iter().copied().max().unwrap_or(1).max(2);
+    // Drawn only when stderr is a terminal; the summary line below always.
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(total),
+        indicatif::ProgressDrawTarget::stderr_with_hz(4),
+    )
+    .with_style(
+        indicatif::ProgressStyle::with_template(
+            "loading {bar:30} {human_pos}/{human_len} rows  {elapsed} elapsed, ETA {eta}",
+        )
+        .expect("static template is valid"),
+    );
+    let b2 = bar.clone();
     let result = oltp::prepare(
         conninfo,
         spec,
@@ -221,9 +235,11 @@ async fn prepare(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>) -
         o.force,
         Arc::new(move |n| {
             l2.fetch_add(n, Ordering::Relaxed);
+            b2.inc(n);
         }),
     )
     .await;
+    bar.finish_and_clear();
     match result {
         Ok(()) => {
             let secs = t0.elapsed().as_secs_f64();
@@ -246,11 +262,11 @@ async fn prepare(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>) -
     }
 }
 
-fn interval_line(iv: &OltpInterval, threads: u32) -> String {
+fn interval_line(iv: &OltpInterval, threads: u32, pct: f64) -> String {
     let d = iv.duration_s.max(1e-9);
     let t = &iv.tally;
     format!(
-        "[ {:.0}s ] thds: {threads} tps: {:.2} qps: {:.2} (r/w/o: {:.2}/{:.2}/{:.2}) lat (ms,95%): {:.2} err/s: {:.2} reconn/s: {:.2}\n",
+        "[ {:.0}s ] thds: {threads} tps: {:.2} qps: {:.2} (r/w/o: {:.2}/{:.2}/{:.2}) lat (ms,{pct}%): {:.2} err/s: {:.2} reconn/s: {:.2}\n",
         iv.t_s,
         t.transactions as f64 / d,
         (t.reads + t.writes + t.others) as f64 / d,
@@ -331,12 +347,14 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
             threads,
             time: o.time,
             report_interval: report,
-            percentile: o.percentile,
+            percentiles: o.percentile.clone(),
+            pipeline: o.pipeline,
+            reconnect: o.reconnect,
             interrupt: Arc::clone(&io.interrupt),
         };
         let out = oltp::run(conninfo, spec, &settings, |iv, th| {
             if live {
-                let _ = stdout.write_all(interval_line(iv, th).as_bytes());
+                let _ = stdout.write_all(interval_line(iv, th, o.percentile[0]).as_bytes());
                 let _ = stdout.flush();
             }
         })
@@ -385,7 +403,7 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
                 Err(_) => None,
             },
         };
-        summary(&mut text, &step, o.percentile);
+        summary(&mut text, &step);
         steps.push(step);
         if let Some(e) = out.error {
             error = Some(e);
@@ -409,7 +427,9 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
             rand_type: format!("{:?}", o.rand_type).to_lowercase(),
             fillfactor: spec.fillfactor,
             string_dup: spec.string_dup,
-            percentile: o.percentile,
+            percentiles: o.percentile.clone(),
+            pipeline: o.pipeline,
+            reconnect: o.reconnect,
         },
         steps,
         interrupted,
@@ -433,8 +453,8 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
 }
 
 /// sysbench's end-of-run summary for one step, then what the step did to space and I/O.
-fn summary(out: &mut String, s: &DbStep, pct: f64) {
-    sysbench_summary(out, s, pct);
+fn summary(out: &mut String, s: &DbStep) {
+    sysbench_summary(out, s);
     let (Some(b), Some(a)) = (&s.before, &s.after) else {
         return;
     };
@@ -473,7 +493,7 @@ fn summary(out: &mut String, s: &DbStep, pct: f64) {
     let _ = writeln!(out);
 }
 
-fn sysbench_summary(out: &mut String, s: &DbStep, pct: f64) {
+fn sysbench_summary(out: &mut String, s: &DbStep) {
     let secs = s.elapsed_s.max(1e-9);
     let total = s.reads + s.writes + s.others;
     let errors: u64 = s.errors.values().sum();
@@ -528,14 +548,12 @@ fn sysbench_summary(out: &mut String, s: &DbStep, pct: f64) {
         ms(s.latency.max_ns as f64)
     );
     for p in &s.latency.percentiles {
-        if (p.percentile - pct).abs() < 1e-9 || [50.0, 95.0, 99.0].contains(&p.percentile) {
-            let _ = writeln!(
-                out,
-                "         {:>4}th percentile:              {:.2}",
-                p.percentile,
-                ms(p.value_ns as f64)
-            );
-        }
+        let _ = writeln!(
+            out,
+            "         {:>4}th percentile:              {:.2}",
+            p.percentile,
+            ms(p.value_ns as f64)
+        );
     }
     let _ = writeln!(out);
 }

@@ -359,10 +359,9 @@ where
         );
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    let mut out = stdout.lock();
-    let mut err = stderr.lock();
+    // Not locked for the whole run: progress bars write to stderr from other threads.
+    let mut out = std::io::stdout();
+    let mut err = std::io::stderr();
     let mut io = Io {
         stdout: &mut out,
         stderr: &mut err,

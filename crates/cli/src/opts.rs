@@ -94,8 +94,12 @@ pub enum RandArg {
     Uniform,
     /// Mean of 12 uniforms.
     Gaussian,
+    /// sysbench 1.0's default: 75% of ids in the central 1% of the range.
+    Special,
     /// Pareto, h = 0.2.
     Pareto,
+    /// Zipf, exponent 0.8 (sysbench HEAD).
+    Zipfian,
 }
 
 /// Options of `csdchar db`, with sysbench's names.
@@ -173,9 +177,17 @@ pub struct DbOpts {
     /// Row-id distribution.
     #[arg(long, value_enum, default_value = "uniform")]
     pub rand_type: RandArg,
-    /// Latency percentile of the interval lines.
-    #[arg(long, default_value = "95", value_parser = percentile_arg)]
-    pub percentile: f64,
+    /// Latency percentiles of the summary, comma-separated; the first is the interval lines' one.
+    #[arg(long, default_value = "95", value_delimiter = ',', value_parser = percentile_arg)]
+    pub percentile: Vec<f64>,
+    /// Send each transaction's statements in one round trip (BEGIN … COMMIT
+    /// pipelined, same statements and order; sysbench waits for each).
+    #[arg(long)]
+    pub pipeline: bool,
+    /// After losing the connection (server restarted, backend killed), reconnect and
+    /// restart the transaction, counting reconnects; without it the run stops with its partial result.
+    #[arg(long)]
+    pub reconnect: bool,
     /// Table fillfactor at prepare (10-100).
     #[arg(long, value_parser = clap::value_parser!(u8).range(10..=100))]
     pub fillfactor: Option<u8>,

@@ -314,8 +314,24 @@ pub enum RandType {
     Uniform,
     /// Mean of 12 uniforms (sysbench's gaussian).
     Gaussian,
+    /// sysbench 1.0's default: 75% of draws in the central 1% of the range, the rest gaussian.
+    Special,
     /// Pareto with h = 0.2: most draws near the low end.
     Pareto,
+    /// Zipf with exponent 0.8 by rejection-inversion (sysbench HEAD).
+    Zipfian,
+}
+
+/// sysbench's `--rand-spec-iter`, `--rand-spec-pct`, `--rand-spec-res`, `--rand-pareto-h`, `--rand-zipfian-exp` defaults.
+const SPEC_ITER: u32 = 12;
+const SPEC_PCT: f64 = 1.0;
+const SPEC_RES: f64 = 75.0;
+const PARETO_H: f64 = 0.2;
+const ZIPF_EXP: f64 = 0.8;
+
+/// A double in [0, 1).
+fn unit(rng: &mut Xoshiro256PlusPlus) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// A row id in [1, n] drawn the sysbench way.
@@ -326,14 +342,64 @@ pub fn rand_id(rng: &mut Xoshiro256PlusPlus, kind: RandType, n: u64) -> u64 {
     match kind {
         RandType::Uniform => uniform(rng),
         RandType::Gaussian => {
-            let sum: u64 = (0..12).map(|_| uniform(rng)).sum();
-            (sum / 12).clamp(1, n)
+            let sum: u64 = (0..SPEC_ITER).map(|_| uniform(rng)).sum();
+            (sum / u64::from(SPEC_ITER)).clamp(1, n)
+        }
+        RandType::Special => {
+            // The first draw picks the branch and, in the hot branch, the value.
+            let t = (n - 1) as f64;
+            let rnd = unit(rng);
+            if rnd * t * 100.0 / (100.0 - SPEC_RES) < t {
+                let sum: f64 = (0..SPEC_ITER).map(|_| unit(rng)).sum();
+                return (1 + (sum * t / f64::from(SPEC_ITER)) as u64).min(n);
+            }
+            let d = t * SPEC_PCT / 100.0;
+            let v = rnd * (d + 1.0) + t / 2.0 - t * SPEC_PCT / 200.0;
+            (1 + v.max(0.0) as u64).min(n)
         }
         RandType::Pareto => {
-            const H: f64 = 0.2;
-            let power = H.ln() / (1.0 - H).ln();
-            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            (1 + (n as f64 * u.powf(power)) as u64).min(n)
+            let power = PARETO_H.ln() / (1.0 - PARETO_H).ln();
+            (1 + (n as f64 * unit(rng).powf(power)) as u64).min(n)
+        }
+        RandType::Zipfian => zipf(rng, n, ZIPF_EXP),
+    }
+}
+
+/// Bounded Zipf over [1, n] with exponent `e` (Hörmann and Derflinger's
+/// rejection-inversion, as sysbench and Apache Commons RNG use it).
+fn zipf(rng: &mut Xoshiro256PlusPlus, n: u64, e: f64) -> u64 {
+    // (exp(x)-1)/x and log(1+x)/x, with their limits at 0.
+    let expm1_over = |x: f64| {
+        if x.abs() > 1e-8 {
+            x.exp_m1() / x
+        } else {
+            1.0 + x / 2.0
+        }
+    };
+    let ln1p_over = |x: f64| {
+        if x.abs() > 1e-8 {
+            x.ln_1p() / x
+        } else {
+            1.0 - x / 2.0
+        }
+    };
+    // H(x), the integral of the hat h(x) = x^-e, and its inverse.
+    let big_h = |x: f64| {
+        let l = x.ln();
+        expm1_over((1.0 - e) * l) * l
+    };
+    let big_h_inv = |x: f64| (ln1p_over((x * (1.0 - e)).max(-1.0)) * x).exp();
+    let h = |x: f64| (-e * x.ln()).exp();
+    let h_x1 = big_h(1.5) - 1.0;
+    let s = 2.0 - big_h_inv(big_h(2.5) - h(2.0));
+    let h_n = big_h(n as f64 + 0.5);
+    loop {
+        let u = h_n + unit(rng) * (h_x1 - h_n);
+        let x = big_h_inv(u);
+        let k = ((x + 0.5) as u64).clamp(1, n);
+        let kf = k as f64;
+        if kf - x <= s || u >= big_h(kf + 0.5) - h(kf) {
+            return k;
         }
     }
 }
@@ -405,7 +471,13 @@ mod tests {
     fn distributions_stay_in_range_and_have_their_shape() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
         let n = 10_000;
-        for kind in [RandType::Uniform, RandType::Gaussian, RandType::Pareto] {
+        for kind in [
+            RandType::Uniform,
+            RandType::Gaussian,
+            RandType::Special,
+            RandType::Pareto,
+            RandType::Zipfian,
+        ] {
             let v: Vec<u64> = (0..20_000).map(|_| rand_id(&mut rng, kind, n)).collect();
             assert!(v.iter().all(|&x| (1..=n).contains(&x)), "{kind:?}");
             let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
@@ -414,6 +486,20 @@ mod tests {
                     assert!((mean / 5000.0 - 1.0).abs() < 0.03, "{kind:?} {mean}")
                 }
                 RandType::Pareto => assert!(mean < 2000.0, "pareto mean {mean}"),
+                RandType::Special => {
+                    // 75% within the central 1% (4950..5050), the rest spread wide.
+                    let hot = v.iter().filter(|&&x| (4940..=5060).contains(&x)).count();
+                    let share = hot as f64 / v.len() as f64;
+                    assert!((0.74..0.80).contains(&share), "special hot share {share}");
+                }
+                RandType::Zipfian => {
+                    // P(1) / P(2) = 2^0.8 for Zipf with exponent 0.8.
+                    let ones = v.iter().filter(|&&x| x == 1).count() as f64;
+                    let twos = v.iter().filter(|&&x| x == 2).count() as f64;
+                    let r = ones / twos;
+                    assert!((r / 2f64.powf(0.8) - 1.0).abs() < 0.15, "zipf 1:2 = {r}");
+                    assert!(mean < 3500.0, "zipf mean {mean}");
+                }
             }
         }
         let g: Vec<u64> = (0..20_000)

@@ -3,5 +3,7 @@
 //! test (`--pgdata`) or in a temporary directory (the embedded default).
 
 pub mod cluster;
+pub mod conn;
 pub mod oltp;
 pub mod snapshot;
+pub mod wire;

@@ -9,15 +9,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use csdchar_core::oltp::{
-    OltpOptions, OltpStatement, OltpStrings, OltpWorkload, QueryClass, RandType, classify,
-    create_secondary_sql, create_table_sql, rand_id, transaction_plan,
+    OltpOptions, OltpStatement, OltpStrings, OltpWorkload, QueryClass, RandType, StatementGroup,
+    classify, create_secondary_sql, create_table_sql, rand_id, transaction_plan,
 };
 use csdchar_core::stats::{LatencyRecorder, LatencyStats};
 use futures_util::SinkExt;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, NoTls};
+
+use crate::conn::{ConnTarget, ProcessEnv};
+use crate::wire::{Param, Reply, WireConn, WireError};
 
 /// What to prepare and run.
 #[derive(Debug, Clone)]
@@ -56,23 +58,15 @@ fn db_err(what: &str, e: tokio_postgres::Error) -> DbError {
     }
 }
 
-/// Connects; a refused connection names host and port, never a password.
+/// Connects (tokio-postgres, for everything but the measured loop); a
+/// refused connection names host and port, never a password.
 pub async fn connect(conninfo: &str) -> Result<Client, DbError> {
-    let (client, conn) = tokio_postgres::connect(conninfo, NoTls)
+    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(DbError)?;
+    let (client, conn) = target
+        .config()
+        .connect(NoTls)
         .await
-        .map_err(|e| {
-            let cfg: Option<tokio_postgres::Config> = conninfo.parse().ok();
-            let target = cfg
-                .map(|c| {
-                    let host = c.get_hosts().first().map_or("?".to_string(), |h| match h {
-                        tokio_postgres::config::Host::Tcp(s) => s.clone(),
-                        tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
-                    });
-                    format!("{host}:{}", c.get_ports().first().copied().unwrap_or(5432))
-                })
-                .unwrap_or_else(|| "the server".into());
-            DbError(format!("cannot connect to {target}: {e}"))
-        })?;
+        .map_err(|e| DbError(format!("cannot connect to {}: {e}", target.describe())))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -244,17 +238,8 @@ pub async fn cleanup(conninfo: &str, tables: u32) -> Result<u32, DbError> {
 }
 
 /// SQLSTATEs sysbench ignores: roll back, count, restart the transaction.
-fn ignorable(e: &tokio_postgres::Error) -> Option<&'static str> {
-    let code = e.code()?;
-    if *code == SqlState::T_R_DEADLOCK_DETECTED {
-        Some("40P01")
-    } else if *code == SqlState::UNIQUE_VIOLATION {
-        Some("23505")
-    } else if *code == SqlState::T_R_SERIALIZATION_FAILURE {
-        Some("40001")
-    } else {
-        None
-    }
+fn ignorable(code: &str) -> bool {
+    matches!(code, "40P01" | "23505" | "40001")
 }
 
 /// Counts of one client or one interval.
@@ -304,7 +289,6 @@ impl Tally {
 struct ClientStats {
     total: Tally,
     interval: Tally,
-    lat: LatencyRecorder,
     interval_lat: LatencyRecorder,
 }
 
@@ -338,12 +322,6 @@ pub struct OltpOutcome {
     pub error: Option<String>,
 }
 
-struct Prepared {
-    by_table: Vec<BTreeMap<&'static str, Statement>>,
-    begin: Statement,
-    commit: Statement,
-}
-
 fn key(s: OltpStatement) -> &'static str {
     match s {
         OltpStatement::Begin => "begin",
@@ -361,29 +339,189 @@ fn key(s: OltpStatement) -> &'static str {
     }
 }
 
-async fn prepare_statements(
-    client: &Client,
-    spec: &OltpSpec,
-) -> Result<Prepared, tokio_postgres::Error> {
-    let plan = transaction_plan(spec.workload, &spec.options);
-    let mut needed: Vec<OltpStatement> = plan.iter().map(|g| g.statement).collect();
-    if needed.contains(&OltpStatement::Delete) && spec.workload != OltpWorkload::Delete {
-        needed.push(OltpStatement::InsertWithId);
-    }
-    needed.retain(|s| !matches!(s, OltpStatement::Begin | OltpStatement::Commit));
-    let mut by_table = Vec::new();
-    for n in 1..=spec.tables {
-        let mut m = BTreeMap::new();
-        for s in &needed {
-            m.insert(key(*s), client.prepare(&s.sql(n)).await?);
+/// Every statement kind, in `OltpStatement` order (names are indexed by `s as usize`).
+const KINDS: usize = 12;
+
+/// Prepared-statement names of one client, `[table - 1][statement as usize]`,
+/// and the SQL to prepare them with.
+struct StatementSet {
+    names: Vec<Vec<String>>,
+    to_prepare: Vec<(String, String)>,
+}
+
+impl StatementSet {
+    /// Like sysbench: every statement the script uses, prepared for every table.
+    fn new(spec: &OltpSpec) -> StatementSet {
+        let plan = transaction_plan(spec.workload, &spec.options);
+        let mut needed: Vec<OltpStatement> = plan.iter().map(|g| g.statement).collect();
+        if needed.contains(&OltpStatement::Delete) && spec.workload != OltpWorkload::Delete {
+            needed.push(OltpStatement::InsertWithId);
         }
-        by_table.push(m);
+        needed.dedup();
+        let mut to_prepare = Vec::new();
+        let mut names = Vec::new();
+        for n in 1..=spec.tables {
+            let mut row = vec![String::new(); KINDS];
+            for &s in &needed {
+                let name = match s {
+                    // Table-independent: prepared once.
+                    OltpStatement::Begin | OltpStatement::Commit => key(s).to_string(),
+                    _ => format!("{}_{n}", key(s)),
+                };
+                if n == 1 || !matches!(s, OltpStatement::Begin | OltpStatement::Commit) {
+                    to_prepare.push((name.clone(), s.sql(n)));
+                }
+                row[s as usize] = name;
+            }
+            names.push(row);
+        }
+        StatementSet { names, to_prepare }
     }
-    Ok(Prepared {
-        by_table,
-        begin: client.prepare("BEGIN").await?,
-        commit: client.prepare("COMMIT").await?,
-    })
+}
+
+/// One statement of an event: which, on which table, with which parameters.
+struct Call {
+    statement: OltpStatement,
+    table: usize,
+    params: std::ops::Range<usize>,
+}
+
+/// One event (transaction) drawn in advance: the random draws happen in the
+/// order sysbench makes them, and nothing depends on an earlier statement's result.
+#[derive(Default)]
+struct Event {
+    calls: Vec<Call>,
+    params: Vec<Param>,
+}
+
+impl Event {
+    fn push(&mut self, statement: OltpStatement, table: usize, params: &[Param]) {
+        let start = self.params.len();
+        self.params.extend_from_slice(params);
+        self.calls.push(Call {
+            statement,
+            table,
+            params: start..self.params.len(),
+        });
+    }
+
+    /// Draws one transaction of `plan`: one random table per statement group.
+    fn draw(
+        &mut self,
+        spec: &OltpSpec,
+        plan: &[StatementGroup],
+        strings: &OltpStrings,
+        rng: &mut Xoshiro256PlusPlus,
+    ) {
+        self.calls.clear();
+        self.params.clear();
+        let id = |rng: &mut Xoshiro256PlusPlus| {
+            Param::Int(rand_id(rng, spec.rand_type, spec.table_size) as i64)
+        };
+        for g in plan {
+            let table = (rand_id(rng, RandType::Uniform, u64::from(spec.tables)) - 1) as usize;
+            for _ in 0..g.count {
+                match g.statement {
+                    OltpStatement::Begin | OltpStatement::Commit => {
+                        self.push(g.statement, table, &[])
+                    }
+                    OltpStatement::PointSelect
+                    | OltpStatement::IndexUpdate
+                    | OltpStatement::Delete => {
+                        let row = id(rng);
+                        self.push(g.statement, table, std::slice::from_ref(&row));
+                        if g.statement == OltpStatement::Delete
+                            && spec.workload != OltpWorkload::Delete
+                        {
+                            // sysbench re-inserts the deleted id.
+                            let p = [
+                                row,
+                                id(rng),
+                                Param::Text(strings.c(rng)),
+                                Param::Text(strings.pad(rng)),
+                            ];
+                            self.push(OltpStatement::InsertWithId, table, &p);
+                        }
+                    }
+                    OltpStatement::SimpleRange
+                    | OltpStatement::SumRange
+                    | OltpStatement::OrderRange
+                    | OltpStatement::DistinctRange => {
+                        let lo = rand_id(rng, spec.rand_type, spec.table_size) as i64;
+                        let hi = lo + spec.range_size as i64 - 1;
+                        self.push(g.statement, table, &[Param::Int(lo), Param::Int(hi)]);
+                    }
+                    OltpStatement::NonIndexUpdate => {
+                        let c = Param::Text(strings.c(rng));
+                        let p = [c, id(rng)];
+                        self.push(g.statement, table, &p);
+                    }
+                    OltpStatement::Insert => {
+                        let p = [
+                            id(rng),
+                            Param::Text(strings.c(rng)),
+                            Param::Text(strings.pad(rng)),
+                        ];
+                        self.push(g.statement, table, &p);
+                    }
+                    OltpStatement::InsertWithId => {}
+                }
+            }
+        }
+    }
+
+    /// A BEGIN … COMMIT block of several statements: safe to pipeline,
+    /// because an error makes the server skip the rest up to the Sync.
+    fn is_block(&self) -> bool {
+        self.calls.len() > 2
+            && self.calls.first().map(|c| c.statement) == Some(OltpStatement::Begin)
+            && self.calls.last().map(|c| c.statement) == Some(OltpStatement::Commit)
+    }
+
+    /// Runs the event: one round trip per statement as sysbench does, or the
+    /// whole block in one when `pipeline`. Completed statements are counted.
+    fn execute(
+        &self,
+        conn: &mut WireConn,
+        set: &StatementSet,
+        pipeline: bool,
+        t: &mut Tally,
+    ) -> Result<(), WireError> {
+        let name = |c: &Call| set.names[c.table][c.statement as usize].as_str();
+        if pipeline && self.is_block() {
+            for c in &self.calls {
+                conn.queue(name(c), &self.params[c.params.clone()])?;
+            }
+            return settle(conn.sync()?, t);
+        }
+        for c in &self.calls {
+            conn.queue(name(c), &self.params[c.params.clone()])?;
+            settle(conn.sync()?, t)?;
+        }
+        Ok(())
+    }
+}
+
+/// Counts what completed the way sysbench does; the first error, if any, fails the event.
+fn settle(reply: Reply<'_>, t: &mut Tally) -> Result<(), WireError> {
+    for c in reply.completed {
+        t.count(classify(c.returned_rows, c.rows));
+    }
+    match reply.error {
+        Some((code, message)) => Err(WireError::Db { code, message }),
+        None => Ok(()),
+    }
+}
+
+/// Connects one client and prepares its statements.
+fn open_client(
+    target: &ConnTarget,
+    set: &StatementSet,
+    abort: &Arc<AtomicBool>,
+) -> Result<WireConn, WireError> {
+    let mut conn = WireConn::connect(target, Some(Arc::clone(abort)))?;
+    conn.prepare(&set.to_prepare)?;
+    Ok(conn)
 }
 
 /// How long and how wide a run step is.
@@ -395,10 +533,69 @@ pub struct RunSettings {
     pub time: Duration,
     /// Interval of the series and of `on_interval` calls; None: one per second, no calls.
     pub report_interval: Option<Duration>,
-    /// Percentile of the interval latency figure.
-    pub percentile: f64,
+    /// Latency percentiles of the summary; the first is the interval figure's.
+    pub percentiles: Vec<f64>,
+    /// Send BEGIN … COMMIT blocks in one round trip.
+    pub pipeline: bool,
+    /// Reconnect after a lost connection instead of ending the run.
+    pub reconnect: bool,
     /// Set on Ctrl-C: clients stop after their current transaction.
     pub interrupt: Arc<AtomicBool>,
+}
+
+/// Where clients wait until all are connected; then the clock starts.
+#[derive(Default)]
+struct StartGate {
+    state: Mutex<GateState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    arrived: usize,
+    start: Option<Instant>,
+    called_off: bool,
+}
+
+impl StartGate {
+    /// A client is ready (or has failed to connect); returns the start, or None if called off.
+    fn arrive(&self) -> Option<Instant> {
+        let mut s = self.state.lock().expect("not poisoned");
+        s.arrived += 1;
+        self.changed.notify_all();
+        let s = self
+            .changed
+            .wait_while(s, |s| s.start.is_none() && !s.called_off)
+            .expect("not poisoned");
+        if s.called_off { None } else { s.start }
+    }
+
+    /// Waits for `clients` arrivals, starts the clock and lets everyone go.
+    fn open_when(&self, clients: usize) -> Instant {
+        let s = self.state.lock().expect("not poisoned");
+        let mut s = self
+            .changed
+            .wait_while(s, |s| s.arrived < clients)
+            .expect("not poisoned");
+        let start = Instant::now();
+        s.start = Some(start);
+        self.changed.notify_all();
+        start
+    }
+
+    /// Releases the waiting clients without a run.
+    fn call_off(&self) {
+        self.state.lock().expect("not poisoned").called_off = true;
+        self.changed.notify_all();
+    }
+}
+
+/// Why one client stopped before the end of the step.
+enum ClientEnd {
+    /// Deadline, Ctrl-C, or another client's failure.
+    Normal,
+    /// A fatal error: the run ends with it.
+    Failed(String),
 }
 
 /// Runs `spec` as `settings` say, calling `on_interval` every report interval.
@@ -408,127 +605,81 @@ pub async fn run(
     settings: &RunSettings,
     mut on_interval: impl FnMut(&OltpInterval, u32),
 ) -> Result<OltpOutcome, DbError> {
-    let RunSettings {
-        threads,
-        time,
-        report_interval,
-        percentile,
-        ref interrupt,
-    } = *settings;
-    // One OS thread per client with its own single-threaded runtime: the
-    // client and its connection task never wake each other across threads.
-    // Everyone connects and prepares first, as sysbench does before its clock starts.
+    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(DbError)?;
+    let threads = settings.threads;
+    let report_interval = settings.report_interval;
+    let interval_pct = settings.percentiles.first().copied().unwrap_or(95.0);
+    // One OS thread per client on a blocking socket (see wire.rs). Everyone
+    // connects and prepares first, as sysbench does before its clock starts.
     let halt = Arc::new(AtomicBool::new(false));
     let error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let gate = Arc::new(std::sync::Barrier::new(threads as usize + 1));
-    let clock: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());
+    let gate = Arc::new(StartGate::default());
+    let set = Arc::new(StatementSet::new(spec));
+    // One precise histogram for all clients: 256 of them would cost ~70 MB.
+    let total_lat = Arc::new(Mutex::new(LatencyRecorder::precise()));
     let mut stats = Vec::new();
     let mut tasks = Vec::new();
     for i in 0..threads as usize {
         let st = Arc::new(Mutex::new(ClientStats {
             total: Tally::default(),
             interval: Tally::default(),
-            lat: LatencyRecorder::precise(),
             interval_lat: LatencyRecorder::coarse(),
         }));
         stats.push(Arc::clone(&st));
-        let (spec, halt, interrupt, error, gate, clock, conninfo) = (
+        let (c_spec, c_settings, c_halt, error, c_gate, target, set) = (
             spec.clone(),
+            settings.clone(),
             Arc::clone(&halt),
-            Arc::clone(interrupt),
             Arc::clone(&error),
             Arc::clone(&gate),
-            Arc::clone(&clock),
-            conninfo.to_string(),
+            target.clone(),
+            Arc::clone(&set),
         );
-        tasks.push(std::thread::spawn(move || {
-            let fail = |m: String| {
+        let c_total_lat = Arc::clone(&total_lat);
+        let client = move || {
+            let ready = open_client(&target, &set, &c_settings.interrupt);
+            let Some(start) = c_gate.arrive() else {
+                return; // the run was called off before it started
+            };
+            let end = match ready {
+                Ok(conn) => client_loop(
+                    i,
+                    conn,
+                    &c_spec,
+                    &c_settings,
+                    &target,
+                    &set,
+                    &c_halt,
+                    start,
+                    &st,
+                    &c_total_lat,
+                ),
+                Err(e) => ClientEnd::Failed(e.to_string()),
+            };
+            if let ClientEnd::Failed(m) = end {
                 error.lock().expect("not poisoned").get_or_insert(m);
-                halt.store(true, Ordering::Relaxed);
-            };
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    fail(format!("client runtime: {e}"));
-                    gate.wait();
-                    gate.wait();
-                    return;
-                }
-            };
-            rt.block_on(async {
-                let ready = async {
-                    let c = connect(&conninfo).await?;
-                    let p = prepare_statements(&c, &spec)
-                        .await
-                        .map_err(|e| db_err("preparing statements", e))?;
-                    Ok::<_, DbError>((c, p))
-                }
-                .await;
-                // First meeting: connected; second: the clock is set.
-                gate.wait();
-                gate.wait();
-                let (client, prepared) = match ready {
-                    Ok(x) => x,
-                    Err(e) => return fail(e.0),
-                };
-                let deadline = *clock.get().expect("set before the gate opens") + time;
-                let mut rng = Xoshiro256PlusPlus::seed_from_u64(
-                    spec.seed ^ (i as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F),
-                );
-                let strings = OltpStrings::new(
-                    spec.string_dup,
-                    &mut Xoshiro256PlusPlus::seed_from_u64(spec.seed),
-                );
-                let plan = transaction_plan(spec.workload, &spec.options);
-                while Instant::now() < deadline
-                    && !halt.load(Ordering::Relaxed)
-                    && !interrupt.load(Ordering::Relaxed)
-                {
-                    let t0 = Instant::now();
-                    let mut local = Tally::default();
-                    loop {
-                        match run_event(
-                            &client, &prepared, &spec, &plan, &strings, &mut rng, &mut local,
-                        )
-                        .await
-                        {
-                            Ok(()) => break,
-                            Err(e) => match ignorable(&e) {
-                                Some(code) => {
-                                    *local.errors.entry(code.to_string()).or_default() += 1;
-                                    if client.batch_execute("ROLLBACK").await.is_ok() {
-                                        local.others += 1;
-                                    }
-                                }
-                                None => return fail(db_err("transaction", e).0),
-                            },
-                        }
-                    }
-                    local.transactions += 1;
-                    let ns = t0.elapsed().as_nanos() as u64;
-                    let mut s = st.lock().expect("not poisoned");
-                    s.total.merge(&local);
-                    s.interval.merge(&local);
-                    s.lat.record(ns);
-                    s.interval_lat.record(ns);
-                }
-            });
-        }));
+                c_halt.store(true, Ordering::Relaxed);
+            }
+        };
+        // Small stacks: 256 clients must stay light.
+        match std::thread::Builder::new()
+            .name(format!("client-{i}"))
+            .stack_size(256 * 1024)
+            .spawn(client)
+        {
+            Ok(t) => tasks.push(t),
+            Err(e) => {
+                gate.call_off();
+                return Err(DbError(format!("starting client thread {i}: {e}")));
+            }
+        }
     }
     // The clock starts when every client is connected (or has failed to).
     let start = {
-        let (gate, clock) = (Arc::clone(&gate), Arc::clone(&clock));
-        tokio::task::spawn_blocking(move || {
-            gate.wait();
-            let start = *clock.get_or_init(Instant::now);
-            gate.wait();
-            start
-        })
-        .await
-        .map_err(|e| DbError(format!("client start: {e}")))?
+        let gate = Arc::clone(&gate);
+        tokio::task::spawn_blocking(move || gate.open_when(threads as usize))
+            .await
+            .map_err(|e| DbError(format!("client start: {e}")))?
     };
     // Reporter: sysbench-style interval lines.
     let mut intervals = Vec::new();
@@ -552,7 +703,7 @@ pub async fn run(
                 t_s: now.duration_since(start).as_secs_f64(),
                 duration_s: now.duration_since(last).as_secs_f64(),
                 tally,
-                lat_pct_ms: lat.percentile(percentile) as f64 / 1e6,
+                lat_pct_ms: lat.percentile(interval_pct) as f64 / 1e6,
             };
             if report_interval.is_some() {
                 on_interval(&iv, threads);
@@ -567,101 +718,119 @@ pub async fn run(
     let elapsed = start
         .elapsed()
         .as_secs_f64()
-        .min(time.as_secs_f64().max(0.001) + 1.0);
+        .min(settings.time.as_secs_f64().max(0.001) + 1.0);
     let mut tally = Tally::default();
-    let mut lat = LatencyRecorder::precise();
     for s in &stats {
         let s = s.lock().expect("not poisoned");
         tally.merge(&s.total);
-        lat.merge(&s.lat);
     }
+    let mut ps = vec![50.0, 95.0, 99.0];
+    for p in &settings.percentiles {
+        if !ps.iter().any(|q| (q - p).abs() < 1e-9) {
+            ps.push(*p);
+        }
+    }
+    ps.sort_by(f64::total_cmp);
     Ok(OltpOutcome {
         threads,
         elapsed_s: elapsed,
         tally,
-        latency: {
-            let mut ps = vec![50.0, 95.0, 99.0];
-            if !ps.iter().any(|p| (p - percentile).abs() < 1e-9) {
-                ps.push(percentile);
-                ps.sort_by(f64::total_cmp);
-            }
-            lat.summary(&ps)
-        },
+        latency: total_lat.lock().expect("not poisoned").summary(&ps),
         intervals,
         error: error.lock().expect("not poisoned").clone(),
     })
 }
 
-/// One transaction of the plan, sysbench's way: one random table per group.
-async fn run_event(
-    client: &Client,
-    p: &Prepared,
+/// One client's events until the deadline, Ctrl-C or a fatal error.
+#[allow(clippy::too_many_arguments)]
+fn client_loop(
+    i: usize,
+    mut conn: WireConn,
     spec: &OltpSpec,
-    plan: &[csdchar_core::oltp::StatementGroup],
-    strings: &OltpStrings,
-    rng: &mut Xoshiro256PlusPlus,
-    t: &mut Tally,
-) -> Result<(), tokio_postgres::Error> {
-    let id = |rng: &mut Xoshiro256PlusPlus| rand_id(rng, spec.rand_type, spec.table_size) as i32;
-    for g in plan {
-        let table = (rand_id(rng, RandType::Uniform, u64::from(spec.tables)) - 1) as usize;
-        let stmts = &p.by_table[table];
-        for _ in 0..g.count {
-            let class = match g.statement {
-                OltpStatement::Begin => classify(false, client.execute(&p.begin, &[]).await?),
-                OltpStatement::Commit => classify(false, client.execute(&p.commit, &[]).await?),
-                OltpStatement::PointSelect => {
-                    let rows = client.query(&stmts["point"], &[&id(rng)]).await?;
-                    classify(true, rows.len() as u64)
-                }
-                OltpStatement::SimpleRange
-                | OltpStatement::SumRange
-                | OltpStatement::OrderRange
-                | OltpStatement::DistinctRange => {
-                    let lo = id(rng);
-                    let hi = lo + spec.range_size as i32 - 1;
-                    client.query(&stmts[key(g.statement)], &[&lo, &hi]).await?;
-                    QueryClass::Read
-                }
-                OltpStatement::IndexUpdate => classify(
-                    false,
-                    client.execute(&stmts["index_update"], &[&id(rng)]).await?,
-                ),
-                OltpStatement::NonIndexUpdate => {
-                    let c = strings.c(rng);
-                    classify(
-                        false,
-                        client
-                            .execute(&stmts["non_index_update"], &[&c, &id(rng)])
-                            .await?,
-                    )
-                }
-                OltpStatement::Delete => {
-                    let row = id(rng);
-                    let deleted = client.execute(&stmts["delete"], &[&row]).await?;
-                    t.count(classify(false, deleted));
-                    if spec.workload == OltpWorkload::Delete {
-                        continue;
-                    }
-                    let (k, c, pad) = (id(rng), strings.c(rng), strings.pad(rng));
-                    classify(
-                        false,
-                        client
-                            .execute(&stmts["insert_id"], &[&row, &k, &c, &pad])
-                            .await?,
-                    )
-                }
-                OltpStatement::InsertWithId => continue,
-                OltpStatement::Insert => {
-                    let (k, c, pad) = (id(rng), strings.c(rng), strings.pad(rng));
-                    classify(
-                        false,
-                        client.execute(&stmts["insert"], &[&k, &c, &pad]).await?,
-                    )
-                }
+    settings: &RunSettings,
+    target: &ConnTarget,
+    set: &StatementSet,
+    halt: &AtomicBool,
+    start: Instant,
+    st: &Mutex<ClientStats>,
+    total_lat: &Mutex<LatencyRecorder>,
+) -> ClientEnd {
+    let deadline = start + settings.time;
+    let interrupt = &settings.interrupt;
+    let stopped = || halt.load(Ordering::Relaxed) || interrupt.load(Ordering::Relaxed);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(
+        spec.seed ^ (i as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F),
+    );
+    let strings = OltpStrings::new(
+        spec.string_dup,
+        &mut Xoshiro256PlusPlus::seed_from_u64(spec.seed),
+    );
+    let plan = transaction_plan(spec.workload, &spec.options);
+    let mut event = Event::default();
+    while Instant::now() < deadline && !stopped() {
+        let t0 = Instant::now();
+        let mut local = Tally::default();
+        loop {
+            event.draw(spec, &plan, &strings, &mut rng);
+            let err = match event.execute(&mut conn, set, settings.pipeline, &mut local) {
+                Ok(()) => break,
+                Err(e) => e,
             };
-            t.count(class);
+            let err = match err {
+                WireError::Db { code, .. } if ignorable(&code) => {
+                    *local.errors.entry(code).or_default() += 1;
+                    match conn.simple("ROLLBACK") {
+                        Ok(_) => {
+                            local.others += 1;
+                            continue;
+                        }
+                        Err(e) => e,
+                    }
+                }
+                e => e,
+            };
+            match err {
+                WireError::Lost(lost) if settings.reconnect => {
+                    let mut last = lost.clone();
+                    loop {
+                        if stopped() {
+                            return ClientEnd::Normal;
+                        }
+                        if Instant::now() >= deadline {
+                            return ClientEnd::Failed(format!(
+                                "{lost}; reconnecting did not succeed before the end of the step (last attempt: {last})"
+                            ));
+                        }
+                        match open_client(target, set, interrupt) {
+                            Ok(c) => {
+                                conn = c;
+                                local.reconnects += 1;
+                                break;
+                            }
+                            Err(e) => last = e.to_string(),
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+                // Ctrl-C while waiting: the unfinished transaction is not counted.
+                WireError::Aborted => return ClientEnd::Normal,
+                WireError::Lost(m) => {
+                    return ClientEnd::Failed(format!(
+                        "connection to {} lost: {m} (pass --reconnect to resume after reconnecting)",
+                        target.describe()
+                    ));
+                }
+                e => return ClientEnd::Failed(format!("transaction: {e}")),
+            }
         }
+        local.transactions += 1;
+        let ns = t0.elapsed().as_nanos() as u64;
+        let mut s = st.lock().expect("not poisoned");
+        s.total.merge(&local);
+        s.interval.merge(&local);
+        s.interval_lat.record(ns);
+        drop(s);
+        total_lat.lock().expect("not poisoned").record(ns);
     }
-    Ok(())
+    ClientEnd::Normal
 }

@@ -55,8 +55,12 @@ pub struct DbSpec {
     pub fillfactor: Option<u8>,
     /// % of c/pad values drawn from a small repeated set.
     pub string_dup: u8,
-    /// Latency percentile reported per interval.
-    pub percentile: f64,
+    /// Latency percentiles of the summary (`--percentile`); the first is the one in the interval series.
+    pub percentiles: Vec<f64>,
+    /// Whether BEGIN … COMMIT blocks were sent in one round trip (`--pipeline`); sysbench waits for each statement.
+    pub pipeline: bool,
+    /// Whether lost connections were re-established (`--reconnect`).
+    pub reconnect: bool,
 }
 
 /// One thread count.
@@ -142,7 +146,7 @@ pub struct DbInterval {
     pub writes_per_s: f64,
     /// Others per second.
     pub others_per_s: f64,
-    /// The spec's latency percentile over the interval's transactions, ms.
+    /// The spec's first latency percentile over the interval's transactions, ms.
     pub lat_pct_ms: f64,
     /// Ignored errors per second.
     pub errors_per_s: f64,
