@@ -326,6 +326,10 @@ fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
         &["db", "prepare"][..],
         &["db", "run", "--pg-set", "oops"][..],
         &["db", "run", "--fillfactor", "5"][..],
+        &["db", "run", "--url", "host=h sslmode=require"][..],
+        &["db", "run", "--url", "port=notanumber"][..],
+        &["db", "run", "--percentile", "0"][..],
+        &["db", "run", "--rand-type", "bogus"][..],
     ] {
         let ran = common::csdchar(args);
         assert_eq!(ran.outcome.exit_code, 2, "{args:?}: {}", ran.stderr);

@@ -85,6 +85,12 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
             ),
         );
     }
+    if let Some(url) = &o.url
+        && let Err(e) =
+            csdchar_dbload::conn::ConnTarget::parse(url, &csdchar_dbload::conn::ProcessEnv)
+    {
+        return usage(io, format!("--url: {e}"));
+    }
     if let Some(out) = &o.output {
         let dir = out
             .parent()

@@ -40,6 +40,13 @@ impl ConnTarget {
         let mut c: tokio_postgres::Config = conninfo
             .parse()
             .map_err(|e| format!("not a connection string or postgres:// URL ({e})"))?;
+        if c.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            // Never fall back to plain text when the user asked for TLS.
+            return Err(
+                "sslmode=require: csdchar does not speak TLS yet (use sslmode=disable or prefer)"
+                    .into(),
+            );
+        }
         if c.get_hosts().is_empty() {
             match env.get("PGHOST") {
                 Some(hosts) => {
@@ -170,6 +177,8 @@ mod tests {
         assert!(t.describe().ends_with("/.s.PGSQL.5432"), "{}", t.describe());
         let err = ConnTarget::parse("port=x", &env).unwrap_err();
         assert!(err.contains("not a connection string"), "{err}");
+        let tls = ConnTarget::parse("host=h sslmode=require", &env).unwrap_err();
+        assert!(tls.contains("sslmode=require"), "{tls}");
         let bad_port = MapEnv(HashMap::from([("PGPORT", "abc")]));
         assert!(
             ConnTarget::parse("", &bad_port)
