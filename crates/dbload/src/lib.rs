@@ -5,5 +5,6 @@
 pub mod cluster;
 pub mod conn;
 pub mod oltp;
+pub mod runner;
 pub mod snapshot;
 pub mod wire;

@@ -334,6 +334,12 @@ impl WireConn {
         Ok(())
     }
 
+    /// Queues an unnamed Parse of `sql`, then Bind + Execute (the extended protocol without preparing).
+    pub fn queue_unnamed(&mut self, sql: &str, params: &[Param]) -> Result<(), WireError> {
+        frontend::parse("", sql, std::iter::empty(), &mut self.out).map_err(setup)?;
+        self.queue("", params)
+    }
+
     /// Queues a simple-protocol query (for ROLLBACK and the like).
     pub fn queue_simple(&mut self, sql: &str) -> Result<(), WireError> {
         frontend::query(sql, &mut self.out).map_err(setup)
@@ -349,6 +355,11 @@ impl WireConn {
     /// Sends a simple query and reads its reply.
     pub fn simple(&mut self, sql: &str) -> Result<Reply<'_>, WireError> {
         self.queue_simple(sql)?;
+        self.send_and_read()
+    }
+
+    /// Sends what is queued (one simple query, or messages ending in Sync) and reads the reply.
+    pub fn send_and_read(&mut self) -> Result<Reply<'_>, WireError> {
         self.send()?;
         self.read_reply()
     }
