@@ -8,14 +8,20 @@ use std::time::Instant;
 use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
 use csdchar_core::result::ToolInfo;
 use csdchar_core::result::db::{DB_SCHEMA, DbInterval, DbResult, DbSpec, DbStep};
+use csdchar_core::tpcb::TpcbScript;
 use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
 use csdchar_dbload::oltp::{self, OltpInterval, OltpSpec};
+use csdchar_dbload::runner::{self, Protocol, Workload};
+use csdchar_dbload::tpcb::{self, TpcbSpec};
 
-use crate::opts::{DbCommand, DbOpts, OutputFormat, RandArg, WorkloadArg};
+use crate::opts::{
+    DbCommand, DbOpts, InitModeArg, OutputFormat, ProtocolArg, RandArg, WorkloadArg,
+};
 use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit, output};
 
-fn workload(w: WorkloadArg) -> (OltpWorkload, &'static str) {
-    match w {
+/// The sysbench script behind an option value, and its sysbench name; None for pgbench's.
+fn sysbench_workload(w: WorkloadArg) -> Option<(OltpWorkload, &'static str)> {
+    Some(match w {
         WorkloadArg::OltpReadOnly => (OltpWorkload::ReadOnly, "oltp_read_only"),
         WorkloadArg::OltpReadWrite => (OltpWorkload::ReadWrite, "oltp_read_write"),
         WorkloadArg::OltpWriteOnly => (OltpWorkload::WriteOnly, "oltp_write_only"),
@@ -24,12 +30,77 @@ fn workload(w: WorkloadArg) -> (OltpWorkload, &'static str) {
         WorkloadArg::OltpUpdateNonIndex => (OltpWorkload::UpdateNonIndex, "oltp_update_non_index"),
         WorkloadArg::OltpInsert => (OltpWorkload::Insert, "oltp_insert"),
         WorkloadArg::OltpDelete => (OltpWorkload::Delete, "oltp_delete"),
+        WorkloadArg::Tpcb | WorkloadArg::TpcbSimpleUpdate | WorkloadArg::TpcbSelectOnly => {
+            return None;
+        }
+    })
+}
+
+fn protocol_of(p: ProtocolArg) -> Protocol {
+    match p {
+        ProtocolArg::Simple => Protocol::Simple,
+        ProtocolArg::Extended => Protocol::Extended,
+        ProtocolArg::Prepared => Protocol::Prepared,
     }
 }
 
-fn spec_of(o: &DbOpts) -> OltpSpec {
+/// The workload family: sysbench's tables and scripts, or pgbench's.
+enum Bench {
+    Sysbench(OltpSpec, &'static str),
+    Tpcb(TpcbSpec),
+}
+
+impl Bench {
+    fn of(o: &DbOpts) -> Bench {
+        match sysbench_workload(o.workload) {
+            Some((w, name)) => Bench::Sysbench(spec_of(o, w), name),
+            None => Bench::Tpcb(TpcbSpec {
+                script: match o.workload {
+                    WorkloadArg::TpcbSimpleUpdate => TpcbScript::SimpleUpdate,
+                    WorkloadArg::TpcbSelectOnly => TpcbScript::SelectOnly,
+                    _ => TpcbScript::TpcbLike,
+                },
+                scale: o.scale,
+                fillfactor: o.fillfactor,
+                protocol: o.protocol.map_or(Protocol::Simple, protocol_of),
+                seed: o.seed,
+            }),
+        }
+    }
+
+    /// The name in results: sysbench's script name, or `tpcb-like` etc.
+    fn name(&self) -> &'static str {
+        match self {
+            Bench::Sysbench(_, name) => name,
+            Bench::Tpcb(t) => t.script.name(),
+        }
+    }
+
+    /// The tables the workload creates.
+    fn tables(&self) -> Vec<String> {
+        match self {
+            Bench::Sysbench(s, _) => (1..=s.tables).map(|n| format!("sbtest{n}")).collect(),
+            Bench::Tpcb(_) => tpcb::table_names(),
+        }
+    }
+
+    fn workload(&self, protocol: Option<ProtocolArg>) -> Workload {
+        match self {
+            Bench::Sysbench(s, _) => {
+                let mut w = oltp::workload(s);
+                if let Some(p) = protocol {
+                    w.protocol = protocol_of(p);
+                }
+                w
+            }
+            Bench::Tpcb(t) => tpcb::workload(t),
+        }
+    }
+}
+
+fn spec_of(o: &DbOpts, workload: OltpWorkload) -> OltpSpec {
     OltpSpec {
-        workload: workload(o.workload).0,
+        workload,
         tables: o.tables,
         table_size: o.table_size,
         range_size: o.range_size,
@@ -161,9 +232,16 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
             };
         }
     };
-    let spec = spec_of(o);
+    let bench = Bench::of(o);
     let code = match step {
-        "prepare" => rt.block_on(prepare(&conninfo, &spec, o, io)),
+        "prepare" => rt.block_on(prepare(&conninfo, &bench, o, io)),
+        "alter" if matches!(bench, Bench::Tpcb(_)) => {
+            let _ = writeln!(
+                io.stderr,
+                "error: alter: sysbench workloads only; for tpcb run prepare again with --fillfactor and --force"
+            );
+            EXIT_USAGE
+        }
         "alter" => {
             let ff = o.fillfactor.unwrap_or(100);
             let t0 = Instant::now();
@@ -180,20 +258,28 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
                 Err(e) => fail(io, &e.0),
             }
         }
-        "cleanup" => match rt.block_on(oltp::cleanup(&conninfo, o.tables)) {
-            Ok(n) => {
-                let _ = writeln!(
-                    io.stdout,
-                    "dropped {n} table(s) (sbtest1..sbtest{})",
-                    o.tables
-                );
-                0
+        "cleanup" => {
+            let dropped = match &bench {
+                Bench::Sysbench(..) => rt.block_on(oltp::cleanup(&conninfo, o.tables)),
+                Bench::Tpcb(_) => rt.block_on(tpcb::cleanup(&conninfo)),
+            };
+            match dropped {
+                Ok(n) => {
+                    let names = bench.tables();
+                    let _ = writeln!(
+                        io.stdout,
+                        "dropped {n} table(s) ({}..{})",
+                        names[0],
+                        names[names.len() - 1]
+                    );
+                    0
+                }
+                Err(e) => fail(io, &e.0),
             }
-            Err(e) => fail(io, &e.0),
-        },
+        }
         _ => {
             if source == "ephemeral" {
-                let c = rt.block_on(prepare(&conninfo, &spec, o, io));
+                let c = rt.block_on(prepare(&conninfo, &bench, o, io));
                 if c != 0 {
                     return Outcome {
                         exit_code: c,
@@ -201,7 +287,7 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
                     };
                 }
             }
-            rt.block_on(run(&conninfo, &spec, o, io, source))
+            rt.block_on(run(&conninfo, &bench, o, io, source))
         }
     };
     drop(cluster); // stop (and remove a temporary) cluster before exiting
@@ -216,8 +302,17 @@ fn fail(io: &mut Io<'_>, m: &str) -> i32 {
     1
 }
 
-async fn prepare(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>) -> i32 {
-    let total = spec.table_size * u64::from(spec.tables);
+async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>) -> i32 {
+    let (total, what) = match bench {
+        Bench::Sysbench(spec, _) => (
+            spec.table_size * u64::from(spec.tables),
+            format!("{} table(s) x {} rows", spec.tables, spec.table_size),
+        ),
+        Bench::Tpcb(t) => {
+            let (_, _, accounts) = csdchar_core::tpcb::row_counts(t.scale);
+            (accounts, format!("pgbench scale {}: accounts", t.scale))
+        }
+    };
     let loaded = Arc::new(AtomicU64::new(0));
     let l2 = Arc::clone(&loaded);
     let t0 = Instant::now();
@@ -234,38 +329,54 @@ async fn prepare(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>) -
         .expect("static template is valid"),
     );
     let b2 = bar.clone();
-    let result = oltp::prepare(
-        conninfo,
-        spec,
-        threads,
-        o.force,
-        Arc::new(move |n| {
-            l2.fetch_add(n, Ordering::Relaxed);
-            b2.inc(n);
-        }),
-    )
-    .await;
+    let progress: Arc<dyn Fn(u64) + Send + Sync> = Arc::new(move |n| {
+        l2.fetch_add(n, Ordering::Relaxed);
+        b2.inc(n);
+    });
+    let result = match bench {
+        Bench::Sysbench(spec, _) => oltp::prepare(conninfo, spec, threads, o.force, progress).await,
+        Bench::Tpcb(t) => {
+            let mode = match o.init_mode {
+                InitModeArg::Client => tpcb::InitMode::Client,
+                InitModeArg::Server => tpcb::InitMode::Server,
+            };
+            tpcb::prepare(conninfo, t, mode, threads, o.force, progress).await
+        }
+    };
     bar.finish_and_clear();
     match result {
         Ok(()) => {
             let secs = t0.elapsed().as_secs_f64();
             let _ = writeln!(
                 io.stderr,
-                "prepared {} table(s) x {} rows = {total} rows in {secs:.1}s ({:.0} rows/s){}",
-                spec.tables,
-                spec.table_size,
+                "prepared {what} = {total} rows in {secs:.1}s ({:.0} rows/s){}",
                 loaded.load(Ordering::Relaxed) as f64 / secs.max(1e-9),
-                spec.fillfactor
+                o.fillfactor
                     .map_or(String::new(), |f| format!(", fillfactor {f}"))
             );
             0
         }
-        Err(e) if e.0.contains("--force") => {
+        Err(e) if e.0.contains("--force") && e.0.contains("exist already") => {
             let _ = writeln!(io.stderr, "error: {}", e.0);
             EXIT_USAGE
         }
         Err(e) => fail(io, &e.0),
     }
+}
+
+/// pgbench's `--progress` line, plus the interval's first `--percentile`.
+fn progress_line(iv: &OltpInterval, pct: f64) -> String {
+    let d = iv.duration_s.max(1e-9);
+    let t = &iv.tally;
+    format!(
+        "progress: {:.1} s, {:.1} tps, lat {:.3} ms stddev {:.3}, {} failed, lat p{pct} {:.3} ms\n",
+        iv.t_s,
+        t.transactions as f64 / d,
+        iv.lat_mean_ms,
+        iv.lat_stddev_ms,
+        t.error_total(),
+        iv.lat_pct_ms,
+    )
 }
 
 fn interval_line(iv: &OltpInterval, threads: u32, pct: f64) -> String {
@@ -285,7 +396,8 @@ fn interval_line(iv: &OltpInterval, threads: u32, pct: f64) -> String {
     )
 }
 
-async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, source: &str) -> i32 {
+async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source: &str) -> i32 {
+    let tables = bench.tables();
     let started_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
     let client = match oltp::connect(conninfo).await {
         Ok(c) => c,
@@ -313,21 +425,28 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
         );
         return EXIT_USAGE;
     }
-    match oltp::existing_tables(&client, spec.tables).await {
-        Ok(t) if t.len() == spec.tables as usize => {}
-        Ok(_) => {
+    match oltp::existing_tables(&client, &tables).await {
+        Ok(t) if t.len() == tables.len() => {}
+        Ok(t) => {
+            let missing: Vec<&str> = tables
+                .iter()
+                .filter(|n| !t.contains(n))
+                .map(String::as_str)
+                .collect();
             return fail(
                 io,
                 &format!(
-                    "tables sbtest1..sbtest{} are missing: run `csdchar db prepare` first",
-                    spec.tables
+                    "tables {} are missing: run `csdchar db prepare` first",
+                    missing.join(", ")
                 ),
             );
         }
         Err(e) => return fail(io, &e.0),
     }
     drop(client);
-    let (_, name) = workload(o.workload);
+    let name = bench.name();
+    let workload = Arc::new(bench.workload(o.protocol));
+    let protocol = workload.protocol;
     let live = o.output_format == OutputFormat::Normal && o.output.is_none();
     let report = (!o.report_interval.is_zero()).then_some(o.report_interval);
     let mut steps = Vec::new();
@@ -346,7 +465,7 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
         }
         let stdout = &mut *io.stdout;
         let before = match oltp::connect(conninfo).await {
-            Ok(c) => Some(csdchar_dbload::snapshot::take(&c, spec.tables).await),
+            Ok(c) => Some(csdchar_dbload::snapshot::take(&c, &tables).await),
             Err(_) => None,
         };
         let settings = oltp::RunSettings {
@@ -358,9 +477,15 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
             reconnect: o.reconnect,
             interrupt: Arc::clone(&io.interrupt),
         };
-        let out = oltp::run(conninfo, spec, &settings, |iv, th| {
+        let tpcb = matches!(bench, Bench::Tpcb(_));
+        let out = runner::run(conninfo, Arc::clone(&workload), &settings, |iv, th| {
             if live {
-                let _ = stdout.write_all(interval_line(iv, th, o.percentile[0]).as_bytes());
+                let line = if tpcb {
+                    progress_line(iv, o.percentile[0])
+                } else {
+                    interval_line(iv, th, o.percentile[0])
+                };
+                let _ = stdout.write_all(line.as_bytes());
                 let _ = stdout.flush();
             }
         })
@@ -405,11 +530,11 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
                 .collect(),
             before,
             after: match oltp::connect(conninfo).await {
-                Ok(c) => Some(csdchar_dbload::snapshot::take(&c, spec.tables).await),
+                Ok(c) => Some(csdchar_dbload::snapshot::take(&c, &tables).await),
                 Err(_) => None,
             },
         };
-        summary(&mut text, &step);
+        summary(&mut text, &step, bench, protocol);
         steps.push(step);
         if let Some(e) = out.error {
             error = Some(e);
@@ -425,14 +550,28 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
         server_version: version,
         spec: DbSpec {
             workload: name.to_string(),
-            tables: spec.tables,
-            table_size: spec.table_size,
+            tables: tables.len() as u32,
+            table_size: match bench {
+                Bench::Sysbench(s, _) => s.table_size,
+                Bench::Tpcb(t) => csdchar_core::tpcb::row_counts(t.scale).2,
+            },
+            scale: match bench {
+                Bench::Sysbench(..) => None,
+                Bench::Tpcb(t) => Some(t.scale),
+            },
+            protocol: protocol.name().to_string(),
             time_s: o.time.as_secs_f64(),
-            range_size: spec.range_size,
-            options: spec.options.clone(),
-            rand_type: format!("{:?}", o.rand_type).to_lowercase(),
-            fillfactor: spec.fillfactor,
-            string_dup: spec.string_dup,
+            range_size: o.range_size,
+            options: match bench {
+                Bench::Sysbench(s, _) => s.options.clone(),
+                Bench::Tpcb(_) => Default::default(),
+            },
+            rand_type: match bench {
+                Bench::Sysbench(..) => format!("{:?}", o.rand_type).to_lowercase(),
+                Bench::Tpcb(_) => "uniform".into(),
+            },
+            fillfactor: o.fillfactor,
+            string_dup: o.string_dup,
             percentiles: o.percentile.clone(),
             pipeline: o.pipeline,
             reconnect: o.reconnect,
@@ -458,9 +597,13 @@ async fn run(conninfo: &str, spec: &OltpSpec, o: &DbOpts, io: &mut Io<'_>, sourc
     0
 }
 
-/// sysbench's end-of-run summary for one step, then what the step did to space and I/O.
-fn summary(out: &mut String, s: &DbStep) {
-    sysbench_summary(out, s);
+/// The peer's end-of-run summary for one step (sysbench's or pgbench's), then
+/// what the step did to space and I/O.
+fn summary(out: &mut String, s: &DbStep, bench: &Bench, protocol: Protocol) {
+    match bench {
+        Bench::Sysbench(..) => sysbench_summary(out, s),
+        Bench::Tpcb(t) => pgbench_summary(out, s, t, protocol),
+    }
     let (Some(b), Some(a)) = (&s.before, &s.after) else {
         return;
     };
@@ -562,4 +705,41 @@ fn sysbench_summary(out: &mut String, s: &DbStep) {
         );
     }
     let _ = writeln!(out);
+}
+
+/// pgbench's end-of-run report, with the percentiles pgbench lacks.
+fn pgbench_summary(out: &mut String, s: &DbStep, t: &TpcbSpec, protocol: Protocol) {
+    let ms = |ns: f64| ns / 1e6;
+    let failed: u64 = s.errors.values().sum();
+    let title = match t.script {
+        TpcbScript::TpcbLike => "<builtin: TPC-B (sort of)>",
+        TpcbScript::SimpleUpdate => "<builtin: simple update>",
+        TpcbScript::SelectOnly => "<builtin: select only>",
+    };
+    let _ = writeln!(out, "transaction type: {title}");
+    let _ = writeln!(out, "scaling factor: {}", t.scale);
+    let _ = writeln!(out, "query mode: {}", protocol.name());
+    let _ = writeln!(out, "number of clients: {}", s.threads);
+    let _ = writeln!(out, "number of threads: {}", s.threads);
+    let _ = writeln!(out, "duration: {:.0} s", s.elapsed_s);
+    let _ = writeln!(
+        out,
+        "number of transactions actually processed: {}",
+        s.transactions
+    );
+    let _ = writeln!(
+        out,
+        "number of retried transactions: {failed} (serialization failures and deadlocks, each retried)"
+    );
+    let _ = writeln!(out, "latency average = {:.3} ms", ms(s.latency.mean_ns));
+    let _ = writeln!(out, "latency stddev = {:.3} ms", ms(s.latency.stddev_ns));
+    for p in &s.latency.percentiles {
+        let _ = writeln!(
+            out,
+            "latency {}th percentile = {:.3} ms",
+            p.percentile,
+            ms(p.value_ns as f64)
+        );
+    }
+    let _ = writeln!(out, "tps = {:.6} (without initial connection time)", s.tps);
 }

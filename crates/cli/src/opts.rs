@@ -85,6 +85,42 @@ pub enum WorkloadArg {
     OltpInsert,
     /// oltp_delete
     OltpDelete,
+    /// pgbench's tpcb-like (the default script)
+    Tpcb,
+    /// pgbench's simple-update (-N)
+    TpcbSimpleUpdate,
+    /// pgbench's select-only (-S)
+    TpcbSelectOnly,
+}
+
+impl WorkloadArg {
+    /// One of pgbench's scripts (tables pgbench_*, --scale).
+    pub fn is_tpcb(self) -> bool {
+        matches!(
+            self,
+            WorkloadArg::Tpcb | WorkloadArg::TpcbSimpleUpdate | WorkloadArg::TpcbSelectOnly
+        )
+    }
+}
+
+/// pgbench's -M.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    /// Query messages with literal values (pgbench's default).
+    Simple,
+    /// Unnamed Parse/Bind/Execute every time.
+    Extended,
+    /// Named statements prepared once per connection (sysbench's way).
+    Prepared,
+}
+
+/// How prepare makes pgbench's rows (pgbench's init steps g and G).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InitModeArg {
+    /// csdchar generates rows and sends them with binary COPY.
+    Client,
+    /// INSERT ... SELECT generate_series on the server.
+    Server,
 }
 
 /// sysbench's --rand-type choices implemented so far.
@@ -180,6 +216,15 @@ pub struct DbOpts {
     /// Latency percentiles of the summary, comma-separated; the first is the interval lines' one.
     #[arg(long, default_value = "95", value_delimiter = ',', value_parser = percentile_arg)]
     pub percentile: Vec<f64>,
+    /// tpcb: pgbench's scale factor (100,000 accounts, 10 tellers, 1 branch per unit).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub scale: u32,
+    /// Protocol (pgbench's -M); default: prepared for sysbench workloads, simple for tpcb, as the peers do.
+    #[arg(long, value_enum)]
+    pub protocol: Option<ProtocolArg>,
+    /// tpcb prepare: where rows are generated.
+    #[arg(long, value_enum, default_value = "client")]
+    pub init_mode: InitModeArg,
     /// Send each transaction's statements in one round trip (BEGIN … COMMIT
     /// pipelined, same statements and order; sysbench waits for each).
     #[arg(long)]

@@ -19,4 +19,5 @@ pub mod oltp;
 pub mod pattern;
 pub mod result;
 pub mod stats;
+pub mod tpcb;
 pub mod units;

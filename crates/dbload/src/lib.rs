@@ -7,4 +7,5 @@ pub mod conn;
 pub mod oltp;
 pub mod runner;
 pub mod snapshot;
+pub mod tpcb;
 pub mod wire;

@@ -50,7 +50,7 @@ pub struct OltpSpec {
 #[error("{0}")]
 pub struct DbError(pub String);
 
-fn db_err(what: &str, e: tokio_postgres::Error) -> DbError {
+pub(crate) fn db_err(what: &str, e: tokio_postgres::Error) -> DbError {
     match e.as_db_error() {
         Some(d) => DbError(format!("{what}: {} ({})", d.message(), d.code().code())),
         None => DbError(format!("{what}: {e}")),
@@ -72,11 +72,15 @@ pub async fn connect(conninfo: &str) -> Result<Client, DbError> {
     Ok(client)
 }
 
-/// Names of the tables of `spec` that exist already.
-pub async fn existing_tables(client: &Client, tables: u32) -> Result<Vec<String>, DbError> {
-    let names: Vec<String> = (1..=tables).map(|n| format!("sbtest{n}")).collect();
+/// sysbench's tables sbtest1..N.
+pub fn table_names(tables: u32) -> Vec<String> {
+    (1..=tables).map(|n| format!("sbtest{n}")).collect()
+}
+
+/// Which of the tables `names` exist.
+pub async fn existing_tables(client: &Client, names: &[String]) -> Result<Vec<String>, DbError> {
     let rows = client
-        .query("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND relname = ANY($1) ORDER BY relname", &[&names])
+        .query("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND relname = ANY($1) ORDER BY relname", &[&names.to_vec()])
         .await
         .map_err(|e| db_err("listing tables", e))?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
@@ -92,7 +96,7 @@ pub async fn prepare(
     progress: Arc<dyn Fn(u64) + Send + Sync>,
 ) -> Result<(), DbError> {
     let admin = connect(conninfo).await?;
-    let existing = existing_tables(&admin, spec.tables).await?;
+    let existing = existing_tables(&admin, &table_names(spec.tables)).await?;
     if !existing.is_empty() {
         if !force {
             return Err(DbError(format!(
@@ -198,7 +202,7 @@ pub async fn alter_fillfactor(
     mut progress: impl FnMut(&str),
 ) -> Result<(), DbError> {
     let client = connect(conninfo).await?;
-    let existing = existing_tables(&client, tables).await?;
+    let existing = existing_tables(&client, &table_names(tables)).await?;
     if existing.len() != tables as usize {
         return Err(DbError(format!(
             "tables sbtest1..sbtest{tables} are missing: run `csdchar db prepare` first"
@@ -226,7 +230,7 @@ pub async fn alter_fillfactor(
 /// Drops the tables the workload creates (sbtest1..N) and nothing else.
 pub async fn cleanup(conninfo: &str, tables: u32) -> Result<u32, DbError> {
     let client = connect(conninfo).await?;
-    let existing = existing_tables(&client, tables).await?;
+    let existing = existing_tables(&client, &table_names(tables)).await?;
     for t in &existing {
         client
             .batch_execute(&format!("DROP TABLE IF EXISTS {t}"))

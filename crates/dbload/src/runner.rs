@@ -251,6 +251,10 @@ pub struct OltpInterval {
     pub tally: Tally,
     /// Latency percentile of the interval's transactions, ms (sysbench's "lat (ms,95%)").
     pub lat_pct_ms: f64,
+    /// Mean latency of the interval's transactions, ms (pgbench's progress "lat").
+    pub lat_mean_ms: f64,
+    /// Its standard deviation, ms (pgbench's "stddev").
+    pub lat_stddev_ms: f64,
 }
 
 /// Totals of a run.
@@ -471,6 +475,8 @@ pub async fn run(
                 duration_s: now.duration_since(last).as_secs_f64(),
                 tally,
                 lat_pct_ms: lat.percentile(interval_pct) as f64 / 1e6,
+                lat_mean_ms: lat.mean() / 1e6,
+                lat_stddev_ms: lat.stddev() / 1e6,
             };
             if report_interval.is_some() {
                 on_interval(&iv, threads);

@@ -25,15 +25,15 @@ async fn numeric_row(client: &Client, sql: &str) -> BTreeMap<String, i64> {
     out
 }
 
-/// Takes a snapshot; figures the server does not grant stay empty or null.
-pub async fn take(client: &Client, tables: u32) -> DbSnapshot {
-    let names: Vec<String> = (1..=tables).map(|n| format!("sbtest{n}")).collect();
+/// Takes a snapshot of the database and of the workload's tables `names`;
+/// figures the server does not grant stay empty or null.
+pub async fn take(client: &Client, names: &[String]) -> DbSnapshot {
     let relations = client
         .query(
             "SELECT relname::text, pg_relation_size(oid)::bigint, pg_indexes_size(oid)::bigint, \
              COALESCE(pg_total_relation_size(NULLIF(reltoastrelid, 0)), 0)::bigint \
              FROM pg_class WHERE relkind = 'r' AND relname = ANY($1) ORDER BY relname",
-            &[&names],
+            &[&names.to_vec()],
         )
         .await
         .map(|rows| {

@@ -36,12 +36,16 @@ pub struct DbResult {
 /// The workload, with sysbench's option names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DbSpec {
-    /// sysbench script name (oltp_read_write, …).
+    /// sysbench script name (oltp_read_write, …) or pgbench's (tpcb-like, simple-update, select-only).
     pub workload: String,
-    /// Tables sbtest1..N.
+    /// Tables (sbtest1..N, or pgbench's 4).
     pub tables: u32,
-    /// Rows per table.
+    /// Rows per table (tpcb: accounts rows).
     pub table_size: u64,
+    /// pgbench's scale factor (tpcb workloads; null for sysbench's).
+    pub scale: Option<u32>,
+    /// Protocol: "simple", "extended" or "prepared" (pgbench's -M; sysbench uses prepared).
+    pub protocol: String,
     /// Seconds per step.
     pub time_s: f64,
     /// Rows per range select.

@@ -1,0 +1,409 @@
+//! pgbench-compatible TPC-B: the loader (binary COPY or server-side
+//! generation over several connections, partitioned by key range), the
+//! built-in scripts as a runner workload, and cleanup of pgbench's tables only.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use csdchar_core::tpcb::{
+    self, ACCOUNTS_PER_SCALE, PRIMARY_KEYS, TELLERS_PER_SCALE, TpcbScript, TpcbStatement,
+};
+use futures_util::SinkExt;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use tokio_postgres::Client;
+
+use crate::oltp::{DbError, connect, db_err, existing_tables};
+use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};
+use crate::wire::Param;
+
+/// What to load and run.
+#[derive(Debug, Clone)]
+pub struct TpcbSpec {
+    /// The built-in script.
+    pub script: TpcbScript,
+    /// pgbench's scale factor.
+    pub scale: u32,
+    /// `-F`: fillfactor of accounts, tellers and branches.
+    pub fillfactor: Option<u8>,
+    /// `-M`.
+    pub protocol: Protocol,
+    /// Seed of the clients' random streams.
+    pub seed: u64,
+}
+
+/// How rows are generated at prepare (pgbench's init steps `g` and `G`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitMode {
+    /// Rows made by csdchar and sent with binary COPY.
+    Client,
+    /// `INSERT … SELECT … generate_series` on the server.
+    Server,
+}
+
+/// Retried SQLSTATEs (pgbench retries serialization failures and deadlocks).
+pub const PGBENCH_RETRY: &[&str] = &["40001", "40P01"];
+
+/// pgbench's tables, for snapshots and cleanup.
+pub fn table_names() -> Vec<String> {
+    tpcb::TABLES.iter().map(|t| t.to_string()).collect()
+}
+
+/// Drops pgbench's four tables (and nothing else); returns how many existed.
+pub async fn cleanup(conninfo: &str) -> Result<u32, DbError> {
+    let client = connect(conninfo).await?;
+    let found = existing_tables(&client, &table_names()).await?;
+    for t in &found {
+        client
+            .batch_execute(&format!("DROP TABLE IF EXISTS {t}"))
+            .await
+            .map_err(|e| db_err(&format!("dropping {t}"), e))?;
+    }
+    Ok(found.len() as u32)
+}
+
+/// Creates and loads pgbench's tables at `spec.scale` over `jobs`
+/// connections (accounts split into key ranges), then — like pgbench's
+/// default steps — vacuum analyze and the primary keys, both in parallel
+/// across tables. `progress(rows)` is called as account rows arrive.
+/// Refuses existing tables unless `force`. A failure says how far the load got.
+pub async fn prepare(
+    conninfo: &str,
+    spec: &TpcbSpec,
+    mode: InitMode,
+    jobs: u32,
+    force: bool,
+    progress: Arc<dyn Fn(u64) + Send + Sync>,
+) -> Result<(), DbError> {
+    let admin = connect(conninfo).await?;
+    let found = existing_tables(&admin, &table_names()).await?;
+    if !found.is_empty() {
+        if !force {
+            return Err(DbError(format!(
+                "tables exist already ({}); run `csdchar db cleanup --workload tpcb` or pass --force",
+                found.join(", ")
+            )));
+        }
+        cleanup(conninfo).await?;
+    }
+    for sql in tpcb::create_tables_sql(spec.scale, spec.fillfactor) {
+        admin
+            .batch_execute(&sql)
+            .await
+            .map_err(|e| db_err("creating tables", e))?;
+    }
+    let (branches, tellers, accounts) = tpcb::row_counts(spec.scale);
+    let loaded = Arc::new(AtomicU64::new(0));
+    let how_far = |loaded: &AtomicU64, step: &str, e: DbError| {
+        DbError(format!(
+            "{}; the load stopped in step '{step}' after {} of {accounts} accounts rows \
+             (run prepare again with --force to start over)",
+            e.0,
+            loaded.load(Ordering::Relaxed)
+        ))
+    };
+    // The small tables, each in one transaction that creates nothing new
+    // but truncates first, so COPY FREEZE is allowed.
+    for (table, rows) in [("pgbench_branches", branches), ("pgbench_tellers", tellers)] {
+        load_range(&admin, table, mode, 1, rows, true)
+            .await
+            .map_err(|e| how_far(&loaded, "generate", e))?;
+    }
+    // Accounts: key ranges over `jobs` connections. One connection may freeze (it truncates first).
+    let jobs = u64::from(jobs.max(1)).min(accounts.div_ceil(10_000).max(1));
+    let per = accounts.div_ceil(jobs);
+    let mut tasks = Vec::new();
+    for j in 0..jobs {
+        let (from, to) = (j * per + 1, ((j + 1) * per).min(accounts));
+        if from > to {
+            continue;
+        }
+        let (conninfo, loaded, progress) = (
+            conninfo.to_string(),
+            Arc::clone(&loaded),
+            Arc::clone(&progress),
+        );
+        tasks.push(tokio::spawn(async move {
+            let client = connect(&conninfo).await?;
+            load_accounts(&client, mode, from, to, jobs == 1, &loaded, &*progress).await
+        }));
+    }
+    for t in tasks {
+        t.await
+            .map_err(|e| DbError(format!("loader task failed: {e}")))?
+            .map_err(|e| how_far(&loaded, "generate", e))?;
+    }
+    // pgbench's `v` then `p`, each table on its own connection.
+    parallel(
+        conninfo,
+        tpcb::TABLES.iter().map(|t| format!("vacuum analyze {t}")),
+    )
+    .await
+    .map_err(|e| how_far(&loaded, "vacuum", e))?;
+    parallel(conninfo, PRIMARY_KEYS.iter().map(|s| s.to_string()))
+        .await
+        .map_err(|e| how_far(&loaded, "primary keys", e))?;
+    Ok(())
+}
+
+/// Runs each statement on its own connection, all at once.
+async fn parallel(conninfo: &str, statements: impl Iterator<Item = String>) -> Result<(), DbError> {
+    let mut tasks = Vec::new();
+    for sql in statements {
+        let conninfo = conninfo.to_string();
+        tasks.push(tokio::spawn(async move {
+            let c = connect(&conninfo).await?;
+            c.batch_execute(&sql).await.map_err(|e| db_err(&sql, e))
+        }));
+    }
+    for t in tasks {
+        t.await
+            .map_err(|e| DbError(format!("task failed: {e}")))??;
+    }
+    Ok(())
+}
+
+/// Loads keys [from, to] of a small table in one transaction (FREEZE after TRUNCATE when `freeze`).
+async fn load_range(
+    client: &Client,
+    table: &str,
+    mode: InitMode,
+    from: u64,
+    to: u64,
+    freeze: bool,
+) -> Result<(), DbError> {
+    let tx = |e| db_err(&format!("loading {table}"), e);
+    client.batch_execute("BEGIN").await.map_err(tx)?;
+    if freeze {
+        client
+            .batch_execute(&format!("TRUNCATE {table}"))
+            .await
+            .map_err(tx)?;
+    }
+    match mode {
+        InitMode::Server => client
+            .batch_execute(&tpcb::generate_sql(table, from, to))
+            .await
+            .map_err(tx)?,
+        InitMode::Client => {
+            let mut buf = copy_header();
+            for key in from..=to {
+                if table == "pgbench_branches" {
+                    // bid, bbalance, filler NULL
+                    copy_row(
+                        &mut buf,
+                        &[Field::Int(key as i32), Field::Int(0), Field::Null],
+                    );
+                } else {
+                    let bid = ((key - 1) / TELLERS_PER_SCALE + 1) as i32;
+                    copy_row(
+                        &mut buf,
+                        &[
+                            Field::Int(key as i32),
+                            Field::Int(bid),
+                            Field::Int(0),
+                            Field::Null,
+                        ],
+                    );
+                }
+            }
+            copy_finish(&mut buf);
+            copy_in(client, table, freeze, vec![buf]).await?;
+        }
+    }
+    client.batch_execute("COMMIT").await.map_err(tx)?;
+    Ok(())
+}
+
+/// Loads accounts [from, to], in 1 MiB COPY chunks (or server-side).
+async fn load_accounts(
+    client: &Client,
+    mode: InitMode,
+    from: u64,
+    to: u64,
+    freeze: bool,
+    loaded: &AtomicU64,
+    progress: &(dyn Fn(u64) + Send + Sync),
+) -> Result<(), DbError> {
+    let tx = |e| db_err("loading pgbench_accounts", e);
+    if freeze {
+        client
+            .batch_execute("BEGIN; TRUNCATE pgbench_accounts")
+            .await
+            .map_err(tx)?;
+    }
+    match mode {
+        InitMode::Server => {
+            // Slices so progress moves and a failure says how far it got.
+            let step = ACCOUNTS_PER_SCALE;
+            let mut a = from;
+            while a <= to {
+                let b = (a + step - 1).min(to);
+                client
+                    .batch_execute(&tpcb::generate_sql("pgbench_accounts", a, b))
+                    .await
+                    .map_err(tx)?;
+                loaded.fetch_add(b - a + 1, Ordering::Relaxed);
+                progress(b - a + 1);
+                a = b + 1;
+            }
+        }
+        InitMode::Client => {
+            let sql = format!(
+                "COPY pgbench_accounts FROM STDIN WITH (FORMAT binary{})",
+                if freeze { ", FREEZE" } else { "" }
+            );
+            let sink = client.copy_in::<_, bytes::Bytes>(&sql).await.map_err(tx)?;
+            futures_util::pin_mut!(sink);
+            let bigint = to > i32::MAX as u64;
+            let mut buf = copy_header();
+            let mut pending = 0u64;
+            for aid in from..=to {
+                let bid = Field::Int(((aid - 1) / ACCOUNTS_PER_SCALE + 1) as i32);
+                let key = if bigint {
+                    Field::BigInt(aid as i64)
+                } else {
+                    Field::Int(aid as i32)
+                };
+                // filler: '' (blank-padded to char(84) by the server), as pgbench loads it.
+                copy_row(&mut buf, &[key, bid, Field::Int(0), Field::Text("")]);
+                pending += 1;
+                if buf.len() >= 1 << 20 {
+                    sink.send(bytes::Bytes::from(std::mem::take(&mut buf)))
+                        .await
+                        .map_err(tx)?;
+                    loaded.fetch_add(pending, Ordering::Relaxed);
+                    progress(pending);
+                    pending = 0;
+                }
+            }
+            copy_finish(&mut buf);
+            sink.send(bytes::Bytes::from(buf)).await.map_err(tx)?;
+            sink.finish().await.map_err(tx)?;
+            loaded.fetch_add(pending, Ordering::Relaxed);
+            progress(pending);
+        }
+    }
+    if freeze {
+        client.batch_execute("COMMIT").await.map_err(tx)?;
+    }
+    Ok(())
+}
+
+async fn copy_in(
+    client: &Client,
+    table: &str,
+    freeze: bool,
+    chunks: Vec<Vec<u8>>,
+) -> Result<(), DbError> {
+    let tx = |e| db_err(&format!("COPY {table}"), e);
+    let sql = format!(
+        "COPY {table} FROM STDIN WITH (FORMAT binary{})",
+        if freeze { ", FREEZE" } else { "" }
+    );
+    let sink = client.copy_in::<_, bytes::Bytes>(&sql).await.map_err(tx)?;
+    futures_util::pin_mut!(sink);
+    for c in chunks {
+        sink.send(bytes::Bytes::from(c)).await.map_err(tx)?;
+    }
+    sink.finish().await.map_err(tx)?;
+    Ok(())
+}
+
+/// One field of a binary COPY row.
+enum Field<'a> {
+    Int(i32),
+    BigInt(i64),
+    Text(&'a str),
+    Null,
+}
+
+/// PostgreSQL's binary COPY signature, flags and header-extension length.
+fn copy_header() -> Vec<u8> {
+    let mut b = Vec::with_capacity(1 << 20 | 4096);
+    b.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
+    b.extend_from_slice(&0i32.to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes());
+    b
+}
+
+fn copy_row(b: &mut Vec<u8>, fields: &[Field<'_>]) {
+    b.extend_from_slice(&(fields.len() as i16).to_be_bytes());
+    for f in fields {
+        match f {
+            Field::Int(v) => {
+                b.extend_from_slice(&4i32.to_be_bytes());
+                b.extend_from_slice(&v.to_be_bytes());
+            }
+            Field::BigInt(v) => {
+                b.extend_from_slice(&8i32.to_be_bytes());
+                b.extend_from_slice(&v.to_be_bytes());
+            }
+            Field::Text(s) => {
+                b.extend_from_slice(&(s.len() as i32).to_be_bytes());
+                b.extend_from_slice(s.as_bytes());
+            }
+            Field::Null => b.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
+}
+
+/// The file trailer (a field count of -1).
+fn copy_finish(b: &mut Vec<u8>) {
+    b.extend_from_slice(&(-1i16).to_be_bytes());
+}
+
+/// pgbench's built-in script as a runner workload.
+pub fn workload(spec: &TpcbSpec) -> Workload {
+    let mut statements = StatementSet::default();
+    for s in TpcbStatement::ALL {
+        statements.push(format!("pgbench_{s:?}").to_lowercase(), s.sql().to_string());
+    }
+    let (script, scale) = (spec.script, spec.scale);
+    Workload {
+        statements,
+        sources: Box::new(move || Box::new(TpcbSource { script, scale })),
+        retry_codes: PGBENCH_RETRY,
+        protocol: spec.protocol,
+        seed: spec.seed,
+    }
+}
+
+struct TpcbSource {
+    script: TpcbScript,
+    scale: u32,
+}
+
+impl EventSource for TpcbSource {
+    fn draw(&mut self, rng: &mut Xoshiro256PlusPlus, ev: &mut Event) {
+        let d = tpcb::draw(rng, self.script, self.scale);
+        let mut params: Vec<Param> = Vec::with_capacity(4);
+        for &s in self.script.statements() {
+            params.clear();
+            params.extend(s.params(&d).into_iter().map(Param::Int));
+            ev.push(s as usize, &params);
+        }
+        if self.script.statements().first() == Some(&TpcbStatement::Begin) {
+            ev.set_block();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_copy_rows_have_postgres_layout() {
+        let mut b = copy_header();
+        assert_eq!(b.len(), 19);
+        copy_row(&mut b, &[Field::Int(7), Field::Null, Field::Text("ab")]);
+        assert_eq!(
+            &b[19..],
+            &[
+                0, 3, 0, 0, 0, 4, 0, 0, 0, 7, 255, 255, 255, 255, 0, 0, 0, 2, b'a', b'b'
+            ]
+        );
+        copy_finish(&mut b);
+        assert_eq!(&b[b.len() - 2..], &[255, 255]);
+    }
+}

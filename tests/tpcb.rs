@@ -1,0 +1,249 @@
+//! pgbench-compatible TPC-B against clusters csdchar starts itself.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use csdchar_core::tpcb::TpcbScript;
+use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster, PgBinaries};
+use csdchar_dbload::runner::{self, Protocol};
+use csdchar_dbload::tpcb::{self, InitMode, TpcbSpec};
+
+mod common;
+use common::psql;
+
+fn settings(pipeline: bool) -> runner::RunSettings {
+    runner::RunSettings {
+        threads: 1,
+        time: Duration::from_millis(500),
+        report_interval: None,
+        percentiles: vec![95.0],
+        pipeline,
+        reconnect: false,
+        interrupt: Arc::new(AtomicBool::new(false)),
+    }
+}
+
+#[test]
+fn load_schema_scripts_and_cleanup_follow_pgbench() {
+    if let Err(e) = PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let conninfo = cluster.conninfo("postgres");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let spec = TpcbSpec {
+        script: TpcbScript::TpcbLike,
+        scale: 2,
+        fillfactor: Some(70),
+        protocol: Protocol::Simple,
+        seed: 1,
+    };
+    for mode in [InitMode::Client, InitMode::Server] {
+        let loaded = Arc::new(AtomicU64::new(0));
+        let l2 = Arc::clone(&loaded);
+        let load = rt.block_on(tpcb::prepare(
+            &conninfo,
+            &spec,
+            mode,
+            3,
+            mode == InitMode::Server, // the second load replaces the first
+            Arc::new(move |n| {
+                l2.fetch_add(n, Ordering::Relaxed);
+            }),
+        ));
+        load.unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert_eq!(loaded.load(Ordering::Relaxed), 200_000, "{mode:?}");
+        // pgbench's scale rule and row shapes.
+        assert_eq!(
+            psql(
+                &cluster,
+                "select (select count(*) from pgbench_branches) || ',' || \
+                 (select count(*) from pgbench_tellers) || ',' || \
+                 (select count(*) from pgbench_accounts) || ',' || \
+                 (select count(*) from pgbench_history)"
+            ),
+            "2,20,200000,0",
+            "{mode:?}"
+        );
+        assert_eq!(
+            psql(
+                &cluster,
+                "select count(distinct aid) || ',' || min(aid) || ',' || max(aid) || ',' || \
+                 max(bid) || ',' || sum(abalance) || ',' || min(octet_length(filler)) \
+                 from pgbench_accounts"
+            ),
+            "200000,1,200000,2,0,84"
+        );
+        assert_eq!(
+            psql(
+                &cluster,
+                "select count(*) from pgbench_tellers where filler is null and bid = (tid - 1) / 10 + 1"
+            ),
+            "20"
+        );
+        // -F on accounts, tellers and branches only; primary keys on the three.
+        assert_eq!(
+            psql(
+                &cluster,
+                "select string_agg(relname || '=' || coalesce(reloptions::text, '-'), ' ' order by relname) \
+                 from pg_class where relname like 'pgbench_%' and relkind = 'r'"
+            ),
+            "pgbench_accounts={fillfactor=70} pgbench_branches={fillfactor=70} \
+             pgbench_history=- pgbench_tellers={fillfactor=70}"
+        );
+        assert_eq!(
+            psql(
+                &cluster,
+                "select string_agg(indexrelid::regclass::text, ',' order by indexrelid::regclass::text) from pg_index \
+                 where indrelid::regclass::text like 'pgbench_%' and indisprimary"
+            ),
+            "pgbench_accounts_pkey,pgbench_branches_pkey,pgbench_tellers_pkey"
+        );
+    }
+    // Without --force, existing tables are refused.
+    let err = rt
+        .block_on(tpcb::prepare(
+            &conninfo,
+            &spec,
+            InitMode::Client,
+            1,
+            false,
+            Arc::new(|_| {}),
+        ))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("--force") && err.contains("pgbench_accounts"),
+        "{err}"
+    );
+
+    // The scripts' statements per transaction, in every protocol, one round trip each or pipelined.
+    let mut history = 0;
+    for (script, per_tx) in [
+        (TpcbScript::TpcbLike, (1, 4, 2)),
+        (TpcbScript::SimpleUpdate, (1, 2, 2)),
+        (TpcbScript::SelectOnly, (1, 0, 0)),
+    ] {
+        for protocol in [Protocol::Simple, Protocol::Extended, Protocol::Prepared] {
+            for pipeline in [false, true] {
+                let w = tpcb::workload(&TpcbSpec {
+                    script,
+                    protocol,
+                    ..spec.clone()
+                });
+                let out = rt
+                    .block_on(runner::run(
+                        &conninfo,
+                        Arc::new(w),
+                        &settings(pipeline),
+                        |_, _| {},
+                    ))
+                    .unwrap();
+                let t = &out.tally;
+                assert!(out.error.is_none(), "{:?}", out.error);
+                assert!(t.transactions > 5, "{script:?} {protocol:?}: {t:?}");
+                assert_eq!(
+                    (t.reads, t.writes, t.others),
+                    (
+                        per_tx.0 * t.transactions,
+                        per_tx.1 * t.transactions,
+                        per_tx.2 * t.transactions
+                    ),
+                    "{script:?} {protocol:?} pipeline {pipeline}"
+                );
+                if script != TpcbScript::SelectOnly {
+                    history += t.transactions;
+                }
+            }
+        }
+    }
+    // Every update transaction left one history row, and the balances add up.
+    assert_eq!(
+        psql(&cluster, "select count(*) from pgbench_history"),
+        history.to_string()
+    );
+    assert_eq!(
+        psql(
+            &cluster,
+            "select (select sum(abalance) from pgbench_accounts) = (select sum(delta) from pgbench_history)"
+        ),
+        "t"
+    );
+
+    assert_eq!(rt.block_on(tpcb::cleanup(&conninfo)).unwrap(), 4);
+    assert_eq!(
+        psql(
+            &cluster,
+            "select count(*) from pg_class where relname like 'pgbench%'"
+        ),
+        "0"
+    );
+}
+
+#[test]
+fn cli_tpcb_on_a_temporary_cluster() {
+    if let Err(e) = PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let ran = common::csdchar(&[
+        "db",
+        "run",
+        "--workload",
+        "tpcb",
+        "--scale",
+        "1",
+        "--threads",
+        "2",
+        "--time",
+        "1s",
+        "--protocol",
+        "prepared",
+        "--percentile",
+        "99,50",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let validator = jsonschema::validator_for(&common::committed_schema("db")).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(v["spec"]["workload"], "tpcb-like");
+    assert_eq!(v["spec"]["scale"], 1);
+    assert_eq!(v["spec"]["protocol"], "prepared");
+    let step = &v["steps"][0];
+    let tx = step["transactions"].as_u64().unwrap();
+    assert!(tx > 0);
+    assert_eq!(step["writes"].as_u64(), Some(4 * tx));
+    let names: Vec<&str> = step["after"]["relations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "pgbench_accounts",
+            "pgbench_branches",
+            "pgbench_history",
+            "pgbench_tellers"
+        ]
+    );
+    // alter is sysbench's; tpcb says what to do instead, exit 2.
+    let ran = common::csdchar(&[
+        "db",
+        "alter",
+        "--workload",
+        "tpcb",
+        "--fillfactor",
+        "70",
+        "--url",
+        "host=127.0.0.1",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 2, "{}", ran.stderr);
+    assert!(ran.stderr.contains("--force"), "{}", ran.stderr);
+}
