@@ -53,7 +53,11 @@ fn load_schema_scripts_and_cleanup_follow_pgbench() {
                 l2.fetch_add(n, Ordering::Relaxed);
             }),
         ));
-        load.unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let times = load.unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert!(
+            times.generate_s > 0.0 && times.primary_keys_s > 0.0,
+            "{times:?}"
+        );
         assert_eq!(loaded.load(Ordering::Relaxed), 200_000, "{mode:?}");
         // pgbench's scale rule and row shapes.
         assert_eq!(
@@ -233,6 +237,36 @@ fn cli_tpcb_on_a_temporary_cluster() {
             "pgbench_tellers"
         ]
     );
+    // A --pgdata cluster across commands; run takes the scale from the tables, as pgbench does.
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-tpcb")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pgdata");
+    let p = pgdata.to_str().unwrap();
+    let with = |step: &str, extra: &[&str]| {
+        let mut a = vec!["db", step, "--pgdata", p, "--workload", "tpcb"];
+        a.extend_from_slice(extra);
+        common::csdchar(&a)
+    };
+    let ran = with("prepare", &["--scale", "2", "--init-mode", "server"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stderr.contains("primary keys"), "{}", ran.stderr);
+    let ran = with("run", &["--time", "1s", "--report-interval", "500ms"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stderr.contains("--scale 1 ignored"), "{}", ran.stderr);
+    assert!(ran.stdout.contains("scaling factor: 2"), "{}", ran.stdout);
+    assert!(ran.stdout.contains("progress: "), "{}", ran.stdout);
+    let ran = with("prepare", &[]);
+    assert_eq!(
+        ran.outcome.exit_code, 2,
+        "prepare twice refuses: {}",
+        ran.stderr
+    );
+    let ran = with("cleanup", &[]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("dropped 4 table(s)"), "{}", ran.stdout);
+
     // alter is sysbench's; tpcb says what to do instead, exit 2.
     let ran = common::csdchar(&[
         "db",

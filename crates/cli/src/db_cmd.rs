@@ -334,22 +334,31 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>) -> 
         b2.inc(n);
     });
     let result = match bench {
-        Bench::Sysbench(spec, _) => oltp::prepare(conninfo, spec, threads, o.force, progress).await,
+        Bench::Sysbench(spec, _) => oltp::prepare(conninfo, spec, threads, o.force, progress)
+            .await
+            .map(|()| String::new()),
         Bench::Tpcb(t) => {
             let mode = match o.init_mode {
                 InitModeArg::Client => tpcb::InitMode::Client,
                 InitModeArg::Server => tpcb::InitMode::Server,
             };
-            tpcb::prepare(conninfo, t, mode, threads, o.force, progress).await
+            tpcb::prepare(conninfo, t, mode, threads, o.force, progress)
+                .await
+                .map(|t| {
+                    format!(
+                        " (create tables {:.2} s, generate {:.2} s, vacuum {:.2} s, primary keys {:.2} s)",
+                        t.create_s, t.generate_s, t.vacuum_s, t.primary_keys_s
+                    )
+                })
         }
     };
     bar.finish_and_clear();
     match result {
-        Ok(()) => {
+        Ok(steps) => {
             let secs = t0.elapsed().as_secs_f64();
             let _ = writeln!(
                 io.stderr,
-                "prepared {what} = {total} rows in {secs:.1}s ({:.0} rows/s){}",
+                "prepared {what} = {total} rows in {secs:.1}s ({:.0} rows/s){}{steps}",
                 loaded.load(Ordering::Relaxed) as f64 / secs.max(1e-9),
                 o.fillfactor
                     .map_or(String::new(), |f| format!(", fillfactor {f}"))
@@ -397,6 +406,8 @@ fn interval_line(iv: &OltpInterval, threads: u32, pct: f64) -> String {
 }
 
 async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source: &str) -> i32 {
+    let bench_found;
+    let mut bench = bench;
     let tables = bench.tables();
     let started_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
     let client = match oltp::connect(conninfo).await {
@@ -442,6 +453,26 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
             );
         }
         Err(e) => return fail(io, &e.0),
+    }
+    // Like pgbench: the scale is what the tables hold, whatever --scale says.
+    if let Bench::Tpcb(t) = bench
+        && let Ok(row) = client
+            .query_one("SELECT count(*)::bigint FROM pgbench_branches", &[])
+            .await
+    {
+        let found: i64 = row.get(0);
+        if found > 0 && found != i64::from(t.scale) {
+            let _ = writeln!(
+                io.stderr,
+                "note: --scale {} ignored, using the count of pgbench_branches ({found})",
+                t.scale
+            );
+            bench_found = Bench::Tpcb(TpcbSpec {
+                scale: found as u32,
+                ..t.clone()
+            });
+            bench = &bench_found;
+        }
     }
     drop(client);
     let name = bench.name();

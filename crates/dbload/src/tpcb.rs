@@ -40,6 +40,19 @@ pub enum InitMode {
     Server,
 }
 
+/// Seconds per load step, as pgbench's `-i` reports them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadTimes {
+    /// Dropping existing tables (with --force) and creating them.
+    pub create_s: f64,
+    /// Generating rows (COPY or server-side).
+    pub generate_s: f64,
+    /// VACUUM ANALYZE.
+    pub vacuum_s: f64,
+    /// Primary keys.
+    pub primary_keys_s: f64,
+}
+
 /// Retried SQLSTATEs (pgbench retries serialization failures and deadlocks).
 pub const PGBENCH_RETRY: &[&str] = &["40001", "40P01"];
 
@@ -73,7 +86,15 @@ pub async fn prepare(
     jobs: u32,
     force: bool,
     progress: Arc<dyn Fn(u64) + Send + Sync>,
-) -> Result<(), DbError> {
+) -> Result<LoadTimes, DbError> {
+    let mut times = LoadTimes::default();
+    let mut t0 = std::time::Instant::now();
+    let mut lap = move || {
+        let now = std::time::Instant::now();
+        let s = now.duration_since(t0).as_secs_f64();
+        t0 = now;
+        s
+    };
     let admin = connect(conninfo).await?;
     let found = existing_tables(&admin, &table_names()).await?;
     if !found.is_empty() {
@@ -91,6 +112,7 @@ pub async fn prepare(
             .await
             .map_err(|e| db_err("creating tables", e))?;
     }
+    times.create_s = lap();
     let (branches, tellers, accounts) = tpcb::row_counts(spec.scale);
     let loaded = Arc::new(AtomicU64::new(0));
     let how_far = |loaded: &AtomicU64, step: &str, e: DbError| {
@@ -108,8 +130,14 @@ pub async fn prepare(
             .await
             .map_err(|e| how_far(&loaded, "generate", e))?;
     }
-    // Accounts: key ranges over `jobs` connections. One connection may freeze (it truncates first).
-    let jobs = u64::from(jobs.max(1)).min(accounts.div_ceil(10_000).max(1));
+    // Accounts. Client-side: one connection with COPY FREEZE — FREEZE needs
+    // the transaction that truncated the table, and one frozen binary COPY
+    // measured faster than two unfrozen ones in parallel (whose rows vacuum
+    // must then visit). Server-side: key ranges over `jobs` connections.
+    let jobs = match mode {
+        InitMode::Client => 1,
+        InitMode::Server => u64::from(jobs.max(1)).min(accounts.div_ceil(10_000).max(1)),
+    };
     let per = accounts.div_ceil(jobs);
     let mut tasks = Vec::new();
     for j in 0..jobs {
@@ -132,6 +160,7 @@ pub async fn prepare(
             .map_err(|e| DbError(format!("loader task failed: {e}")))?
             .map_err(|e| how_far(&loaded, "generate", e))?;
     }
+    times.generate_s = lap();
     // pgbench's `v` then `p`, each table on its own connection.
     parallel(
         conninfo,
@@ -139,10 +168,18 @@ pub async fn prepare(
     )
     .await
     .map_err(|e| how_far(&loaded, "vacuum", e))?;
-    parallel(conninfo, PRIMARY_KEYS.iter().map(|s| s.to_string()))
-        .await
-        .map_err(|e| how_far(&loaded, "primary keys", e))?;
-    Ok(())
+    times.vacuum_s = lap();
+    // A sort in memory instead of on disk; this session only.
+    parallel(
+        conninfo,
+        PRIMARY_KEYS
+            .iter()
+            .map(|s| format!("SET maintenance_work_mem = '1GB'; {s}")),
+    )
+    .await
+    .map_err(|e| how_far(&loaded, "primary keys", e))?;
+    times.primary_keys_s = lap();
+    Ok(times)
 }
 
 /// Runs each statement on its own connection, all at once.
