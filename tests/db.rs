@@ -330,6 +330,7 @@ fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
         &["db", "run", "--url", "port=notanumber"][..],
         &["db", "run", "--percentile", "0"][..],
         &["db", "run", "--rand-type", "bogus"][..],
+        &["db", "prepare", "--url", "host=h", "--fillfactor", "70,50"][..],
     ] {
         let ran = common::csdchar(args);
         assert_eq!(ran.outcome.exit_code, 2, "{args:?}: {}", ran.stderr);

@@ -581,3 +581,94 @@ fn btrfs_compression_is_measured_like_compsize() {
     let d: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!(d["btrfs"]["disk_bytes"].as_u64(), Some(disk));
 }
+
+#[test]
+fn fillfactor_study_on_zram_ext4_grows_logical_much_more_than_physical() {
+    if !is_root_or_skip("fillfactor_study_on_zram_ext4") {
+        return;
+    }
+    if let Err(e) = csdchar_dbload::cluster::PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    if Command::new("mkfs.ext4").arg("-V").output().is_err() {
+        eprintln!("skipped: mkfs.ext4 not installed");
+        return;
+    }
+    // Guards drop in reverse order: the cluster stops (csdchar), then umount, then zram reset.
+    let Some(z) = Zram::new("2G", "lz4") else {
+        return;
+    };
+    sh("mkfs.ext4", &["-q", "-F", &z.dev()]);
+    let mnt = tempfile::Builder::new()
+        .prefix("csdchar-study")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    // discard: the previous load's dropped files leave zram instead of lingering there.
+    let Some(_m) = Mounted::new(&z.dev(), mnt.path(), &["-o", "discard"]) else {
+        return;
+    };
+    let pgdata = mnt.path().join("pgdata");
+    let p = pgdata.to_str().unwrap();
+    let ran = csdchar(&[
+        "db",
+        "study",
+        "--pgdata",
+        p,
+        "--workload",
+        "tpcb",
+        "--scale",
+        "5",
+        "--fillfactor",
+        "100,70,50",
+        "--threads",
+        "2",
+        "--time",
+        "2s",
+        // Loads skip WAL (COPY FREEZE into a table truncated in the same transaction),
+        // so the drive holds the tables, not WAL copies of them.
+        "--pg-set",
+        "wal_level=minimal",
+        "--pg-set",
+        "max_wal_senders=0",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("fillfactor"),
+        "the table: {}",
+        ran.stderr
+    );
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let validator = jsonschema::validator_for(&common::committed_schema("study")).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+    for r in rows {
+        assert_eq!(r["physical_estimated"], false, "{r}");
+        assert!(
+            r["physical_source"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("zram{}", z.id)),
+            "{r}"
+        );
+        assert!(f(r, "tps") > 0.0);
+    }
+    // Properties of the measured numbers, not fixed values: lower fillfactor,
+    // more logical bytes; the drive stores the empty space for almost nothing.
+    let (lg70, lg50) = (f(&rows[1], "logical_growth"), f(&rows[2], "logical_growth"));
+    let pg50 = f(&rows[2], "physical_growth");
+    assert!(
+        lg70 > 0.2 && lg50 > lg70 + 0.2,
+        "logical growth {lg70} {lg50}"
+    );
+    assert!(
+        pg50 < lg50 / 2.0,
+        "physical growth {pg50} vs logical {lg50}"
+    );
+    assert!(f(&rows[2], "ratio") > f(&rows[0], "ratio"), "{rows:?}");
+}

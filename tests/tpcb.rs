@@ -263,6 +263,13 @@ fn cli_tpcb_on_a_temporary_cluster() {
         "prepare twice refuses: {}",
         ran.stderr
     );
+    let ran = with("study", &["--fillfactor", "90"]);
+    assert_eq!(
+        ran.outcome.exit_code, 2,
+        "study replaces tables only with --force: {}",
+        ran.stderr
+    );
+    assert!(ran.stderr.contains("--force"), "{}", ran.stderr);
     let ran = with("cleanup", &[]);
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
     assert!(ran.stdout.contains("dropped 4 table(s)"), "{}", ran.stdout);
@@ -280,4 +287,74 @@ fn cli_tpcb_on_a_temporary_cluster() {
     ]);
     assert_eq!(ran.outcome.exit_code, 2, "{}", ran.stderr);
     assert!(ran.stderr.contains("--force"), "{}", ran.stderr);
+}
+
+#[test]
+fn study_on_a_plain_directory_estimates_physical_size() {
+    if let Err(e) = PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let study = |args: &[&str]| {
+        let mut a = vec![
+            "db",
+            "study",
+            "--threads",
+            "2",
+            "--time",
+            "1s",
+            "--report-interval",
+            "0",
+            "--output-format",
+            "json",
+        ];
+        a.extend_from_slice(args);
+        let ran = common::csdchar(&a);
+        assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+        assert!(
+            ran.stderr.contains("logical MiB"),
+            "the table: {}",
+            ran.stderr
+        );
+        let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+        let validator = jsonschema::validator_for(&common::committed_schema("study")).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        v
+    };
+    let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+    // TPC-B at the default fillfactors.
+    let v = study(&["--workload", "tpcb", "--scale", "2"]);
+    assert_eq!(v["fillfactors"], serde_json::json!([100, 70, 50]));
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for r in rows {
+        assert_eq!(r["physical_estimated"], true, "{r}");
+        assert!(
+            r["physical_source"]
+                .as_str()
+                .unwrap()
+                .starts_with("estimated")
+        );
+        assert!(f(r, "physical_bytes") < f(r, "physical_of_logical_bytes"));
+    }
+    let lg = f(&rows[2], "logical_growth");
+    assert!(lg > 0.5, "fillfactor 50 takes more pages: {lg}");
+    assert!(f(&rows[2], "physical_growth") < lg / 2.0, "{rows:?}");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 3);
+    // sysbench's tables the same way.
+    let v = study(&[
+        "--workload",
+        "oltp-read-only",
+        "--tables",
+        "1",
+        "--table-size",
+        "5000",
+        "--fillfactor",
+        "100,60",
+    ]);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(f(&rows[1], "logical_growth") > 0.2, "{rows:?}");
+    assert!(f(&rows[1], "tps") > 0.0);
 }

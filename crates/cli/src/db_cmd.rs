@@ -2,12 +2,13 @@
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
 use csdchar_core::result::ToolInfo;
 use csdchar_core::result::db::{DB_SCHEMA, DbInterval, DbResult, DbSpec, DbStep};
+use csdchar_core::result::study::{STUDY_SCHEMA, StudyResult, StudyRow, StudyRun};
 use csdchar_core::tpcb::TpcbScript;
 use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
 use csdchar_dbload::oltp::{self, OltpInterval, OltpSpec};
@@ -61,9 +62,34 @@ impl Bench {
                     _ => TpcbScript::TpcbLike,
                 },
                 scale: o.scale,
-                fillfactor: o.fillfactor,
+                fillfactor: o.fillfactor(),
                 protocol: o.protocol.map_or(Protocol::Simple, protocol_of),
                 seed: o.seed,
+            }),
+        }
+    }
+
+    /// Table fillfactor at prepare.
+    fn fillfactor(&self) -> Option<u8> {
+        match self {
+            Bench::Sysbench(s, _) => s.fillfactor,
+            Bench::Tpcb(t) => t.fillfactor,
+        }
+    }
+
+    /// The same workload loaded at fillfactor `ff`.
+    fn with_fillfactor(&self, ff: u8) -> Bench {
+        match self {
+            Bench::Sysbench(s, name) => Bench::Sysbench(
+                OltpSpec {
+                    fillfactor: Some(ff),
+                    ..s.clone()
+                },
+                name,
+            ),
+            Bench::Tpcb(t) => Bench::Tpcb(TpcbSpec {
+                fillfactor: Some(ff),
+                ..t.clone()
             }),
         }
     }
@@ -123,7 +149,7 @@ fn spec_of(o: &DbOpts, workload: OltpWorkload) -> OltpSpec {
             RandArg::Pareto => RandType::Pareto,
             RandArg::Zipfian => RandType::Zipfian,
         },
-        fillfactor: o.fillfactor,
+        fillfactor: o.fillfactor(),
         string_dup: o.string_dup,
         create_secondary: o.create_secondary,
         seed: o.seed,
@@ -137,6 +163,7 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
         DbCommand::Run(o) => (o, "run"),
         DbCommand::Cleanup(o) => (o, "cleanup"),
         DbCommand::Alter(o) => (o, "alter"),
+        DbCommand::Study(o) => (o, "study"),
     };
     let usage = |io: &mut Io<'_>, m: String| {
         let _ = writeln!(io.stderr, "error: {m}");
@@ -145,10 +172,16 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
             block: None,
         }
     };
-    if step == "alter" && o.fillfactor.is_none() {
+    if step != "study" && o.fillfactor.len() > 1 {
+        return usage(
+            io,
+            "--fillfactor: one value (a list is for `csdchar db study`)".into(),
+        );
+    }
+    if step == "alter" && o.fillfactor().is_none() {
         return usage(io, "alter: needs --fillfactor N (10-100)".into());
     }
-    if o.url.is_none() && o.pgdata.is_none() && step != "run" {
+    if o.url.is_none() && o.pgdata.is_none() && step != "run" && step != "study" {
         return usage(
             io,
             format!(
@@ -234,7 +267,8 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
     };
     let bench = Bench::of(o);
     let code = match step {
-        "prepare" => rt.block_on(prepare(&conninfo, &bench, o, io)),
+        "prepare" => rt.block_on(prepare(&conninfo, &bench, o, o.force, io)),
+        "study" => rt.block_on(study(&conninfo, &bench, o, io, source)),
         "alter" if matches!(bench, Bench::Tpcb(_)) => {
             let _ = writeln!(
                 io.stderr,
@@ -243,7 +277,7 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
             EXIT_USAGE
         }
         "alter" => {
-            let ff = o.fillfactor.unwrap_or(100);
+            let ff = o.fillfactor().unwrap_or(100);
             let t0 = Instant::now();
             let stderr = &mut *io.stderr;
             let r = rt.block_on(oltp::alter_fillfactor(&conninfo, o.tables, ff, |t| {
@@ -279,7 +313,7 @@ pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
         }
         _ => {
             if source == "ephemeral" {
-                let c = rt.block_on(prepare(&conninfo, &bench, o, io));
+                let c = rt.block_on(prepare(&conninfo, &bench, o, o.force, io));
                 if c != 0 {
                     return Outcome {
                         exit_code: c,
@@ -302,7 +336,7 @@ fn fail(io: &mut Io<'_>, m: &str) -> i32 {
     1
 }
 
-async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>) -> i32 {
+async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mut Io<'_>) -> i32 {
     let (total, what) = match bench {
         Bench::Sysbench(spec, _) => (
             spec.table_size * u64::from(spec.tables),
@@ -334,7 +368,7 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>) -> 
         b2.inc(n);
     });
     let result = match bench {
-        Bench::Sysbench(spec, _) => oltp::prepare(conninfo, spec, threads, o.force, progress)
+        Bench::Sysbench(spec, _) => oltp::prepare(conninfo, spec, threads, force, progress)
             .await
             .map(|()| String::new()),
         Bench::Tpcb(t) => {
@@ -342,7 +376,7 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>) -> 
                 InitModeArg::Client => tpcb::InitMode::Client,
                 InitModeArg::Server => tpcb::InitMode::Server,
             };
-            tpcb::prepare(conninfo, t, mode, threads, o.force, progress)
+            tpcb::prepare(conninfo, t, mode, threads, force, progress)
                 .await
                 .map(|t| {
                     format!(
@@ -360,7 +394,8 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>) -> 
                 io.stderr,
                 "prepared {what} = {total} rows in {secs:.1}s ({:.0} rows/s){}{steps}",
                 loaded.load(Ordering::Relaxed) as f64 / secs.max(1e-9),
-                o.fillfactor
+                bench
+                    .fillfactor()
                     .map_or(String::new(), |f| format!(", fillfactor {f}"))
             );
             0
@@ -410,32 +445,10 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
     let mut bench = bench;
     let tables = bench.tables();
     let started_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-    let client = match oltp::connect(conninfo).await {
-        Ok(c) => c,
-        Err(e) => return fail(io, &e.0),
+    let (client, version) = match open_checked(conninfo, o, io).await {
+        Ok(x) => x,
+        Err(code) => return code,
     };
-    let version: String = match client.query_one("SHOW server_version", &[]).await {
-        Ok(r) => r.get(0),
-        Err(e) => return fail(io, &format!("server_version: {e}")),
-    };
-    let max_conn: i64 = client
-        .query_one(
-            "SELECT setting::bigint FROM pg_settings WHERE name = 'max_connections'",
-            &[],
-        )
-        .await
-        .map(|r| r.get(0))
-        .unwrap_or(i64::MAX);
-    let need = i64::from(o.threads.iter().copied().max().unwrap_or(1));
-    if need + 3 > max_conn {
-        let _ = writeln!(
-            io.stderr,
-            "error: --threads: {need} clients need max_connections >= {}; the server allows {max_conn} (raise it, e.g. --pg-set max_connections={})",
-            need + 3,
-            need + 20
-        );
-        return EXIT_USAGE;
-    }
     match oltp::existing_tables(&client, &tables).await {
         Ok(t) if t.len() == tables.len() => {}
         Ok(t) => {
@@ -475,14 +488,55 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
         }
     }
     drop(client);
-    let name = bench.name();
     let workload = Arc::new(bench.workload(o.protocol));
     let protocol = workload.protocol;
+    let mut text = String::new();
+    let (steps, error) = run_steps(conninfo, bench, &workload, &tables, o, io, &mut text).await;
+    let interrupted = io.interrupt.load(Ordering::Relaxed) || error.is_some();
+    let result = DbResult {
+        schema: DB_SCHEMA.to_string(),
+        tool: ToolInfo::current(),
+        started_at,
+        server: source.to_string(),
+        server_version: version,
+        spec: db_spec(bench, o, &tables, protocol, o.fillfactor()),
+        steps,
+        interrupted,
+        error: error.clone(),
+    };
+    let bytes = match o.output_format {
+        OutputFormat::Json => output::json_pretty(&result),
+        OutputFormat::Normal => text.into_bytes(),
+    };
+    if let Err(e) = emit(&bytes, o.output.as_deref(), io.stdout) {
+        return fail(io, &e);
+    }
+    if let Some(e) = error {
+        return fail(io, &format!("{e}; partial result saved"));
+    }
+    if io.interrupt.load(Ordering::Relaxed) {
+        let _ = writeln!(io.stderr, "interrupted: partial result saved");
+        return EXIT_INTERRUPTED;
+    }
+    0
+}
+
+/// One step per `--threads` value, each between two snapshots; summaries go to `text`.
+async fn run_steps(
+    conninfo: &str,
+    bench: &Bench,
+    workload: &Arc<Workload>,
+    tables: &[String],
+    o: &DbOpts,
+    io: &mut Io<'_>,
+    text: &mut String,
+) -> (Vec<DbStep>, Option<String>) {
     let live = o.output_format == OutputFormat::Normal && o.output.is_none();
     let report = (!o.report_interval.is_zero()).then_some(o.report_interval);
     let mut steps = Vec::new();
     let mut error = None;
-    let mut text = String::new();
+    let name = bench.name();
+    let protocol = workload.protocol;
     for &threads in &o.threads {
         if io.interrupt.load(Ordering::Relaxed) {
             break;
@@ -496,7 +550,7 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
         }
         let stdout = &mut *io.stdout;
         let before = match oltp::connect(conninfo).await {
-            Ok(c) => Some(csdchar_dbload::snapshot::take(&c, &tables).await),
+            Ok(c) => Some(csdchar_dbload::snapshot::take(&c, tables).await),
             Err(_) => None,
         };
         let settings = oltp::RunSettings {
@@ -509,7 +563,7 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
             interrupt: Arc::clone(&io.interrupt),
         };
         let tpcb = matches!(bench, Bench::Tpcb(_));
-        let out = runner::run(conninfo, Arc::clone(&workload), &settings, |iv, th| {
+        let out = runner::run(conninfo, Arc::clone(workload), &settings, |iv, th| {
             if live {
                 let line = if tpcb {
                     progress_line(iv, o.percentile[0])
@@ -561,71 +615,18 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
                 .collect(),
             before,
             after: match oltp::connect(conninfo).await {
-                Ok(c) => Some(csdchar_dbload::snapshot::take(&c, &tables).await),
+                Ok(c) => Some(csdchar_dbload::snapshot::take(&c, tables).await),
                 Err(_) => None,
             },
         };
-        summary(&mut text, &step, bench, protocol);
+        summary(text, &step, bench, protocol);
         steps.push(step);
         if let Some(e) = out.error {
             error = Some(e);
             break;
         }
     }
-    let interrupted = io.interrupt.load(Ordering::Relaxed) || error.is_some();
-    let result = DbResult {
-        schema: DB_SCHEMA.to_string(),
-        tool: ToolInfo::current(),
-        started_at,
-        server: source.to_string(),
-        server_version: version,
-        spec: DbSpec {
-            workload: name.to_string(),
-            tables: tables.len() as u32,
-            table_size: match bench {
-                Bench::Sysbench(s, _) => s.table_size,
-                Bench::Tpcb(t) => csdchar_core::tpcb::row_counts(t.scale).2,
-            },
-            scale: match bench {
-                Bench::Sysbench(..) => None,
-                Bench::Tpcb(t) => Some(t.scale),
-            },
-            protocol: protocol.name().to_string(),
-            time_s: o.time.as_secs_f64(),
-            range_size: o.range_size,
-            options: match bench {
-                Bench::Sysbench(s, _) => s.options.clone(),
-                Bench::Tpcb(_) => Default::default(),
-            },
-            rand_type: match bench {
-                Bench::Sysbench(..) => format!("{:?}", o.rand_type).to_lowercase(),
-                Bench::Tpcb(_) => "uniform".into(),
-            },
-            fillfactor: o.fillfactor,
-            string_dup: o.string_dup,
-            percentiles: o.percentile.clone(),
-            pipeline: o.pipeline,
-            reconnect: o.reconnect,
-        },
-        steps,
-        interrupted,
-        error: error.clone(),
-    };
-    let bytes = match o.output_format {
-        OutputFormat::Json => output::json_pretty(&result),
-        OutputFormat::Normal => text.into_bytes(),
-    };
-    if let Err(e) = emit(&bytes, o.output.as_deref(), io.stdout) {
-        return fail(io, &e);
-    }
-    if let Some(e) = error {
-        return fail(io, &format!("{e}; partial result saved"));
-    }
-    if io.interrupt.load(Ordering::Relaxed) {
-        let _ = writeln!(io.stderr, "interrupted: partial result saved");
-        return EXIT_INTERRUPTED;
-    }
-    0
+    (steps, error)
 }
 
 /// The peer's end-of-run summary for one step (sysbench's or pgbench's), then
@@ -773,4 +774,407 @@ fn pgbench_summary(out: &mut String, s: &DbStep, t: &TpcbSpec, protocol: Protoco
         );
     }
     let _ = writeln!(out, "tps = {:.6} (without initial connection time)", s.tps);
+}
+
+/// The workload as run, in the result's terms.
+fn db_spec(
+    bench: &Bench,
+    o: &DbOpts,
+    tables: &[String],
+    protocol: Protocol,
+    fillfactor: Option<u8>,
+) -> DbSpec {
+    DbSpec {
+        workload: bench.name().to_string(),
+        tables: tables.len() as u32,
+        table_size: match bench {
+            Bench::Sysbench(s, _) => s.table_size,
+            Bench::Tpcb(t) => csdchar_core::tpcb::row_counts(t.scale).2,
+        },
+        scale: match bench {
+            Bench::Sysbench(..) => None,
+            Bench::Tpcb(t) => Some(t.scale),
+        },
+        protocol: protocol.name().to_string(),
+        time_s: o.time.as_secs_f64(),
+        range_size: o.range_size,
+        options: match bench {
+            Bench::Sysbench(s, _) => s.options.clone(),
+            Bench::Tpcb(_) => Default::default(),
+        },
+        rand_type: match bench {
+            Bench::Sysbench(..) => format!("{:?}", o.rand_type).to_lowercase(),
+            Bench::Tpcb(_) => "uniform".into(),
+        },
+        fillfactor,
+        string_dup: o.string_dup,
+        percentiles: o.percentile.clone(),
+        pipeline: o.pipeline,
+        reconnect: o.reconnect,
+    }
+}
+
+/// Connects, reads the server version and checks `max_connections` against
+/// the largest `--threads`; on failure the message is written and the exit code returned.
+async fn open_checked(
+    conninfo: &str,
+    o: &DbOpts,
+    io: &mut Io<'_>,
+) -> Result<(csdchar_dbload::oltp::Client, String), i32> {
+    let client = match oltp::connect(conninfo).await {
+        Ok(c) => c,
+        Err(e) => return Err(fail(io, &e.0)),
+    };
+    let version: String = match client.query_one("SHOW server_version", &[]).await {
+        Ok(r) => r.get(0),
+        Err(e) => return Err(fail(io, &format!("server_version: {e}"))),
+    };
+    let max_conn: i64 = client
+        .query_one(
+            "SELECT setting::bigint FROM pg_settings WHERE name = 'max_connections'",
+            &[],
+        )
+        .await
+        .map(|r| r.get(0))
+        .unwrap_or(i64::MAX);
+    let need = i64::from(o.threads.iter().copied().max().unwrap_or(1));
+    if need + 3 > max_conn {
+        let _ = writeln!(
+            io.stderr,
+            "error: --threads: {need} clients need max_connections >= {}; the server allows {max_conn} (raise it, e.g. --pg-set max_connections={})",
+            need + 3,
+            need + 20
+        );
+        return Err(EXIT_USAGE);
+    }
+    Ok((client, version))
+}
+
+/// Default fillfactors of `db study`: the published studies' 100, 70 and 50.
+const STUDY_FILLFACTORS: [u8; 3] = [100, 70, 50];
+
+/// `csdchar db study`: per fillfactor, load, checkpoint, measure space, run.
+async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source: &str) -> i32 {
+    let started_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let (client, version) = match open_checked(conninfo, o, io).await {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let tables = bench.tables();
+    match oltp::existing_tables(&client, &tables).await {
+        Ok(t) if !t.is_empty() && !o.force => {
+            let _ = writeln!(
+                io.stderr,
+                "error: tables exist already ({}); the study loads them anew for every fillfactor: pass --force",
+                t.join(", ")
+            );
+            return EXIT_USAGE;
+        }
+        Ok(_) => {}
+        Err(e) => return fail(io, &e.0),
+    }
+    let fillfactors = if o.fillfactor.is_empty() {
+        STUDY_FILLFACTORS.to_vec()
+    } else {
+        o.fillfactor.clone()
+    };
+    let mut rows: Vec<StudyRow> = Vec::new();
+    let mut runs = Vec::new();
+    let mut error = None;
+    let mut text = String::new();
+    let mut protocol = None;
+    for &ff in &fillfactors {
+        if io.interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let b = bench.with_fillfactor(ff);
+        // The drive's baseline without the workload's tables: what the load adds is measured against it.
+        let dropped = match &b {
+            Bench::Sysbench(s, _) => oltp::cleanup(conninfo, s.tables).await,
+            Bench::Tpcb(_) => tpcb::cleanup(conninfo).await,
+        };
+        if let Err(e) = dropped {
+            error = Some(e.0);
+            break;
+        }
+        let baseline = settled_snapshot(&client, &tables).await.0.device;
+        let t0 = Instant::now();
+        if prepare(conninfo, &b, o, true, io).await != 0 {
+            error = Some(format!("loading at fillfactor {ff} failed"));
+            break;
+        }
+        let load_s = t0.elapsed().as_secs_f64();
+        let space = measure_space(&client, &tables, baseline.as_ref(), &io.interrupt).await;
+        let workload = Arc::new(b.workload(o.protocol));
+        protocol = Some(workload.protocol);
+        let (steps, err) = run_steps(conninfo, &b, &workload, &tables, o, io, &mut text).await;
+        for st in &steps {
+            let pct = |p: f64| st.latency.at(p).map_or(f64::NAN, |v| v as f64 / 1e6);
+            let first = rows.iter().find(|r| r.threads == st.threads);
+            rows.push(StudyRow {
+                fillfactor: ff,
+                threads: st.threads,
+                load_s,
+                relation_bytes: space.relation_bytes,
+                data_directory_bytes: space.data_directory_bytes,
+                physical_bytes: space.physical,
+                physical_of_logical_bytes: space.of_logical,
+                physical_source: space.source.clone(),
+                physical_estimated: space.estimated,
+                ratio: match (space.of_logical, space.physical) {
+                    (Some(l), Some(p)) if p > 0.0 => Some(l / p),
+                    _ => None,
+                },
+                tps: st.tps,
+                lat_avg_ms: st.latency.mean_ns / 1e6,
+                lat_p95_ms: pct(95.0),
+                lat_p99_ms: pct(99.0),
+                logical_growth: first.map_or(0.0, |f| {
+                    space.relation_bytes as f64 / f.relation_bytes.max(1) as f64 - 1.0
+                }),
+                physical_growth: match (first, space.physical) {
+                    (None, Some(_)) => Some(0.0),
+                    (Some(f), Some(p)) => f.physical_bytes.map(|fp| p / fp - 1.0),
+                    _ => None,
+                },
+            });
+        }
+        runs.push(StudyRun {
+            fillfactor: ff,
+            steps,
+        });
+        if err.is_some() {
+            error = err;
+            break;
+        }
+    }
+    let table = study_table(&rows);
+    text.push_str(&table);
+    let protocol = protocol.unwrap_or(Protocol::Prepared);
+    let result = StudyResult {
+        schema: STUDY_SCHEMA.to_string(),
+        tool: ToolInfo::current(),
+        started_at,
+        server: source.to_string(),
+        server_version: version,
+        spec: db_spec(bench, o, &tables, protocol, None),
+        fillfactors,
+        rows,
+        runs,
+        interrupted: io.interrupt.load(Ordering::Relaxed) || error.is_some(),
+        error: error.clone(),
+    };
+    let bytes = match o.output_format {
+        OutputFormat::Json => output::json_pretty(&result),
+        OutputFormat::Normal => text.into_bytes(),
+    };
+    if let Err(e) = emit(&bytes, o.output.as_deref(), io.stdout) {
+        return fail(io, &e);
+    }
+    if o.output_format == OutputFormat::Json || o.output.is_some() {
+        // The table is the point of a study: show it even when the result goes elsewhere.
+        let _ = io.stderr.write_all(table.as_bytes());
+    }
+    if let Some(e) = error {
+        return fail(io, &format!("{e}; partial result saved"));
+    }
+    if io.interrupt.load(Ordering::Relaxed) {
+        let _ = writeln!(io.stderr, "interrupted: partial result saved");
+        return EXIT_INTERRUPTED;
+    }
+    0
+}
+
+/// A snapshot after CHECKPOINT and sync(2), so the drive has seen every
+/// write; the flag says whether the CHECKPOINT was permitted.
+async fn settled_snapshot(
+    client: &csdchar_dbload::oltp::Client,
+    tables: &[String],
+) -> (csdchar_core::result::db::DbSnapshot, bool) {
+    let checkpointed = client.batch_execute("CHECKPOINT").await.is_ok();
+    // Safety: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    // File systems discard freed blocks in the background (ext4 -o discard
+    // after its journal commit): wait until the drive's logical counter
+    // holds still for 0.5 s, at most 15 s.
+    let mut snap = csdchar_dbload::snapshot::take(client, tables).await;
+    for _ in 0..30 {
+        let Some(before) = snap.device.as_ref().and_then(|d| d.logical_bytes) else {
+            break;
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let next = csdchar_dbload::snapshot::take(client, tables).await;
+        let still = next.device.as_ref().and_then(|d| d.logical_bytes) == Some(before);
+        snap = next;
+        if still {
+            break;
+        }
+    }
+    (snap, checkpointed)
+}
+
+/// Space of one load.
+struct Space {
+    relation_bytes: i64,
+    data_directory_bytes: Option<u64>,
+    physical: Option<f64>,
+    of_logical: Option<f64>,
+    source: String,
+    estimated: bool,
+}
+
+/// After a CHECKPOINT and sync(2), so the drive has seen the data: the
+/// workload's relation sizes, the data directory's bytes, and the physical
+/// size — from the drive's counters when it compresses (their change since
+/// `baseline`, taken with the tables dropped), else the estimator's
+/// prediction for the relation files (deflate with fixed codes per 4 KiB, the
+/// model closest to published CSD ratios).
+async fn measure_space(
+    client: &csdchar_dbload::oltp::Client,
+    tables: &[String],
+    baseline: Option<&csdchar_core::capacity::CapacitySnapshot>,
+    interrupt: &AtomicBool,
+) -> Space {
+    let (snap, checkpointed) = settled_snapshot(client, tables).await;
+    let relation_bytes = snap
+        .relations
+        .iter()
+        .map(|r| r.table_bytes + r.index_bytes + r.toast_bytes)
+        .sum();
+    let dir = snap.data_directory.as_deref().map(std::path::Path::new);
+    let data_directory_bytes = dir.and_then(|d| directory_bytes(d).ok());
+    let note = if checkpointed {
+        ""
+    } else {
+        ", no CHECKPOINT (not permitted)"
+    };
+    if let Some(dev) = &snap.device
+        && let (Some(p), Some(l)) = (dev.physical_bytes, dev.logical_bytes)
+        && let Some(base) = baseline
+        && let (Some(p0), Some(l0)) = (base.physical_bytes, base.logical_bytes)
+    {
+        // What the load added to the drive (WAL included, if the server wrote any).
+        return Space {
+            relation_bytes,
+            data_directory_bytes,
+            physical: Some(p as f64 - p0 as f64),
+            of_logical: Some(l as f64 - l0 as f64),
+            source: format!(
+                "device {} (counters' change over the load{note})",
+                dev.device
+            ),
+            estimated: false,
+        };
+    }
+    let files = match dir {
+        Some(d) => csdchar_dbload::snapshot::relation_files(client, tables, d).await,
+        None => Vec::new(),
+    };
+    if !files.is_empty() {
+        let logical: u64 = files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
+        let plan = crate::estimate::EstimatePlan {
+            paths: files,
+            codec: csdchar_core::compressibility::Codec::DeflateFixed,
+            chunk: 4096,
+            // Every chunk up to 4 GiB; a 10% sample (with its interval) beyond.
+            sample_pct: if logical <= 4 << 30 { 100.0 } else { 10.0 },
+            seed: 1,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        if let Ok(e) = crate::estimate::run(&plan, interrupt, String::new()) {
+            return Space {
+                relation_bytes,
+                data_directory_bytes,
+                physical: Some(e.total.stored_bytes),
+                of_logical: Some(e.total.logical_bytes as f64),
+                source: format!("estimated (deflate-fixed per 4 KiB of the relation files{note})"),
+                estimated: true,
+            };
+        }
+    }
+    Space {
+        relation_bytes,
+        data_directory_bytes,
+        physical: None,
+        of_logical: None,
+        source: "unknown (data directory not readable here, drive not compressing)".into(),
+        estimated: false,
+    }
+}
+
+/// Bytes of all regular files under `dir`.
+fn directory_bytes(dir: &std::path::Path) -> std::io::Result<u64> {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let t = e.file_type()?;
+        if t.is_dir() {
+            total += directory_bytes(&e.path())?;
+        } else if t.is_file() {
+            total += e.metadata()?.len();
+        }
+    }
+    Ok(total)
+}
+
+/// The study table, as the published studies tabulate it.
+fn study_table(rows: &[StudyRow]) -> String {
+    let mib = |b: f64| b / (1u64 << 20) as f64;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{:>10} {:>7} {:>8} {:>12} {:>12} {:>7} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}",
+        "fillfactor",
+        "threads",
+        "load s",
+        "logical MiB",
+        "physical MiB",
+        "ratio",
+        "TPS",
+        "avg ms",
+        "p95 ms",
+        "p99 ms",
+        "logical+",
+        "physical+"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:>10} {:>7} {:>8.1} {:>12.1} {:>12} {:>7} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>7.1}% {:>9}",
+            r.fillfactor,
+            r.threads,
+            r.load_s,
+            mib(r.relation_bytes as f64),
+            r.physical_bytes.map_or("-".into(), |p| format!(
+                "{:.1}{}",
+                mib(p),
+                if r.physical_estimated { "*" } else { "" }
+            )),
+            r.ratio.map_or("-".into(), |x| format!("{x:.2}")),
+            r.tps,
+            r.lat_avg_ms,
+            r.lat_p95_ms,
+            r.lat_p99_ms,
+            100.0 * r.logical_growth,
+            r.physical_growth
+                .map_or("-".into(), |g| format!("{:.1}%", 100.0 * g)),
+        );
+    }
+    if let Some(r) = rows.first() {
+        let _ = writeln!(
+            out,
+            "logical: the workload's tables, indexes and TOAST; physical: {}{}; growth versus the first row",
+            r.physical_source,
+            if r.physical_estimated {
+                " (* = estimated)"
+            } else {
+                ""
+            }
+        );
+    }
+    out
 }

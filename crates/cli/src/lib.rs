@@ -66,6 +66,9 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
                 SchemaName::Capacity => capacity_schema(),
                 SchemaName::Estimate => estimate_schema(),
                 SchemaName::Db => db_schema(),
+                SchemaName::Study => pretty_schema(schemars::schema_for!(
+                    csdchar_core::result::study::StudyResult
+                )),
             };
             let _ = io.stdout.write_all(text.as_bytes());
             Outcome::code(0)

@@ -51,6 +51,8 @@ pub enum SchemaName {
     Estimate,
     /// csdchar.db/1
     Db,
+    /// csdchar.study/1
+    Study,
 }
 
 /// `csdchar db` steps.
@@ -64,6 +66,16 @@ pub enum DbCommand {
     Cleanup(DbOpts),
     /// Change existing tables: --fillfactor N, c/pad STORAGE PLAIN, VACUUM FULL ANALYZE.
     Alter(DbOpts),
+    /// For each --fillfactor (e.g. 100,70,50): load, checkpoint, measure logical and physical size
+    /// (the drive's counters, or the estimator's prediction), run; one table of all.
+    Study(DbOpts),
+}
+
+impl DbOpts {
+    /// The single fillfactor of prepare/run/alter.
+    pub fn fillfactor(&self) -> Option<u8> {
+        self.fillfactor.first().copied()
+    }
 }
 
 /// sysbench's scripts.
@@ -233,9 +245,9 @@ pub struct DbOpts {
     /// restart the transaction, counting reconnects; without it the run stops with its partial result.
     #[arg(long)]
     pub reconnect: bool,
-    /// Table fillfactor at prepare (10-100).
-    #[arg(long, value_parser = clap::value_parser!(u8).range(10..=100))]
-    pub fillfactor: Option<u8>,
+    /// Table fillfactor at prepare (10-100); `db study` takes a list (default 100,70,50).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u8).range(10..=100))]
+    pub fillfactor: Vec<u8>,
     /// % of c/pad values drawn from 16 repeated strings (business-like, compressible data).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub string_dup: u8,

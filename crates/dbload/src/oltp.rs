@@ -13,7 +13,8 @@ use csdchar_core::oltp::{
 use futures_util::SinkExt;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use tokio_postgres::{Client, NoTls};
+pub use tokio_postgres::Client;
+use tokio_postgres::NoTls;
 
 use crate::conn::{ConnTarget, ProcessEnv};
 use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};

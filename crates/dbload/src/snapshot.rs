@@ -96,3 +96,41 @@ pub async fn take(client: &Client, names: &[String]) -> DbSnapshot {
 fn humantime_now() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
+
+/// The files (all 1 GiB segments) of the tables, their indexes and TOAST tables.
+pub async fn relation_files(
+    client: &Client,
+    tables: &[String],
+    data_dir: &std::path::Path,
+) -> Vec<std::path::PathBuf> {
+    let Ok(rows) = client
+        .query(
+            "SELECT pg_relation_filepath(c.oid) FROM pg_class c \
+             WHERE c.relname = ANY($1) \
+             OR c.oid IN (SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid WHERE t.relname = ANY($1)) \
+             OR c.oid IN (SELECT t.reltoastrelid FROM pg_class t WHERE t.relname = ANY($1))",
+            &[&tables.to_vec()],
+        )
+        .await
+    else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    for r in rows {
+        let Some(rel): Option<String> = r.get(0) else {
+            continue;
+        };
+        let base = data_dir.join(&rel);
+        if base.is_file() {
+            files.push(base.clone());
+        }
+        for seg in 1.. {
+            let p = std::path::PathBuf::from(format!("{}.{seg}", base.display()));
+            if !p.is_file() {
+                break;
+            }
+            files.push(p);
+        }
+    }
+    files
+}

@@ -3,6 +3,7 @@
 
 pub mod block;
 pub mod db;
+pub mod study;
 
 use serde::{Deserialize, Serialize};
 
