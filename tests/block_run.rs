@@ -84,6 +84,7 @@ fn committed_schemas_are_current_and_document_every_field() {
         ("capacity", csdchar_cli::capacity_schema()),
         ("estimate", csdchar_cli::estimate_schema()),
         ("db", csdchar_cli::db_schema()),
+        ("study", csdchar_cli::study_schema()),
     ] {
         let generated: serde_json::Value = serde_json::from_str(&generated).unwrap();
         let committed = common::committed_schema(name);

@@ -86,6 +86,13 @@ pub fn capacity_schema() -> String {
     pretty_schema(schemars::schema_for!(CapacityResult))
 }
 
+/// JSON schema of `csdchar.study/1`, pretty-printed.
+pub fn study_schema() -> String {
+    pretty_schema(schemars::schema_for!(
+        csdchar_core::result::study::StudyResult
+    ))
+}
+
 /// The JSON Schema of `csdchar.db/1`.
 pub fn db_schema() -> String {
     pretty_schema(schemars::schema_for!(csdchar_core::result::db::DbResult))
