@@ -7,9 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{
-    RecordingEngine, assert_valid_block_json, block_spec, csdchar, csdchar_with_interrupt,
-};
+use common::{RecordingEngine, assert_matches_schema, block_spec, csdchar, csdchar_with_interrupt};
 use csdchar_core::result::RunStatus;
 use csdchar_fio_like::{EngineError, RunControl, run_block_with};
 
@@ -49,7 +47,7 @@ fn randwrite_json_has_iops_percentiles_series_and_matches_schema() {
     ]);
     assert_eq!(ran.outcome.exit_code, 0, "stderr: {}", ran.stderr);
     let v: serde_json::Value = serde_json::from_str(&ran.stdout).expect("stdout is only JSON");
-    assert_valid_block_json(&v);
+    assert_matches_schema(&v, "block");
     assert_eq!(v["schema"], "csdchar.block/1");
     assert_eq!(v["status"], "completed");
     assert!(v["read"].is_null());
@@ -324,7 +322,7 @@ fn interrupt_saves_a_partial_result_with_exit_130() {
     t.join().unwrap();
     assert_eq!(ran.outcome.exit_code, 130);
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
-    assert_valid_block_json(&v);
+    assert_matches_schema(&v, "block");
     assert_eq!(v["status"], "interrupted");
     assert!(v["read"]["ios"].as_u64().unwrap() > 0);
     assert!(v["elapsed_ns"].as_u64().unwrap() < 30_000_000_000);

@@ -26,17 +26,7 @@ fn spec(workload: OltpWorkload) -> OltpSpec {
     }
 }
 
-fn settings(threads: u32, ms: u64, report_ms: Option<u64>) -> oltp::RunSettings {
-    oltp::RunSettings {
-        threads,
-        time: Duration::from_millis(ms),
-        report_interval: report_ms.map(Duration::from_millis),
-        percentiles: vec![95.0],
-        pipeline: false,
-        reconnect: false,
-        interrupt: Arc::new(AtomicBool::new(false)),
-    }
-}
+use common::run_settings as settings;
 
 #[test]
 fn prepare_run_cleanup_with_sysbench_counting() {
@@ -238,9 +228,7 @@ fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
     ]);
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
     let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
-    let validator = jsonschema::validator_for(&common::committed_schema("db")).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    common::assert_matches_schema(&v, "db");
     assert_eq!(v["server"], "ephemeral");
     let steps = v["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2);

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{committed_schema, csdchar, write_compressible};
+use common::{csdchar, write_compressible};
 
 fn tmp() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -18,9 +18,7 @@ fn json(args: &[&str]) -> serde_json::Value {
     let ran = csdchar(&a);
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
     let v: serde_json::Value = serde_json::from_str(&ran.stdout).expect("JSON only");
-    let validator = jsonschema::validator_for(&committed_schema("estimate")).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    common::assert_matches_schema(&v, "estimate");
     v
 }
 

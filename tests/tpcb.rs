@@ -1,8 +1,7 @@
 //! pgbench-compatible TPC-B against clusters csdchar starts itself.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use csdchar_core::tpcb::TpcbScript;
 use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster, PgBinaries};
@@ -14,13 +13,8 @@ use common::psql;
 
 fn settings(pipeline: bool) -> runner::RunSettings {
     runner::RunSettings {
-        threads: 1,
-        time: Duration::from_millis(500),
-        report_interval: None,
-        percentiles: vec![95.0],
         pipeline,
-        reconnect: false,
-        interrupt: Arc::new(AtomicBool::new(false)),
+        ..common::run_settings(1, 500, None)
     }
 }
 
@@ -212,9 +206,7 @@ fn cli_tpcb_on_a_temporary_cluster() {
     ]);
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
     let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
-    let validator = jsonschema::validator_for(&common::committed_schema("db")).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    common::assert_matches_schema(&v, "db");
     assert_eq!(v["spec"]["workload"], "tpcb-like");
     assert_eq!(v["spec"]["scale"], 1);
     assert_eq!(v["spec"]["protocol"], "prepared");
@@ -317,9 +309,7 @@ fn study_on_a_plain_directory_estimates_physical_size() {
             ran.stderr
         );
         let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
-        let validator = jsonschema::validator_for(&common::committed_schema("study")).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{errors:?}");
+        common::assert_matches_schema(&v, "study");
         v
     };
     let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();

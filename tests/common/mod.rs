@@ -62,9 +62,9 @@ pub fn committed_schema(name: &str) -> serde_json::Value {
         .expect("schema file is JSON")
 }
 
-/// Asserts `value` is valid against the committed block schema.
-pub fn assert_valid_block_json(value: &serde_json::Value) {
-    let schema = committed_schema("block");
+/// Asserts `value` is valid against the committed schema `csdchar.NAME/1`.
+pub fn assert_matches_schema(value: &serde_json::Value, name: &str) {
+    let schema = committed_schema(name);
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
     let errors: Vec<String> = validator
         .iter_errors(value)
@@ -176,4 +176,22 @@ pub fn psql(c: &csdchar_dbload::cluster::ManagedCluster, sql: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Run settings for the database tests: `threads` clients for `ms` milliseconds,
+/// intervals every `report_ms`, sysbench's defaults otherwise.
+pub fn run_settings(
+    threads: u32,
+    ms: u64,
+    report_ms: Option<u64>,
+) -> csdchar_dbload::runner::RunSettings {
+    csdchar_dbload::runner::RunSettings {
+        threads,
+        time: std::time::Duration::from_millis(ms),
+        report_interval: report_ms.map(std::time::Duration::from_millis),
+        percentiles: vec![95.0],
+        pipeline: false,
+        reconnect: false,
+        interrupt: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    }
 }

@@ -508,8 +508,24 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
         OutputFormat::Json => output::json_pretty(&result),
         OutputFormat::Normal => text.into_bytes(),
     };
-    if let Err(e) = emit(&bytes, o.output.as_deref(), io.stdout) {
+    finish(&bytes, o, io, error, None)
+}
+
+/// Writes the result (stdout or --output), then `also_stderr`, and turns the
+/// outcome into the exit code: 1 after an error, 130 after Ctrl-C, with the
+/// partial result saved either way.
+fn finish(
+    bytes: &[u8],
+    o: &DbOpts,
+    io: &mut Io<'_>,
+    error: Option<String>,
+    also_stderr: Option<&str>,
+) -> i32 {
+    if let Err(e) = emit(bytes, o.output.as_deref(), io.stdout) {
         return fail(io, &e);
+    }
+    if let Some(t) = also_stderr {
+        let _ = io.stderr.write_all(t.as_bytes());
     }
     if let Some(e) = error {
         return fail(io, &format!("{e}; partial result saved"));
@@ -968,21 +984,9 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
         OutputFormat::Json => output::json_pretty(&result),
         OutputFormat::Normal => text.into_bytes(),
     };
-    if let Err(e) = emit(&bytes, o.output.as_deref(), io.stdout) {
-        return fail(io, &e);
-    }
-    if o.output_format == OutputFormat::Json || o.output.is_some() {
-        // The table is the point of a study: show it even when the result goes elsewhere.
-        let _ = io.stderr.write_all(table.as_bytes());
-    }
-    if let Some(e) = error {
-        return fail(io, &format!("{e}; partial result saved"));
-    }
-    if io.interrupt.load(Ordering::Relaxed) {
-        let _ = writeln!(io.stderr, "interrupted: partial result saved");
-        return EXIT_INTERRUPTED;
-    }
-    0
+    // The table is the point of a study: show it even when the result goes elsewhere.
+    let elsewhere = o.output_format == OutputFormat::Json || o.output.is_some();
+    finish(&bytes, o, io, error, elsewhere.then_some(table.as_str()))
 }
 
 /// A snapshot after CHECKPOINT and sync(2), so the drive has seen every
