@@ -348,3 +348,51 @@ fn study_on_a_plain_directory_estimates_physical_size() {
     assert!(f(&rows[1], "logical_growth") > 0.2, "{rows:?}");
     assert!(f(&rows[1], "tps") > 0.0);
 }
+
+#[test]
+fn a_load_cut_short_fails_cleanly_and_says_how_far_it_got() {
+    if let Err(e) = PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let conninfo = cluster.conninfo("postgres");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let spec = TpcbSpec {
+        script: TpcbScript::TpcbLike,
+        scale: 50,
+        fillfactor: None,
+        protocol: Protocol::Simple,
+        seed: 1,
+    };
+    let loaded = Arc::new(AtomicU64::new(0));
+    let l2 = Arc::clone(&loaded);
+    let err = std::thread::scope(|sc| {
+        // Once rows flow, the server ends the loader's connection (as a crash or an operator would).
+        sc.spawn(|| {
+            while loaded.load(Ordering::Relaxed) < 200_000 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            psql(
+                &cluster,
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE application_name = 'csdchar' AND query LIKE 'COPY%'",
+            )
+        });
+        rt.block_on(tpcb::prepare(
+            &conninfo,
+            &spec,
+            InitMode::Client,
+            2,
+            false,
+            Arc::new(move |n| {
+                l2.fetch_add(n, Ordering::Relaxed);
+            }),
+        ))
+        .unwrap_err()
+        .to_string()
+    });
+    assert!(err.contains("step 'generate'"), "{err}");
+    assert!(err.contains("of 5000000 accounts rows"), "{err}");
+    assert!(err.contains("--force"), "says how to start over: {err}");
+}

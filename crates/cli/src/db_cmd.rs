@@ -358,9 +358,15 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
     )
     .with_style(
         indicatif::ProgressStyle::with_template(
-            "loading {bar:30} {human_pos}/{human_len} rows  {elapsed} elapsed, ETA {eta}",
+            "loading {bar:30} {human_pos}/{human_len} rows  {rate}  {elapsed} elapsed, ETA {eta}",
         )
-        .expect("static template is valid"),
+        .expect("static template is valid")
+        .with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0} rows/s", state.per_sec());
+            },
+        ),
     );
     let b2 = bar.clone();
     let progress: Arc<dyn Fn(u64) + Send + Sync> = Arc::new(move |n| {
