@@ -597,3 +597,58 @@ fn passwords_md5_and_scram_authenticate_and_never_show() {
     assert!(ran.stderr.contains("127.0.0.1:"), "{}", ran.stderr);
     assert!(!ran.stderr.contains("Wr0ng-pw"), "{}", ran.stderr);
 }
+
+#[test]
+fn estimate_names_relations_and_tells_toast_from_heap_with_url() {
+    if let Err(e) = PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-estname")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pgdata");
+    let cluster = ManagedCluster::start(&ClusterSpec {
+        pgdata: Some(pgdata.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    // Long, incompressible-enough values go to TOAST; a checkpoint puts them in the files.
+    psql(
+        &cluster,
+        "CREATE TABLE docs(id int PRIMARY KEY, body text); \
+         ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL; \
+         INSERT INTO docs SELECT g, (SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 100)) \
+         FROM generate_series(1, 200) g; CHECKPOINT",
+    );
+    let ran = common::csdchar(&[
+        "estimate",
+        pgdata.to_str().unwrap(),
+        "--url",
+        &cluster.conninfo("postgres"),
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    common::assert_matches_schema(&v, "estimate");
+    let rels = v["postgres"]["relations"].as_array().unwrap();
+    let named = |n: &str| rels.iter().find(|r| r["name"] == n);
+    assert!(named("public.docs").is_some(), "{rels:?}");
+    assert!(named("public.docs_pkey").is_some(), "{rels:?}");
+    let toast: Vec<_> = rels
+        .iter()
+        .filter(|r| r["toast_of"] == "public.docs")
+        .collect();
+    assert!(!toast.is_empty(), "the TOAST table is told apart: {rels:?}");
+    assert!(
+        toast
+            .iter()
+            .any(|r| r["main"]["logical_bytes"].as_u64().unwrap() > 500_000),
+        "the long values live there: {toast:?}"
+    );
+    // Catalogs of the connected database and the shared ones are named too.
+    assert!(named("pg_catalog.pg_class").is_some());
+    assert!(named("pg_catalog.pg_database").is_some());
+}

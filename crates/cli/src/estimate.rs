@@ -351,6 +351,8 @@ fn pg_breakdown(
                     .unwrap_or(PgFileKind::Relation),
                 main: Estimate::sum(main.iter()),
                 map_bytes,
+                name: None,
+                toast_of: None,
             },
         )
         .collect();
@@ -367,4 +369,27 @@ fn pg_breakdown(
             .collect(),
         relations,
     })
+}
+
+/// Fills in relation names (and TOAST owners) from the server at `url`.
+pub fn name_relations(url: &str, pg: &mut PgBreakdown) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    let names = rt.block_on(async {
+        let client = csdchar_dbload::oltp::connect(url).await.map_err(|e| e.0)?;
+        csdchar_dbload::snapshot::relation_names(&client)
+            .await
+            .map_err(|e| format!("reading pg_class: {e}"))
+    })?;
+    let by_file: BTreeMap<(Option<u32>, u32), &csdchar_dbload::snapshot::RelationName> =
+        names.iter().map(|n| ((n.db, n.relfilenode), n)).collect();
+    for rel in &mut pg.relations {
+        if let Some(n) = by_file.get(&(rel.db, rel.relfilenode)) {
+            rel.name = Some(n.name.clone());
+            rel.toast_of = n.toast_of.clone();
+        }
+    }
+    Ok(())
 }

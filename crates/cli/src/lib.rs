@@ -142,14 +142,32 @@ fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
             |t| t as usize,
         ),
     };
+    if let Some(url) = &opts.url
+        && let Err(e) =
+            csdchar_dbload::conn::ConnTarget::parse(url, &csdchar_dbload::conn::ProcessEnv)
+    {
+        let _ = writeln!(io.stderr, "error: --url: {e}");
+        return Outcome::code(EXIT_USAGE);
+    }
     let started = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-    let result = match estimate::run(&plan, &io.interrupt, started) {
+    let mut result = match estimate::run(&plan, &io.interrupt, started) {
         Ok(r) => r,
         Err(e) => {
             let _ = writeln!(io.stderr, "error: {e}");
             return Outcome::code(EXIT_USAGE);
         }
     };
+    if let (Some(url), Some(pg)) = (&opts.url, result.postgres.as_mut()) {
+        if let Err(e) = estimate::name_relations(url, pg) {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(1);
+        }
+    } else if opts.url.is_some() {
+        let _ = writeln!(
+            io.stderr,
+            "note: --url ignored: no PostgreSQL data directory among the inputs"
+        );
+    }
     let bytes = match opts.output_format {
         OutputFormat::Json => output::json_pretty(&result),
         OutputFormat::Normal => output::estimate_text(&result),

@@ -299,6 +299,10 @@ pub struct EstimateOpts {
     /// Worker threads (default: all cores).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
+    /// Name the relations of a PostgreSQL data directory (and tell TOAST from heap) by asking
+    /// this server (libpq URL or key=value; PG* variables fill the rest).
+    #[arg(long)]
+    pub url: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "normal")]
     pub output_format: OutputFormat,

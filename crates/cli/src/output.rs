@@ -472,12 +472,17 @@ pub fn estimate_text(r: &EstimateResult) -> Vec<u8> {
                 .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "    {}/{} {kind:<8} {:>12} -> {:>12}  {}",
+                "    {}/{} {kind:<8} {:>12} -> {:>12}  {}{}",
                 rel.db.map_or("global".to_string(), |d| d.to_string()),
                 rel.relfilenode,
                 format_bytes(rel.main.logical_bytes as f64),
                 format_bytes(rel.main.stored_bytes),
-                ratio_text(&rel.main)
+                ratio_text(&rel.main),
+                match (&rel.name, &rel.toast_of) {
+                    (Some(n), Some(t)) => format!("  {n} (TOAST of {t})"),
+                    (Some(n), None) => format!("  {n}"),
+                    _ => String::new(),
+                }
             );
         }
     }

@@ -215,7 +215,7 @@ pub struct PgKindEstimate {
 pub struct PgRelationEstimate {
     /// Database OID (null for shared catalogs in `global`).
     pub db: Option<u32>,
-    /// relfilenode (map it to a name with `SELECT relname FROM pg_class WHERE relfilenode = …`).
+    /// relfilenode (`estimate --url` maps it to `name`).
     pub relfilenode: u32,
     /// Heap or index, from the first page of the main fork.
     pub kind: PgFileKind,
@@ -223,6 +223,10 @@ pub struct PgRelationEstimate {
     pub main: Estimate,
     /// Free-space and visibility maps, bytes (logical).
     pub map_bytes: u64,
+    /// `schema.name` from the server (`estimate --url`); null when not mapped.
+    pub name: Option<String>,
+    /// For a TOAST table or its index: the table it belongs to (`schema.name`).
+    pub toast_of: Option<String>,
 }
 
 /// Whether chunk `index` of input `file` is in a `pct` % sample: a hash

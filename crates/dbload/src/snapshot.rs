@@ -134,3 +134,45 @@ pub async fn relation_files(
     }
     files
 }
+
+/// One relation file's identity, as the server names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelationName {
+    /// Database OID of the file's directory; None for shared catalogs (`global`).
+    pub db: Option<u32>,
+    /// The file's relfilenode.
+    pub relfilenode: u32,
+    /// `schema.name`.
+    pub name: String,
+    /// For TOAST tables and their indexes: the owning table's `schema.name`.
+    pub toast_of: Option<String>,
+}
+
+/// Names of the relations of the connected database and the shared catalogs,
+/// keyed the way files are (`base/<db oid>/<relfilenode>`, `global/<relfilenode>`).
+/// Other databases' files stay unnamed: their catalogs need their own connection.
+pub async fn relation_names(client: &Client) -> Result<Vec<RelationName>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT CASE WHEN c.relisshared THEN NULL \
+                    ELSE (SELECT oid FROM pg_database WHERE datname = current_database()) END::oid, \
+                    pg_relation_filenode(c.oid)::oid, \
+                    n.nspname || '.' || c.relname, \
+                    (SELECT tn.nspname || '.' || t.relname FROM pg_class t JOIN pg_namespace tn ON tn.oid = t.relnamespace \
+                      WHERE t.reltoastrelid = c.oid \
+                         OR t.reltoastrelid = (SELECT i.indrelid FROM pg_index i WHERE i.indexrelid = c.oid)) \
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE pg_relation_filenode(c.oid) IS NOT NULL",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| RelationName {
+            db: r.get::<_, Option<u32>>(0),
+            relfilenode: r.get(1),
+            name: r.get(2),
+            toast_of: r.get(3),
+        })
+        .collect())
+}
