@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType, expected_counts, transaction_plan};
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster, PgBinaries};
+use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
 use csdchar_dbload::oltp::{self, OltpSpec};
 
 mod common;
@@ -30,8 +30,7 @@ use common::run_settings as settings;
 
 #[test]
 fn prepare_run_cleanup_with_sysbench_counting() {
-    if let Err(e) = PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
@@ -203,8 +202,7 @@ fn prepare_run_cleanup_with_sysbench_counting() {
 
 #[test]
 fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
-    if let Err(e) = PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     // Ephemeral: prepared, run (a two-step sweep), removed.
@@ -328,8 +326,7 @@ fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
 
 #[test]
 fn interrupt_and_server_loss_end_cleanly_with_partial_results() {
-    if let Err(e) = PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     let dir = tempfile::Builder::new()
@@ -416,8 +413,7 @@ fn interrupt_and_server_loss_end_cleanly_with_partial_results() {
 
 #[test]
 fn reconnect_resumes_after_backends_are_terminated() {
-    if let Err(e) = PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
@@ -488,8 +484,7 @@ fn reconnect_resumes_after_backends_are_terminated() {
 fn passwords_md5_and_scram_authenticate_and_never_show() {
     use csdchar_dbload::conn::{ConnTarget, ProcessEnv};
     use csdchar_dbload::wire::{WireConn, WireError};
-    if let Err(e) = PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     // A pg_hba.conf that asks these two roles for passwords, each its own way.
@@ -600,8 +595,7 @@ fn passwords_md5_and_scram_authenticate_and_never_show() {
 
 #[test]
 fn estimate_names_relations_and_tells_toast_from_heap_with_url() {
-    if let Err(e) = PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     let dir = tempfile::Builder::new()

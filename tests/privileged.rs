@@ -587,8 +587,7 @@ fn fillfactor_study_on_zram_ext4_grows_logical_much_more_than_physical() {
     if !is_root_or_skip("fillfactor_study_on_zram_ext4") {
         return;
     }
-    if let Err(e) = csdchar_dbload::cluster::PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     if Command::new("mkfs.ext4").arg("-V").output().is_err() {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use csdchar_core::tpcb::TpcbScript;
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster, PgBinaries};
+use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
 use csdchar_dbload::runner::{self, Protocol};
 use csdchar_dbload::tpcb::{self, InitMode, TpcbSpec};
 
@@ -20,8 +20,7 @@ fn settings(pipeline: bool) -> runner::RunSettings {
 
 #[test]
 fn load_schema_scripts_and_cleanup_follow_pgbench() {
-    if let Err(e) = PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
@@ -182,8 +181,7 @@ fn load_schema_scripts_and_cleanup_follow_pgbench() {
 
 #[test]
 fn cli_tpcb_on_a_temporary_cluster() {
-    if let Err(e) = PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     let ran = common::csdchar(&[
@@ -283,8 +281,7 @@ fn cli_tpcb_on_a_temporary_cluster() {
 
 #[test]
 fn study_on_a_plain_directory_estimates_physical_size() {
-    if let Err(e) = PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     let study = |args: &[&str]| {
@@ -351,8 +348,7 @@ fn study_on_a_plain_directory_estimates_physical_size() {
 
 #[test]
 fn a_load_cut_short_fails_cleanly_and_says_how_far_it_got() {
-    if let Err(e) = PgBinaries::find(None) {
-        eprintln!("skipped: {e}");
+    if !common::postgres_or_skip() {
         return;
     }
     let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();

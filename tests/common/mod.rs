@@ -195,3 +195,14 @@ pub fn run_settings(
         interrupt: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
     }
 }
+
+/// True when PostgreSQL server binaries are installed; otherwise prints why the test is skipped.
+pub fn postgres_or_skip() -> bool {
+    match csdchar_dbload::cluster::PgBinaries::find(None) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            false
+        }
+    }
+}
