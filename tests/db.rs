@@ -341,8 +341,9 @@ fn interrupt_and_server_loss_end_cleanly_with_partial_results() {
     // Ctrl-C: partial result, exit 130.
     let flag = Arc::new(AtomicBool::new(false));
     let f2 = Arc::clone(&flag);
+    let ready_pgdata = pgdata.clone();
     let t = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(2500));
+        common::after_server_ready(&ready_pgdata, Duration::from_millis(1500));
         f2.store(true, Ordering::Relaxed);
     });
     let ran = common::csdchar_with_interrupt(
@@ -370,7 +371,7 @@ fn interrupt_and_server_loss_end_cleanly_with_partial_results() {
     // The server goes away mid-run: a clean stop that says so, partial result, exit 1.
     let killer_pgdata = pgdata.clone();
     let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(2500));
+        common::after_server_ready(&killer_pgdata, Duration::from_millis(1500));
         let pid: i32 = std::fs::read_to_string(killer_pgdata.join("postmaster.pid"))
             .unwrap()
             .lines()

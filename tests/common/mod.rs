@@ -206,3 +206,19 @@ pub fn postgres_or_skip() -> bool {
         }
     }
 }
+
+/// Waits (up to 60 s) until the postmaster of `pgdata` reports it accepts
+/// connections, then `then` more: lets a test interrupt a run after its
+/// server start, whose length varies with machine load.
+pub fn after_server_ready(pgdata: &std::path::Path, then: std::time::Duration) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let pid_file = std::fs::read_to_string(pgdata.join("postmaster.pid")).unwrap_or_default();
+        // Line 8 of postmaster.pid is the server's status.
+        if pid_file.lines().nth(7).is_some_and(|l| l.trim() == "ready") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(then);
+}
