@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need on a fresh Debian/Ubuntu
-# machine (e2fsprogs, btrfs-progs, postgresql when root), then runs format check, clippy (warnings denied), every test
+# machine (e2fsprogs, btrfs-progs, postgresql, chromium when root), then runs format check, clippy (warnings denied), every test
 # (the privileged ones run when root), and compiles the benches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,8 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
   fi
 fi
+# Headless Chromium renders the report's HTML page in tests/report.rs.
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi

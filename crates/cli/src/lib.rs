@@ -6,6 +6,7 @@ pub mod db_cmd;
 pub mod estimate;
 pub mod opts;
 pub mod output;
+pub mod report_cmd;
 
 use std::io::Write;
 use std::path::Path;
@@ -60,6 +61,7 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
         Command::Capacity(opts) => run_capacity_command(&opts, io),
         Command::Estimate(opts) => run_estimate_command(&opts, io),
         Command::Db(cmd) => db_cmd::run_db(&cmd, io),
+        Command::Report(opts) => report_cmd::run_report(&opts, io),
         Command::Schema { which } => {
             let text = match which {
                 SchemaName::Block => block_schema(),

@@ -32,6 +32,8 @@ pub enum Command {
     /// sysbench-compatible OLTP on PostgreSQL: prepare, run, cleanup.
     #[command(subcommand)]
     Db(DbCommand),
+    /// Tables, SVG charts, one HTML page and Parquet/CSV exports from result files.
+    Report(ReportOpts),
     /// Print the JSON Schema of a result format.
     Schema {
         /// Which schema.
@@ -316,6 +318,22 @@ fn sample_arg(s: &str) -> Result<f64, String> {
         Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
         _ => Err(format!("'{s}' is not a percentage above 0 and at most 100")),
     }
+}
+
+/// `csdchar report`.
+#[derive(Debug, Args)]
+pub struct ReportOpts {
+    /// Result files (block, db, study, capacity, estimate JSON) or directories searched for *.json.
+    pub results: Vec<PathBuf>,
+    /// Directory the report is written to (created when missing).
+    #[arg(long, default_value = "csdchar-report")]
+    pub out: PathBuf,
+    /// NAME=PATH: report the results in PATH (a file or directory) as NAME, e.g. the drive; repeatable. The first label is the baseline of comparisons.
+    #[arg(long = "label", value_name = "NAME=PATH")]
+    pub labels: Vec<String>,
+    /// Do not print the tables.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `csdchar capacity`.

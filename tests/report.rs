@@ -1,0 +1,481 @@
+//! `csdchar report` on committed fixture results: golden statistics, the
+//! comparison of two devices, every artifact, bad inputs, and the HTML page
+//! rendered by headless Chromium.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report")
+}
+
+fn fixture(rel: &str) -> String {
+    fixtures().join(rel).display().to_string()
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("csdchar-report")
+        .tempdir()
+        .expect("temp dir")
+}
+
+/// A table CSV as rows of column → raw value (the fixtures' values hold no commas).
+fn read_table(path: &Path) -> Vec<HashMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &HashMap<String, String>, col: &str) -> f64 {
+    row.get(col)
+        .unwrap_or_else(|| panic!("no column {col} in {row:?}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("{col} is not a number in {row:?}"))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+fn row<'a>(
+    rows: &'a [HashMap<String, String>],
+    label: &str,
+    threads: &str,
+) -> &'a HashMap<String, String> {
+    rows.iter()
+        .find(|r| r["label"] == label && r["threads"] == threads)
+        .unwrap_or_else(|| panic!("no row {label}/{threads} in {rows:?}"))
+}
+
+#[test]
+fn golden_statistics_and_device_comparison() {
+    let out = tmp();
+    let dir = out.path().join("r");
+    let ran = common::csdchar(&[
+        "report",
+        "--out",
+        dir.to_str().unwrap(),
+        "--label",
+        &format!("intel={}", fixture("intel")),
+        "--label",
+        &format!("csd={}", fixture("csd")),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("csd vs intel"), "{}", ran.stdout);
+
+    // Interval TPS of the fixtures: intel 1 thread 100,110,90,120,80; 2 threads
+    // 150 x5; csd 1 thread 198,202,200,199,201; 2 threads 300,310,290,305,295.
+    // QPS is 20 x TPS (14 reads, 4 writes, 2 others).
+    let summary = read_table(&dir.join("tables/db-summary.csv"));
+    assert_eq!(summary.len(), 4);
+    let expect = [
+        ("intel", "1", 100.0, 250.0, 10.0, 20.0, 30.0),
+        ("intel", "2", 150.0, 0.0, 13.0, 25.0, 40.0),
+        ("csd", "1", 200.0, 2.5, 5.0, 8.0, 12.0),
+        ("csd", "2", 300.0, 62.5, 6.5, 10.0, 16.0),
+    ];
+    for (label, threads, mean, var, avg, p95, p99) in expect {
+        let r = row(&summary, label, threads);
+        assert_eq!(r["intervals"], "5");
+        assert!(close(num(r, "tps avg"), mean), "{r:?}");
+        assert!(close(num(r, "tps variance"), var), "{r:?}");
+        assert!(close(num(r, "tps cv"), var.sqrt() / mean), "{r:?}");
+        assert!(close(num(r, "qps avg"), 20.0 * mean), "{r:?}");
+        assert!(close(num(r, "qps variance"), 400.0 * var), "{r:?}");
+        assert!(close(num(r, "reads/s"), 14.0 * mean), "{r:?}");
+        assert!(close(num(r, "writes/s"), 4.0 * mean), "{r:?}");
+        assert!(close(num(r, "others/s"), 2.0 * mean), "{r:?}");
+        assert!(close(num(r, "lat avg ms"), avg), "{r:?}");
+        assert!(close(num(r, "lat p95 ms"), p95), "{r:?}");
+        assert!(close(num(r, "lat p99 ms"), p99), "{r:?}");
+        assert_eq!(r["workload"], "oltp_read_write");
+    }
+
+    let cmp = read_table(&dir.join("tables/compare-csd-vs-intel.csv"));
+    assert_eq!(cmp.len(), 2);
+    let one = cmp.iter().find(|r| r["threads"] == "1").unwrap();
+    assert!(close(num(one, "tps intel"), 100.0));
+    assert!(close(num(one, "tps csd"), 200.0));
+    assert!(close(num(one, "tps ratio"), 2.0));
+    assert!(close(num(one, "qps ratio"), 2.0));
+    assert!(close(num(one, "lat avg ms ratio"), 0.5));
+    assert!(close(num(one, "lat p99 ms ratio"), 0.4));
+    assert!(close(num(one, "tps variance ratio"), 0.01));
+    let two = cmp.iter().find(|r| r["threads"] == "2").unwrap();
+    assert!(close(num(two, "tps ratio"), 2.0));
+    // Zero variance on the baseline: no ratio rather than infinity.
+    assert_eq!(two["tps variance ratio"], "");
+
+    // Space from the runs' device counters: 10 GiB logical each, 10 vs 4 GiB physical.
+    let space = read_table(&dir.join("tables/space.csv"));
+    let csd = space.iter().find(|r| r["label"] == "csd").unwrap();
+    assert!(close(num(csd, "ratio"), 2.5), "{csd:?}");
+    assert!(close(num(csd, "physical"), 4.0 * (1u64 << 30) as f64));
+    let intel = space.iter().find(|r| r["label"] == "intel").unwrap();
+    assert!(close(num(intel, "ratio"), 1.0), "{intel:?}");
+
+    // The exports: one row per interval sample, the documented columns.
+    let csv = std::fs::read_to_string(dir.join("intervals.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let documented: Vec<&str> = csdchar_report::INTERVAL_COLUMNS
+        .iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(header, documented);
+    assert_eq!(lines.count(), 20);
+    let parquet = std::fs::read(dir.join("intervals.parquet")).unwrap();
+    assert!(parquet.starts_with(b"PAR1") && parquet.ends_with(b"PAR1"));
+
+    // Charts: TPS and QPS over time per run, the sweep (A vs B), space bars.
+    let plots: Vec<String> = std::fs::read_dir(dir.join("plots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for prefix in [
+        "tps-intel-",
+        "tps-csd-",
+        "qps-intel-",
+        "qps-csd-",
+        "sweep-oltp_read_write-100",
+        "space-csd",
+    ] {
+        assert!(
+            plots
+                .iter()
+                .any(|p| p.starts_with(prefix) && p.ends_with(".svg")),
+            "{prefix}: {plots:?}"
+        );
+    }
+    let sweep = std::fs::read_to_string(dir.join("plots/sweep-oltp_read_write-100.svg")).unwrap();
+    assert!(sweep.starts_with("<svg") || sweep.starts_with("<?xml"));
+    for text in [
+        "threads",
+        "transactions per second",
+        "p95 latency (ms)",
+        "intel",
+        "csd",
+    ] {
+        assert!(sweep.contains(text), "{text} missing from the sweep chart");
+    }
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("## csd vs intel"), "{md}");
+    assert!(
+        md.contains("| intel | oltp_read_write | 100 (default) | 1 | 5 | 100.00 | 250.00 |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn labels_default_to_the_device_and_every_kind_is_reported() {
+    let out = tmp();
+    let dir = out.path().join("r");
+    let ran = common::csdchar(&[
+        "report",
+        "-q",
+        "--out",
+        dir.to_str().unwrap(),
+        &fixture("intel/db-oltp_read_write.json"),
+        &fixture("csd"),
+        &fixture("study.json"),
+        &fixture("block.json"),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.is_empty(), "-q prints no tables");
+    // The db fixtures recorded their drives; the first is the baseline.
+    assert!(dir.join("tables/compare-sfdv0n1-vs-nvme0n1.csv").exists());
+    // The study: one space row per fillfactor, growth against the first.
+    let space = read_table(&dir.join("tables/space.csv"));
+    let study: Vec<_> = space.iter().filter(|r| r["origin"] == "study").collect();
+    assert_eq!(study.len(), 2, "{space:?}");
+    assert_eq!(study[0]["fillfactor"], "100");
+    assert_eq!(study[1]["fillfactor"], "70");
+    assert!(close(num(study[0], "logical growth"), 0.0));
+    assert!(close(num(study[1], "logical"), 1_884_160.0));
+    assert!(close(
+        num(study[1], "logical growth"),
+        1_884_160.0 / 1_359_872.0 - 1.0
+    ));
+    // The block run: per job and total, with the data's measured compressibility.
+    let block = read_table(&dir.join("tables/block.csv"));
+    assert_eq!(block.len(), 3, "2 jobs + total: {block:?}");
+    let total = block.iter().find(|r| r["job"] == "all").unwrap();
+    assert_eq!(total["rw"], "randrw");
+    assert!(num(total, "read iops") > 0.0 && num(total, "write iops") > 0.0);
+    assert!(close(num(total, "target ratio"), 4.0));
+    assert!(num(total, "deflate ratio") > 2.0, "{total:?}");
+    let plots: Vec<String> = std::fs::read_dir(dir.join("plots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(plots.iter().any(|p| p.starts_with("block-")), "{plots:?}");
+    assert!(
+        plots
+            .iter()
+            .any(|p| p.starts_with("tps-") && p.contains("-70-")),
+        "study fillfactor 70 run: {plots:?}"
+    );
+    // Block and db samples share one export.
+    let csv = std::fs::read_to_string(dir.join("intervals.csv")).unwrap();
+    assert!(csv.lines().any(|l| l.contains(",block,")));
+    assert!(csv.lines().any(|l| l.contains(",db,")));
+}
+
+#[test]
+fn bad_inputs_name_the_file_exit_2_and_write_nothing() {
+    let work = tmp();
+    let good = fixture("intel/db-oltp_read_write.json");
+    let original = std::fs::read_to_string(&good).unwrap();
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "truncated.json",
+            original[..original.len() / 2].to_string(),
+            "not JSON",
+        ),
+        (
+            "notours.json",
+            "{\"jobs\": []}".to_string(),
+            "no \"schema\" field",
+        ),
+        (
+            "future.json",
+            original.replacen("csdchar.db/1", "csdchar.db/9", 1),
+            "schema csdchar.db/9 is not supported",
+        ),
+        (
+            "wrongtype.json",
+            original.replacen("\"threads\": 1", "\"threads\": \"one\"", 1),
+            "does not match csdchar.db/1",
+        ),
+    ];
+    for (name, content, expect) in cases {
+        let path = work.path().join(name);
+        std::fs::write(&path, content).unwrap();
+        let out = work.path().join(format!("out-{name}"));
+        let ran = common::csdchar(&[
+            "report",
+            "--out",
+            out.to_str().unwrap(),
+            &good,
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(ran.outcome.exit_code, 2, "{name}: {}", ran.stderr);
+        assert_eq!(ran.stderr.trim_end().lines().count(), 1, "{}", ran.stderr);
+        assert!(ran.stderr.contains(name), "{name}: {}", ran.stderr);
+        assert!(ran.stderr.contains(expect), "{name}: {}", ran.stderr);
+        assert!(!out.exists(), "{name}: nothing may be written");
+        std::fs::remove_file(&path).unwrap();
+    }
+    let out = work.path().join("out");
+    for args in [
+        vec![
+            "report",
+            "--out",
+            out.to_str().unwrap(),
+            "/nonexistent/result.json",
+        ],
+        vec![
+            "report",
+            "--out",
+            out.to_str().unwrap(),
+            "--label",
+            "nolabel",
+            &good,
+        ],
+        vec!["report", "--out", out.to_str().unwrap()],
+        vec!["report", "--out", &good, &good],
+    ] {
+        let ran = common::csdchar(&args);
+        assert_eq!(ran.outcome.exit_code, 2, "{args:?}: {}", ran.stderr);
+        assert_eq!(ran.stderr.trim_end().lines().count(), 1, "{}", ran.stderr);
+        assert!(!out.exists());
+    }
+    // An empty directory is an error too, naming it.
+    let empty = work.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let ran = common::csdchar(&[
+        "report",
+        "--out",
+        out.to_str().unwrap(),
+        empty.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 2);
+    assert!(ran.stderr.contains("empty"), "{}", ran.stderr);
+}
+
+#[test]
+fn export_columns_are_documented_in_docs() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.md"))
+        .unwrap();
+    let table = csdchar_report::interval_columns_markdown();
+    assert!(
+        doc.contains(&table),
+        "docs/report.md is out of date; its column table must read:\n{table}"
+    );
+}
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::var_os("PATH")?
+                .to_str()?
+                .split(':')
+                .map(|d| Path::new(d).join(name))
+                .find(|p| p.is_file())
+        })
+}
+
+#[test]
+fn html_is_self_contained_and_renders_in_headless_chromium() {
+    let out = tmp();
+    let dir = out.path().join("r");
+    let ran = common::csdchar(&[
+        "report",
+        "-q",
+        "--out",
+        dir.to_str().unwrap(),
+        "--label",
+        &format!("intel={}", fixture("intel")),
+        "--label",
+        &format!("csd={}", fixture("csd")),
+        &fixture("study.json"),
+        &fixture("block.json"),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let html_path = dir.join("report.html");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    // Self-contained: no scripts, stylesheets, images or fonts from elsewhere.
+    for needle in ["<script", "<link", "src=", "url(", "@import"] {
+        assert!(!html.contains(needle), "report.html contains {needle}");
+    }
+    assert!(html.matches("<svg").count() >= 5, "inline charts");
+    assert!(html.contains("<table") && html.contains("csd vs intel"));
+
+    let Some(browser) = chromium() else {
+        // scripts/test.sh installs Chromium when run as root, so CI runs this.
+        eprintln!("skipping the browser check: chromium is not installed");
+        return;
+    };
+    let profile = tmp();
+    let shot = out.path().join("shot.png");
+    let mut child = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-quic",
+            "--hide-scrollbars",
+            "--window-size=1400,2400",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", html_path.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "chromium failed: {stderr}");
+    let png =
+        std::fs::File::open(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {stderr}"));
+    let decoder = png::Decoder::new(std::io::BufReader::new(png));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let pixels = &buf[..info.buffer_size()];
+    let total = pixels.len() / channels;
+    let non_white = pixels
+        .chunks(channels)
+        .filter(|p| p.iter().take(3).any(|&c| c < 235))
+        .count();
+    assert!(
+        info.width >= 1000 && info.height >= 1000,
+        "{}x{}",
+        info.width,
+        info.height
+    );
+    // Text, table rules and chart lines: a blank page has none.
+    assert!(
+        non_white * 100 > total,
+        "screenshot is blank: {non_white} of {total} pixels drawn"
+    );
+    // Not a single flat colour either (an error page is mostly one grey).
+    let distinct: std::collections::HashSet<&[u8]> =
+        pixels.chunks(channels).take(2_000_000).collect();
+    assert!(distinct.len() > 20, "{} colours", distinct.len());
+}
+
+#[test]
+fn a_fresh_block_result_is_reported() {
+    let work = tmp();
+    let result = work.path().join("fresh.json");
+    let ran = common::csdchar(&[
+        "block",
+        "--engine",
+        "null",
+        "--rw",
+        "randwrite",
+        "--compress",
+        "50",
+        "--runtime",
+        "1500ms",
+        "--time-based",
+        "--log-interval",
+        "250ms",
+        "--output-format",
+        "json",
+        "--output",
+        result.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let dir = work.path().join("r");
+    let ran = common::csdchar(&[
+        "report",
+        "--out",
+        dir.to_str().unwrap(),
+        "--label",
+        &format!("null={}", result.display()),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let block = read_table(&dir.join("tables/block.csv"));
+    assert_eq!(block.len(), 1);
+    assert_eq!(block[0]["label"], "null");
+    assert!(num(&block[0], "write iops") > 0.0);
+    assert!(close(num(&block[0], "target ratio"), 2.0));
+    let csv = std::fs::read_to_string(dir.join("intervals.csv")).unwrap();
+    assert!(csv.lines().count() >= 4, "{csv}");
+    assert!(dir.join("plots/block-null-randwrite-0.svg").exists());
+}
