@@ -61,20 +61,38 @@ fn row<'a>(
         .unwrap_or_else(|| panic!("no row {label}/{threads} in {rows:?}"))
 }
 
-#[test]
-fn golden_statistics_and_device_comparison() {
+/// Runs `csdchar report` on the two fixture devices (intel first: the
+/// baseline) plus `extra`, into a fresh directory.
+fn report_two_devices(extra: &[&str]) -> (tempfile::TempDir, PathBuf, common::Ran) {
     let out = tmp();
     let dir = out.path().join("r");
-    let ran = common::csdchar(&[
+    let intel = format!("intel={}", fixture("intel"));
+    let csd = format!("csd={}", fixture("csd"));
+    let mut args = vec![
         "report",
         "--out",
         dir.to_str().unwrap(),
         "--label",
-        &format!("intel={}", fixture("intel")),
+        &intel,
         "--label",
-        &format!("csd={}", fixture("csd")),
-    ]);
+        &csd,
+    ];
+    args.extend_from_slice(extra);
+    let ran = common::csdchar(&args);
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    (out, dir, ran)
+}
+
+fn plot_names(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir.join("plots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn golden_statistics_and_device_comparison() {
+    let (_out, dir, ran) = report_two_devices(&[]);
     assert!(ran.stdout.contains("csd vs intel"), "{}", ran.stdout);
 
     // Interval TPS of the fixtures: intel 1 thread 100,110,90,120,80; 2 threads
@@ -142,10 +160,7 @@ fn golden_statistics_and_device_comparison() {
     assert!(parquet.starts_with(b"PAR1") && parquet.ends_with(b"PAR1"));
 
     // Charts: TPS and QPS over time per run, the sweep (A vs B), space bars.
-    let plots: Vec<String> = std::fs::read_dir(dir.join("plots"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let plots = plot_names(&dir);
     for prefix in [
         "tps-intel-",
         "tps-csd-",
@@ -218,10 +233,7 @@ fn labels_default_to_the_device_and_every_kind_is_reported() {
     assert!(num(total, "read iops") > 0.0 && num(total, "write iops") > 0.0);
     assert!(close(num(total, "target ratio"), 4.0));
     assert!(num(total, "deflate ratio") > 2.0, "{total:?}");
-    let plots: Vec<String> = std::fs::read_dir(dir.join("plots"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let plots = plot_names(&dir);
     assert!(plots.iter().any(|p| p.starts_with("block-")), "{plots:?}");
     assert!(
         plots
@@ -342,21 +354,7 @@ fn chromium() -> Option<PathBuf> {
 
 #[test]
 fn html_is_self_contained_and_renders_in_headless_chromium() {
-    let out = tmp();
-    let dir = out.path().join("r");
-    let ran = common::csdchar(&[
-        "report",
-        "-q",
-        "--out",
-        dir.to_str().unwrap(),
-        "--label",
-        &format!("intel={}", fixture("intel")),
-        "--label",
-        &format!("csd={}", fixture("csd")),
-        &fixture("study.json"),
-        &fixture("block.json"),
-    ]);
-    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let (out, dir, _) = report_two_devices(&["-q", &fixture("study.json"), &fixture("block.json")]);
     let html_path = dir.join("report.html");
     let html = std::fs::read_to_string(&html_path).unwrap();
     // Self-contained: no scripts, stylesheets, images or fonts from elsewhere.
