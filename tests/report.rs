@@ -83,6 +83,45 @@ fn report_two_devices(extra: &[&str]) -> (tempfile::TempDir, PathBuf, common::Ra
     (out, dir, ran)
 }
 
+/// A decoded PNG.
+struct Image {
+    width: u32,
+    height: u32,
+    channels: usize,
+    data: Vec<u8>,
+}
+
+impl Image {
+    fn read(path: &Path) -> Image {
+        let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+            .read_info()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut data = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut data).unwrap();
+        data.truncate(info.buffer_size());
+        Image {
+            width: info.width,
+            height: info.height,
+            channels: info.color_type.samples(),
+            data,
+        }
+    }
+
+    fn pixels(&self) -> impl Iterator<Item = &[u8]> {
+        self.data.chunks(self.channels)
+    }
+
+    /// Pixels in `rows` that are not (near) white.
+    fn non_white(&self, rows: std::ops::Range<u32>) -> usize {
+        let row_bytes = self.width as usize * self.channels;
+        self.data[rows.start as usize * row_bytes..rows.end as usize * row_bytes]
+            .chunks(self.channels)
+            .filter(|p| p.iter().take(3).any(|&c| c < 235))
+            .count()
+    }
+}
+
 fn plot_names(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir.join("plots"))
         .unwrap()
@@ -175,6 +214,29 @@ fn golden_statistics_and_device_comparison() {
                 .any(|p| p.starts_with(prefix) && p.ends_with(".svg")),
             "{prefix}: {plots:?}"
         );
+    }
+    // Every chart also as PNG, of the SVG's size, with its caption drawn (the
+    // font is compiled in) and a plot below it.
+    for svg_name in plots.iter().filter(|p| p.ends_with(".svg")) {
+        let stem = svg_name.trim_end_matches(".svg");
+        let svg = std::fs::read_to_string(dir.join("plots").join(svg_name)).unwrap();
+        let img = Image::read(&dir.join("plots").join(format!("{stem}.png")));
+        assert!(
+            svg.contains(&format!(
+                "width=\"{}\" height=\"{}\"",
+                img.width, img.height
+            )),
+            "{stem}: PNG is {}x{}",
+            img.width,
+            img.height
+        );
+        let caption = img.non_white(0..30);
+        let body = img.non_white(40..img.height);
+        assert!(
+            caption > 200,
+            "{stem}: caption not drawn ({caption} pixels)"
+        );
+        assert!(body > 2000, "{stem}: chart not drawn ({body} pixels)");
     }
     let sweep = std::fs::read_to_string(dir.join("plots/sweep-oltp_read_write-100.svg")).unwrap();
     assert!(sweep.starts_with("<svg") || sweep.starts_with("<?xml"));
@@ -362,10 +424,28 @@ fn html_is_self_contained_and_renders_in_headless_chromium() {
         assert!(!html.contains(needle), "report.html contains {needle}");
     }
     assert!(html.matches("<svg").count() >= 5, "inline charts");
+    // Every chart on the page has its own files: none overwrote another (the
+    // fixtures' unset fillfactor and the study's explicit 100 share one sweep).
+    let svg_files = plot_names(&dir)
+        .iter()
+        .filter(|p| p.ends_with(".svg"))
+        .count();
+    assert_eq!(html.matches("<svg").count(), svg_files);
+    let sweep = std::fs::read_to_string(dir.join("plots/sweep-oltp_read_write-100.svg")).unwrap();
+    for label in ["intel", "csd", "vda"] {
+        assert!(
+            sweep.contains(&format!("\n{label}\n")),
+            "{label} missing from the sweep"
+        );
+    }
     assert!(html.contains("<table") && html.contains("csd vs intel"));
 
     let Some(browser) = chromium() else {
-        // scripts/test.sh installs Chromium when run as root, so CI runs this.
+        // scripts/test.sh installs Chromium when run as root, so CI must run this.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is not installed, and CI must run the browser check"
+        );
         eprintln!("skipping the browser check: chromium is not installed");
         return;
     };
@@ -406,33 +486,22 @@ fn html_is_self_contained_and_renders_in_headless_chromium() {
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(status.success(), "chromium failed: {stderr}");
-    let png =
-        std::fs::File::open(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {stderr}"));
-    let decoder = png::Decoder::new(std::io::BufReader::new(png));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let channels = info.color_type.samples();
-    let pixels = &buf[..info.buffer_size()];
-    let total = pixels.len() / channels;
-    let non_white = pixels
-        .chunks(channels)
-        .filter(|p| p.iter().take(3).any(|&c| c < 235))
-        .count();
+    assert!(shot.exists(), "no screenshot: {stderr}");
+    let img = Image::read(&shot);
     assert!(
-        info.width >= 1000 && info.height >= 1000,
+        img.width >= 1000 && img.height >= 1000,
         "{}x{}",
-        info.width,
-        info.height
+        img.width,
+        img.height
     );
     // Text, table rules and chart lines: a blank page has none.
+    let (non_white, total) = (img.non_white(0..img.height), img.pixels().count());
     assert!(
         non_white * 100 > total,
         "screenshot is blank: {non_white} of {total} pixels drawn"
     );
     // Not a single flat colour either (an error page is mostly one grey).
-    let distinct: std::collections::HashSet<&[u8]> =
-        pixels.chunks(channels).take(2_000_000).collect();
+    let distinct: std::collections::HashSet<&[u8]> = img.pixels().take(2_000_000).collect();
     assert!(distinct.len() > 20, "{} colours", distinct.len());
 }
 

@@ -125,6 +125,10 @@ pub fn build_report(specs: &[InputSpec]) -> Result<Report, ReportError> {
             PathBuf::from("plots").join(format!("{}.svg", p.name)),
             p.svg.clone().into_bytes(),
         ));
+        files.push((
+            PathBuf::from("plots").join(format!("{}.png", p.name)),
+            p.png.clone(),
+        ));
     }
     let terminal = tables
         .iter()

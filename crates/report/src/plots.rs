@@ -1,5 +1,6 @@
-//! SVG charts (plotters' SVG backend: text is left to the viewer's fonts, so
-//! no font files are needed to draw).
+//! Charts as SVG and PNG. Text is measured (and, in PNG, drawn) with DejaVu
+//! Sans compiled into the binary through plotters' ab_glyph backend, so no
+//! system fonts or fontconfig are involved; SVG text is left to the viewer.
 
 use std::collections::BTreeMap;
 
@@ -10,15 +11,43 @@ use crate::ReportError;
 use crate::model::{DbKey, Flattened, IntervalRow, SpaceRow};
 use crate::tables::{GroupLatency, human_bytes, slug};
 
-/// One chart.
+/// One chart, rendered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plot {
-    /// File-name stem (plots/NAME.svg).
+    /// File-name stem (plots/NAME.svg, plots/NAME.png).
     pub name: String,
     /// Title, also the chart's caption.
     pub title: String,
     /// The SVG document.
     pub svg: String,
+    /// The same chart as a PNG image.
+    pub png: Vec<u8>,
+}
+
+impl Plot {
+    /// Draws `chart` as SVG and as PNG.
+    fn new(name: String, title: String, chart: &Chart) -> Result<Self, ReportError> {
+        Ok(Plot {
+            name,
+            title,
+            svg: render_svg(chart)?,
+            png: render_png(chart)?,
+        })
+    }
+}
+
+/// What a chart shows, independent of the output format.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Chart {
+    /// Line panels side by side (one or two).
+    Lines(Vec<LinePanel>),
+    /// Grouped bars: logical and (when known) physical bytes per category.
+    SpaceBars {
+        /// Caption.
+        title: String,
+        /// Category, logical bytes, physical bytes.
+        bars: Vec<(String, f64, Option<f64>)>,
+    },
 }
 
 /// One line of a chart.
@@ -47,6 +76,91 @@ pub struct LinePanel {
 
 const SIZE: (u32, u32) = (960, 480);
 
+/// Series colours (Tableau 10): distinct, and all dark enough to read on white.
+fn series_color(i: usize) -> RGBAColor {
+    const COLORS: [(u8, u8, u8); 10] = [
+        (0x4e, 0x79, 0xa7),
+        (0xf2, 0x8e, 0x2b),
+        (0xe1, 0x57, 0x59),
+        (0x59, 0xa1, 0x4f),
+        (0xb0, 0x7a, 0xa1),
+        (0x76, 0xb7, 0xb2),
+        (0xed, 0xc9, 0x48),
+        (0xff, 0x9d, 0xa7),
+        (0x9c, 0x75, 0x5f),
+        (0xba, 0xb0, 0xac),
+    ];
+    let (r, g, b) = COLORS[i % COLORS.len()];
+    RGBColor(r, g, b).to_rgba()
+}
+
+/// The family every chart's text uses.
+const FONT: &str = "sans-serif";
+
+/// Registers DejaVu Sans as [`FONT`] with plotters once per process.
+fn register_fonts() -> Result<(), ReportError> {
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(ReportError::Plot(
+            "the embedded font could not be loaded".into(),
+        ))
+    }
+}
+
+impl Chart {
+    fn size(&self) -> (u32, u32) {
+        match self {
+            Chart::Lines(panels) if panels.len() > 1 => (1280, SIZE.1),
+            _ => SIZE,
+        }
+    }
+
+    /// Draws the chart on any plotters backend.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ReportError> {
+        root.fill(&WHITE).map_err(draw_error)?;
+        match self {
+            Chart::Lines(panels) => {
+                let areas = root.split_evenly((1, panels.len().max(1)));
+                for (area, panel) in areas.iter().zip(panels) {
+                    draw_lines(area, panel)?;
+                }
+            }
+            Chart::SpaceBars { title, bars } => draw_space_bars(root, title, bars)?,
+        }
+        root.present().map_err(draw_error)
+    }
+}
+
+/// The chart as an SVG document.
+pub fn render_svg(chart: &Chart) -> Result<String, ReportError> {
+    register_fonts()?;
+    let mut svg = String::new();
+    chart.draw(&SVGBackend::with_string(&mut svg, chart.size()).into_drawing_area())?;
+    Ok(svg)
+}
+
+/// The chart as a PNG image (8-bit RGB).
+pub fn render_png(chart: &Chart) -> Result<Vec<u8>, ReportError> {
+    register_fonts()?;
+    let (w, h) = chart.size();
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    chart.draw(&BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area())?;
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, w, h);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder
+        .write_header()
+        .and_then(|mut w| w.write_image_data(&rgb))
+        .map_err(draw_error)?;
+    Ok(out)
+}
+
 fn draw_error<E: std::fmt::Debug>(e: E) -> ReportError {
     ReportError::Plot(format!("{e:?}"))
 }
@@ -70,8 +184,8 @@ fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
     (lo, hi + (hi - lo) * 0.05)
 }
 
-fn draw_lines(
-    area: &DrawingArea<SVGBackend<'_>, Shift>,
+fn draw_lines<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
     panel: &LinePanel,
 ) -> Result<(), ReportError> {
     let pts = || panel.lines.iter().flat_map(|l| l.points.iter());
@@ -83,8 +197,10 @@ fn draw_lines(
         x0
     };
     let (y0, y1) = range(pts().map(|p| p.1), true);
+    let y1 = with_legend_room(y0, y1, panel.lines.len());
+    let (x_ticks, y_ticks) = (TickFormat::new(x0, x1), TickFormat::new(y0, y1));
     let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, ("sans-serif", 17))
+        .caption(&panel.title, (FONT, 17))
         .margin(12)
         .x_label_area_size(42)
         .y_label_area_size(78)
@@ -94,20 +210,22 @@ fn draw_lines(
         .configure_mesh()
         .x_desc(&panel.x_desc)
         .y_desc(&panel.y_desc)
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 15))
-        .y_label_formatter(&|v| short_number(*v))
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .y_label_formatter(&|v| y_ticks.label(*v))
         .x_label_formatter(&|v| {
-            if panel.discrete_x && (v - v.round()).abs() > 1e-9 {
+            if !panel.discrete_x {
+                x_ticks.label(*v)
+            } else if (v - v.round()).abs() > 1e-9 {
                 String::new()
             } else {
-                short_number(*v)
+                format!("{v:.0}")
             }
         })
         .draw()
         .map_err(draw_error)?;
     for (i, line) in panel.lines.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+        let color = series_color(i);
         chart
             .draw_series(LineSeries::new(
                 line.points.iter().copied(),
@@ -131,48 +249,70 @@ fn draw_lines(
     if !panel.lines.is_empty() {
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 14))
+            .label_font((FONT, 14))
             .draw()
             .map_err(draw_error)?;
     }
     Ok(())
 }
 
-/// 1234 → "1.2k", 2500000 → "2.5M"; small values keep decimals.
-fn short_number(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e9 {
-        format!("{:.1}G", v / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.0}k", v / 1e3)
-    } else if a >= 100.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
+/// Raises the top of a y range so that a legend of `entries` lines in the
+/// upper right corner sits above the data instead of on it.
+fn with_legend_room(y0: f64, y1: f64, entries: usize) -> f64 {
+    if entries == 0 {
+        return y1;
     }
+    // About 19 px a legend line plus its frame, of a plot area about 380 px high.
+    let share = ((entries as f64 * 19.0 + 24.0) / 380.0).min(0.5);
+    y0 + (y1 - y0) / (1.0 - share)
 }
 
-/// Renders panels side by side (one or two) into one SVG.
-pub fn render_panels(panels: &[LinePanel]) -> Result<String, ReportError> {
-    let mut svg = String::new();
-    {
-        let width = if panels.len() > 1 { 1280 } else { SIZE.0 };
-        let root = SVGBackend::with_string(&mut svg, (width, SIZE.1)).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
-        let areas = root.split_evenly((1, panels.len().max(1)));
-        for (area, panel) in areas.iter().zip(panels) {
-            draw_lines(area, panel)?;
+/// Tick labels of one axis: one unit suffix (k, M, G) and as many decimals as
+/// the tick spacing needs, the same for every tick (no "80.0" beside "100").
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TickFormat {
+    scale: f64,
+    suffix: &'static str,
+    decimals: usize,
+}
+
+impl TickFormat {
+    /// For an axis from `lo` to `hi`. plotters labels it at a step of 1, 2 or 5
+    /// times a power of ten, at most ten labels: the decimals follow that step.
+    fn new(lo: f64, hi: f64) -> Self {
+        let max = lo.abs().max(hi.abs());
+        let (scale, suffix) = [(1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")]
+            .into_iter()
+            .find(|(from, _, _)| max >= *from)
+            .map_or((1.0, ""), |(_, s, u)| (s, u));
+        let raw = (hi - lo) / 9.0 / scale;
+        let decimals = if raw.is_finite() && raw > 0.0 {
+            let pow = 10f64.powf(raw.log10().floor());
+            let step = [1.0, 2.0, 5.0, 10.0]
+                .into_iter()
+                .map(|m| m * pow)
+                .find(|s| *s >= raw * (1.0 - 1e-9))
+                .unwrap_or(10.0 * pow);
+            ((-step.log10() - 1e-9).ceil().max(0.0) as usize).min(6)
+        } else {
+            0
+        };
+        TickFormat {
+            scale,
+            suffix,
+            decimals,
         }
-        root.present().map_err(draw_error)?;
     }
-    Ok(svg)
+
+    fn label(&self, v: f64) -> String {
+        if v == 0.0 {
+            return "0".into();
+        }
+        format!("{:.*}{}", self.decimals, v / self.scale, self.suffix)
+    }
 }
 
 fn date_of(started_at: &str) -> &str {
@@ -193,6 +333,17 @@ pub fn all_plots(
     sweep_plots(flat, latency, &mut plots)?;
     space_plots(&flat.space, &mut plots)?;
     block_plots(&flat.intervals, &mut plots)?;
+    // Names become file names: two charts must never share one (labels that
+    // slug alike), or one would overwrite the other.
+    let mut seen = std::collections::HashSet::new();
+    for p in &mut plots {
+        let stem = p.name.clone();
+        let mut n = 1;
+        while !seen.insert(p.name.clone()) {
+            n += 1;
+            p.name = format!("{stem}-{n}");
+        }
+    }
     Ok(plots)
 }
 
@@ -256,21 +407,18 @@ fn db_time_plots(rows: &[IntervalRow], plots: &mut Vec<Plot>) -> Result<(), Repo
         let lines = steps
             .iter()
             .map(|(threads, v)| Line {
-                name: format!("{threads} threads"),
+                name: format!("{threads} thread{}", if *threads == 1 { "" } else { "s" }),
                 points: v.iter().filter_map(|r| Some((r.t_s, r.tps?))).collect(),
             })
             .collect();
-        plots.push(Plot {
-            name: format!("tps-{stem}"),
-            svg: render_panels(&[LinePanel {
-                title: title.clone(),
-                x_desc: "time (s)".into(),
-                y_desc: "transactions per second".into(),
-                lines,
-                discrete_x: false,
-            }])?,
-            title,
-        });
+        let chart = Chart::Lines(vec![LinePanel {
+            title: title.clone(),
+            x_desc: "time (s)".into(),
+            y_desc: "transactions per second".into(),
+            lines,
+            discrete_x: false,
+        }]);
+        plots.push(Plot::new(format!("tps-{stem}"), title, &chart)?);
         // QPS at the largest thread count, as the seeds charted at 128 threads.
         if let Some((threads, v)) = steps.iter().max_by_key(|(t, _)| *t) {
             let series = |name: &str, g: fn(&IntervalRow) -> Option<f64>| Line {
@@ -281,22 +429,19 @@ fn db_time_plots(rows: &[IntervalRow], plots: &mut Vec<Plot>) -> Result<(), Repo
                 "{workload} on {label}, {}, {threads} threads: QPS total and read/write/other ({date})",
                 ff_name(*ff)
             );
-            plots.push(Plot {
-                name: format!("qps-{stem}-{threads}t"),
-                svg: render_panels(&[LinePanel {
-                    title: title.clone(),
-                    x_desc: "time (s)".into(),
-                    y_desc: "statements per second".into(),
-                    lines: vec![
-                        series("total", |r| r.qps),
-                        series("read", |r| r.reads_per_s),
-                        series("write", |r| r.writes_per_s),
-                        series("other", |r| r.others_per_s),
-                    ],
-                    discrete_x: false,
-                }])?,
-                title,
-            });
+            let chart = Chart::Lines(vec![LinePanel {
+                title: title.clone(),
+                x_desc: "time (s)".into(),
+                y_desc: "statements per second".into(),
+                lines: vec![
+                    series("total", |r| r.qps),
+                    series("read", |r| r.reads_per_s),
+                    series("write", |r| r.writes_per_s),
+                    series("other", |r| r.others_per_s),
+                ],
+                discrete_x: false,
+            }]);
+            plots.push(Plot::new(format!("qps-{stem}-{threads}t"), title, &chart)?);
         }
     }
     Ok(())
@@ -307,10 +452,12 @@ fn sweep_plots(
     latency: &BTreeMap<DbKey, GroupLatency>,
     plots: &mut Vec<Plot>,
 ) -> Result<(), ReportError> {
-    // Per workload × fillfactor: one line per label over thread counts.
-    let mut groups: Vec<(String, Option<i64>)> = Vec::new();
+    // Per workload × fillfactor: one line per label over thread counts. An
+    // unset fillfactor is PostgreSQL's 100: the same tables as an explicit 100.
+    let effective_ff = |k: &DbKey| k.fillfactor.unwrap_or(100);
+    let mut groups: Vec<(String, i64)> = Vec::new();
     for s in &flat.db_steps {
-        let g = (s.key.workload.clone(), s.key.fillfactor);
+        let g = (s.key.workload.clone(), effective_ff(&s.key));
         if !groups.contains(&g) {
             groups.push(g);
         }
@@ -320,7 +467,7 @@ fn sweep_plots(
         for s in flat
             .db_steps
             .iter()
-            .filter(|s| s.key.workload == workload && s.key.fillfactor == ff)
+            .filter(|s| s.key.workload == workload && effective_ff(&s.key) == ff)
         {
             if !labels.contains(&s.key.label.as_str()) {
                 labels.push(&s.key.label);
@@ -329,7 +476,7 @@ fn sweep_plots(
         let line = |label: &str, value: &dyn Fn(&DbKey) -> Option<f64>| {
             let mut pts: BTreeMap<i64, f64> = BTreeMap::new();
             for s in flat.db_steps.iter().filter(|s| {
-                s.key.label == label && s.key.workload == workload && s.key.fillfactor == ff
+                s.key.label == label && s.key.workload == workload && effective_ff(&s.key) == ff
             }) {
                 if let Some(v) = value(&s.key) {
                     pts.insert(s.key.threads, v);
@@ -350,29 +497,29 @@ fn sweep_plots(
         let p95 = |k: &DbKey| latency.get(k).and_then(|l| l.p95_ms);
         let title = format!(
             "{workload}, {}: TPS and p95 latency by threads",
-            ff_name(ff)
+            ff_name(Some(ff))
         );
-        let svg = render_panels(&[
+        let chart = Chart::Lines(vec![
             LinePanel {
-                title: format!("{workload}, {}: TPS", ff_name(ff)),
+                title: format!("{workload}, {}: TPS", ff_name(Some(ff))),
                 x_desc: "threads".into(),
                 y_desc: "transactions per second".into(),
                 lines: labels.iter().map(|l| line(l, &tps)).collect(),
                 discrete_x: true,
             },
             LinePanel {
-                title: format!("{workload}, {}: p95 latency", ff_name(ff)),
+                title: format!("{workload}, {}: p95 latency", ff_name(Some(ff))),
                 x_desc: "threads".into(),
                 y_desc: "p95 latency (ms)".into(),
                 lines: labels.iter().map(|l| line(l, &p95)).collect(),
                 discrete_x: true,
             },
-        ])?;
-        plots.push(Plot {
-            name: format!("sweep-{}-{}", slug(&workload), ff.unwrap_or(100)),
+        ]);
+        plots.push(Plot::new(
+            format!("sweep-{}-{}", slug(&workload), ff),
             title,
-            svg,
-        });
+            &chart,
+        )?);
     }
     Ok(())
 }
@@ -400,95 +547,96 @@ fn space_plots(rows: &[SpaceRow], plots: &mut Vec<Plot>) -> Result<(), ReportErr
             continue;
         }
         let title = format!("Space on {label}: logical vs physical");
-        plots.push(Plot {
-            name: format!("space-{}", slug(label)),
-            svg: render_bars(&title, &bars)?,
-            title,
-        });
+        let chart = Chart::SpaceBars {
+            title: title.clone(),
+            bars,
+        };
+        plots.push(Plot::new(format!("space-{}", slug(label)), title, &chart)?);
     }
     Ok(())
 }
 
 /// Grouped bars: logical and physical per category.
-fn render_bars(title: &str, bars: &[(String, f64, Option<f64>)]) -> Result<String, ReportError> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
-        let max = bars
-            .iter()
-            .map(|b| b.1.max(b.2.unwrap_or(0.0)))
-            .fold(0.0, f64::max)
-            .max(1.0);
-        let (scale, unit) = unit_for(max);
-        let n = bars.len();
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 17))
-            .margin(12)
-            .x_label_area_size(42)
-            .y_label_area_size(78)
-            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..(max / scale * 1.1))
-            .map_err(draw_error)?;
-        let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    names.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .y_desc(format!("bytes ({unit})"))
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
-            .draw()
-            .map_err(draw_error)?;
-        let logical = Palette99::pick(0).to_rgba();
-        let physical = Palette99::pick(1).to_rgba();
-        chart
-            .draw_series(bars.iter().enumerate().map(|(i, b)| {
-                let x = i as f64;
-                Rectangle::new([(x - 0.38, 0.0), (x - 0.02, b.1 / scale)], logical.filled())
-            }))
-            .map_err(draw_error)?
-            .label("logical")
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], logical.filled()));
-        chart
-            .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
-                let x = i as f64;
-                Some(Rectangle::new(
-                    [(x + 0.02, 0.0), (x + 0.38, b.2? / scale)],
-                    physical.filled(),
-                ))
-            }))
-            .map_err(draw_error)?
-            .label("physical")
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], physical.filled()));
-        chart
-            .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
-                let ratio = b.1 / b.2.filter(|p| *p > 0.0)?;
-                Some(Text::new(
-                    format!("{ratio:.2}:1 ({})", human_bytes(b.2?)),
-                    (i as f64 + 0.02, b.2? / scale + max / scale * 0.05),
-                    ("sans-serif", 13),
-                ))
-            }))
-            .map_err(draw_error)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(draw_error)?;
-        root.present().map_err(draw_error)?;
-    }
-    Ok(svg)
+fn draw_space_bars<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    bars: &[(String, f64, Option<f64>)],
+) -> Result<(), ReportError> {
+    let max = bars
+        .iter()
+        .map(|b| b.1.max(b.2.unwrap_or(0.0)))
+        .fold(0.0, f64::max)
+        .max(1.0);
+    let (scale, unit) = unit_for(max);
+    let n = bars.len();
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 17))
+        .margin(12)
+        .x_label_area_size(42)
+        .y_label_area_size(78)
+        .build_cartesian_2d(
+            -0.5f64..(n as f64 - 0.5),
+            0f64..with_legend_room(0.0, max / scale * 1.1, 2),
+        )
+        .map_err(draw_error)?;
+    let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(format!("bytes ({unit})"))
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .draw()
+        .map_err(draw_error)?;
+    let logical = series_color(0);
+    let physical = series_color(1);
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, b)| {
+            let x = i as f64;
+            Rectangle::new([(x - 0.38, 0.0), (x - 0.02, b.1 / scale)], logical.filled())
+        }))
+        .map_err(draw_error)?
+        .label("logical")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], logical.filled()));
+    chart
+        .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
+            let x = i as f64;
+            Some(Rectangle::new(
+                [(x + 0.02, 0.0), (x + 0.38, b.2? / scale)],
+                physical.filled(),
+            ))
+        }))
+        .map_err(draw_error)?
+        .label("physical")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], physical.filled()));
+    chart
+        .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
+            let ratio = b.1 / b.2.filter(|p| *p > 0.0)?;
+            Some(Text::new(
+                format!("{ratio:.2}:1 ({})", human_bytes(b.2?)),
+                (i as f64 + 0.02, b.2? / scale + max / scale * 0.05),
+                (FONT, 13),
+            ))
+        }))
+        .map_err(draw_error)?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font((FONT, 14))
+        .draw()
+        .map_err(draw_error)?;
+    Ok(())
 }
 
 fn unit_for(max: f64) -> (f64, &'static str) {
@@ -547,26 +695,56 @@ fn block_plots(rows: &[IntervalRow], plots: &mut Vec<Plot>) -> Result<(), Report
         .flatten()
         .collect();
         let title = format!("{what}: IOPS and latency ({})", date_of(&first.started_at));
-        plots.push(Plot {
-            name: format!("block-{}-{}-{n}", slug(&first.label), slug(&first.workload)),
-            svg: render_panels(&[
-                LinePanel {
-                    title: format!("{what}: IOPS"),
-                    x_desc: "time (s)".into(),
-                    y_desc: "I/Os per second".into(),
-                    lines: iops,
-                    discrete_x: false,
-                },
-                LinePanel {
-                    title: format!("{what}: latency"),
-                    x_desc: "time (s)".into(),
-                    y_desc: "latency (µs)".into(),
-                    lines: lat,
-                    discrete_x: false,
-                },
-            ])?,
+        let chart = Chart::Lines(vec![
+            LinePanel {
+                title: format!("{what}: IOPS"),
+                x_desc: "time (s)".into(),
+                y_desc: "I/Os per second".into(),
+                lines: iops,
+                discrete_x: false,
+            },
+            LinePanel {
+                title: format!("{what}: latency"),
+                x_desc: "time (s)".into(),
+                y_desc: "latency (µs)".into(),
+                lines: lat,
+                discrete_x: false,
+            },
+        ]);
+        plots.push(Plot::new(
+            format!("block-{}-{}-{n}", slug(&first.label), slug(&first.workload)),
             title,
-        });
+            &chart,
+        )?);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_labels_share_one_precision_per_axis() {
+        let f = TickFormat::new(0.0, 157.0);
+        assert_eq!(
+            (f.label(80.0), f.label(100.0), f.label(0.0)),
+            ("80".into(), "100".into(), "0".into())
+        );
+        let f = TickFormat::new(0.0, 6.1);
+        assert_eq!((f.label(1.0), f.label(4.0)), ("1".into(), "4".into()));
+        let f = TickFormat::new(0.0, 2.5);
+        assert_eq!((f.label(0.2), f.label(2.0)), ("0.2".into(), "2.0".into()));
+        let f = TickFormat::new(0.0, 0.04);
+        assert_eq!(f.label(0.005), "0.005");
+        let f = TickFormat::new(0.0, 240_000.0);
+        assert_eq!(
+            (f.label(50_000.0), f.label(200_000.0)),
+            ("50k".into(), "200k".into())
+        );
+        let f = TickFormat::new(0.0, 12_000.0);
+        assert_eq!(f.label(2_000.0), "2k");
+        let f = TickFormat::new(1.5e6, 1.9e6);
+        assert_eq!(f.label(1.55e6), "1.55M");
+    }
 }
