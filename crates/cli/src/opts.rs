@@ -80,30 +80,42 @@ impl DbOpts {
     }
 }
 
-/// sysbench's scripts.
+/// sysbench's and pgbench's scripts; their own spellings (`oltp_read_write`,
+/// `tpcb-like`, `select-only`) are accepted too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WorkloadArg {
     /// oltp_read_only
+    #[value(alias = "oltp_read_only")]
     OltpReadOnly,
     /// oltp_read_write
+    #[value(alias = "oltp_read_write")]
     OltpReadWrite,
     /// oltp_write_only
+    #[value(alias = "oltp_write_only")]
     OltpWriteOnly,
     /// oltp_point_select
+    #[value(alias = "oltp_point_select")]
     OltpPointSelect,
     /// oltp_update_index
+    #[value(alias = "oltp_update_index")]
     OltpUpdateIndex,
     /// oltp_update_non_index
+    #[value(alias = "oltp_update_non_index")]
     OltpUpdateNonIndex,
     /// oltp_insert
+    #[value(alias = "oltp_insert")]
     OltpInsert,
     /// oltp_delete
+    #[value(alias = "oltp_delete")]
     OltpDelete,
     /// pgbench's tpcb-like (the default script)
+    #[value(alias = "tpcb-like")]
     Tpcb,
     /// pgbench's simple-update (-N)
+    #[value(alias = "simple-update")]
     TpcbSimpleUpdate,
     /// pgbench's select-only (-S)
+    #[value(alias = "select-only")]
     TpcbSelectOnly,
 }
 
@@ -680,6 +692,21 @@ mod tests {
             Command::Block(o) => o.validate(),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn workloads_take_sysbench_and_pgbench_spellings() {
+        for (ours, theirs) in [
+            ("oltp-read-write", "oltp_read_write"),
+            ("oltp-update-non-index", "oltp_update_non_index"),
+            ("tpcb", "tpcb-like"),
+            ("tpcb-simple-update", "simple-update"),
+            ("tpcb-select-only", "select-only"),
+        ] {
+            let a = WorkloadArg::from_str(ours, false).unwrap();
+            assert_eq!(WorkloadArg::from_str(theirs, false), Ok(a), "{theirs}");
+        }
+        assert!(WorkloadArg::from_str("oltp_read_writ", false).is_err());
     }
 
     #[test]
