@@ -41,13 +41,30 @@ impl Plot {
 pub enum Chart {
     /// Line panels side by side (one or two).
     Lines(Vec<LinePanel>),
-    /// Grouped bars: logical and (when known) physical bytes per category.
+    /// Grouped bars: logical and (when known) device-logical and physical bytes per category.
     SpaceBars {
         /// Caption.
         title: String,
-        /// Category, logical bytes, physical bytes.
-        bars: Vec<(String, f64, Option<f64>)>,
+        /// One group of bars per category.
+        bars: Vec<SpaceBar>,
     },
+}
+
+/// One category of a space chart. The data's logical size and the logical size
+/// the physical figure stands for differ when the drive holds more than the data
+/// (WAL, filesystem): the ratio is only meaningful between the last two.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpaceBar {
+    /// Category (fillfactor or origin).
+    pub name: String,
+    /// Logical bytes of the data.
+    pub logical: f64,
+    /// Logical bytes the physical figure stands for, when not the data's own.
+    pub device_logical: Option<f64>,
+    /// Stored bytes.
+    pub physical: Option<f64>,
+    /// Compression ratio (logical the physical figure stands for / physical).
+    pub ratio: Option<f64>,
 }
 
 /// One line of a chart.
@@ -70,7 +87,7 @@ pub struct LinePanel {
     pub y_desc: String,
     /// Lines.
     pub lines: Vec<Line>,
-    /// Whether x is a count (threads): points are marked and only whole numbers labelled.
+    /// Whether x is a count (threads): each value that occurs is one evenly spaced, labelled category and points are marked.
     pub discrete_x: bool,
 }
 
@@ -188,15 +205,37 @@ fn draw_lines<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &LinePanel,
 ) -> Result<(), ReportError> {
-    let pts = || panel.lines.iter().flat_map(|l| l.points.iter());
-    let (x0, x1) = range(pts().map(|p| p.0), false);
-    // Room on the left too, so a first point is not drawn on the axis.
-    let x0 = if panel.discrete_x {
-        x0 - (x1 - x0) * 0.05
+    // A count axis (threads: 1, 2, 4 … 256) is a category axis: one evenly
+    // spaced, labelled position per value that occurs, nothing in between.
+    let mut categories: Vec<f64> = Vec::new();
+    if panel.discrete_x {
+        categories = panel
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .collect();
+        categories.sort_by(f64::total_cmp);
+        categories.dedup();
+    }
+    let lines: Vec<Vec<(f64, f64)>> = panel
+        .lines
+        .iter()
+        .map(|l| {
+            l.points
+                .iter()
+                .map(|&(x, y)| match categories.iter().position(|c| *c == x) {
+                    Some(i) => (i as f64, y),
+                    None => (x, y),
+                })
+                .collect()
+        })
+        .collect();
+    let (x0, x1) = if panel.discrete_x {
+        (-0.5, categories.len().max(1) as f64 - 0.5)
     } else {
-        x0
+        range(lines.iter().flatten().map(|p| p.0), false)
     };
-    let (y0, y1) = range(pts().map(|p| p.1), true);
+    let (y0, y1) = range(lines.iter().flatten().map(|p| p.1), true);
     let y1 = with_legend_room(y0, y1, panel.lines.len());
     let (x_ticks, y_ticks) = (TickFormat::new(x0, x1), TickFormat::new(y0, y1));
     let mut chart = ChartBuilder::on(area)
@@ -206,29 +245,29 @@ fn draw_lines<DB: DrawingBackend>(
         .y_label_area_size(78)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc(&panel.x_desc)
+    let mut mesh = chart.configure_mesh();
+    if panel.discrete_x {
+        mesh.x_labels(categories.len()).disable_x_mesh();
+    }
+    mesh.x_desc(&panel.x_desc)
         .y_desc(&panel.y_desc)
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 15))
         .y_label_formatter(&|v| y_ticks.label(*v))
         .x_label_formatter(&|v| {
-            if !panel.discrete_x {
-                x_ticks.label(*v)
-            } else if (v - v.round()).abs() > 1e-9 {
-                String::new()
+            if panel.discrete_x {
+                category_label(*v, |i| categories.get(i).map(|c| format!("{c}")))
             } else {
-                format!("{v:.0}")
+                x_ticks.label(*v)
             }
         })
         .draw()
         .map_err(draw_error)?;
-    for (i, line) in panel.lines.iter().enumerate() {
+    for (i, (line, points)) in panel.lines.iter().zip(&lines).enumerate() {
         let color = series_color(i);
         chart
             .draw_series(LineSeries::new(
-                line.points.iter().copied(),
+                points.iter().copied(),
                 color.stroke_width(2),
             ))
             .map_err(draw_error)?
@@ -238,11 +277,7 @@ fn draw_lines<DB: DrawingBackend>(
             });
         if panel.discrete_x {
             chart
-                .draw_series(
-                    line.points
-                        .iter()
-                        .map(|&p| Circle::new(p, 3, color.filled())),
-                )
+                .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
                 .map_err(draw_error)?;
         }
     }
@@ -532,7 +567,7 @@ fn space_plots(rows: &[SpaceRow], plots: &mut Vec<Plot>) -> Result<(), ReportErr
         }
     }
     for label in labels {
-        let bars: Vec<(String, f64, Option<f64>)> = rows
+        let bars: Vec<SpaceBar> = rows
             .iter()
             .filter(|r| r.label == label)
             .filter_map(|r| {
@@ -540,7 +575,14 @@ fn space_plots(rows: &[SpaceRow], plots: &mut Vec<Plot>) -> Result<(), ReportErr
                     Some(ff) => format!("ff {ff}"),
                     None => r.origin.to_string(),
                 };
-                Some((name, r.logical_bytes?, r.physical_bytes))
+                let logical = r.logical_bytes?;
+                Some(SpaceBar {
+                    name,
+                    logical,
+                    device_logical: r.device_logical_bytes.filter(|d| *d != logical),
+                    physical: r.physical_bytes,
+                    ratio: r.ratio,
+                })
             })
             .collect();
         if bars.is_empty() {
@@ -556,75 +598,77 @@ fn space_plots(rows: &[SpaceRow], plots: &mut Vec<Plot>) -> Result<(), ReportErr
     Ok(())
 }
 
-/// Grouped bars: logical and physical per category.
+/// Grouped bars per category: the data's logical size, the device's logical
+/// size (when the physical figure covers more than the data) and the physical size.
 fn draw_space_bars<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
-    bars: &[(String, f64, Option<f64>)],
+    bars: &[SpaceBar],
 ) -> Result<(), ReportError> {
+    type Get = fn(&SpaceBar) -> Option<f64>;
+    let series: Vec<(&str, Get)> = [
+        ("logical (data)", (|b: &SpaceBar| Some(b.logical)) as Get),
+        ("logical (device)", |b: &SpaceBar| b.device_logical),
+        ("physical", |b: &SpaceBar| b.physical),
+    ]
+    .into_iter()
+    .filter(|(_, get)| bars.iter().any(|b| get(b).is_some()))
+    .collect();
     let max = bars
         .iter()
-        .map(|b| b.1.max(b.2.unwrap_or(0.0)))
+        .flat_map(|b| series.iter().filter_map(|(_, get)| get(b)))
         .fold(0.0, f64::max)
         .max(1.0);
     let (scale, unit) = unit_for(max);
     let n = bars.len();
+    let y1 = with_legend_room(0.0, max / scale * 1.12, series.len());
+    let y_ticks = TickFormat::new(0.0, y1);
     let mut chart = ChartBuilder::on(root)
         .caption(title, (FONT, 17))
         .margin(12)
         .x_label_area_size(42)
         .y_label_area_size(78)
-        .build_cartesian_2d(
-            -0.5f64..(n as f64 - 0.5),
-            0f64..with_legend_room(0.0, max / scale * 1.1, 2),
-        )
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..y1)
         .map_err(draw_error)?;
-    let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(n)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                names.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| category_label(*x, |i| bars.get(i).map(|b| b.name.clone())))
+        .y_label_formatter(&|v| y_ticks.label(*v))
         .y_desc(format!("bytes ({unit})"))
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 15))
         .draw()
         .map_err(draw_error)?;
-    let logical = series_color(0);
-    let physical = series_color(1);
-    chart
-        .draw_series(bars.iter().enumerate().map(|(i, b)| {
-            let x = i as f64;
-            Rectangle::new([(x - 0.38, 0.0), (x - 0.02, b.1 / scale)], logical.filled())
-        }))
-        .map_err(draw_error)?
-        .label("logical")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], logical.filled()));
+    // The group takes 0.76 of a category's width, split among the series shown.
+    let width = 0.76 / series.len() as f64;
+    let left = |i: usize, k: usize| i as f64 - 0.38 + k as f64 * width;
+    for (k, (name, get)) in series.iter().enumerate() {
+        let color = series_color(k);
+        chart
+            .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
+                Some(Rectangle::new(
+                    [
+                        (left(i, k) + 0.01, 0.0),
+                        (left(i, k) + width - 0.01, get(b)? / scale),
+                    ],
+                    color.filled(),
+                ))
+            }))
+            .map_err(draw_error)?
+            .label(*name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    // The ratio above the physical bar, the same figure as the space table's.
+    let k = series.len() - 1;
     chart
         .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
-            let x = i as f64;
-            Some(Rectangle::new(
-                [(x + 0.02, 0.0), (x + 0.38, b.2? / scale)],
-                physical.filled(),
-            ))
-        }))
-        .map_err(draw_error)?
-        .label("physical")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], physical.filled()));
-    chart
-        .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
-            let ratio = b.1 / b.2.filter(|p| *p > 0.0)?;
+            let (ratio, physical) = (b.ratio?, b.physical?);
             Some(Text::new(
-                format!("{ratio:.2}:1 ({})", human_bytes(b.2?)),
-                (i as f64 + 0.02, b.2? / scale + max / scale * 0.05),
-                (FONT, 13),
+                format!("{ratio:.2}:1"),
+                (left(i, k) + 0.01, physical / scale + max / scale * 0.05),
+                (FONT, 14),
             ))
         }))
         .map_err(draw_error)?;
@@ -637,6 +681,17 @@ fn draw_space_bars<DB: DrawingBackend>(
         .draw()
         .map_err(draw_error)?;
     Ok(())
+}
+
+/// The label of a category axis at position `x`: categories sit at whole
+/// numbers, anything between gets no label.
+fn category_label(x: f64, name: impl Fn(usize) -> Option<String>) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 {
+        name(i as usize).unwrap_or_default()
+    } else {
+        String::new()
+    }
 }
 
 fn unit_for(max: f64) -> (f64, &'static str) {
@@ -723,6 +778,84 @@ fn block_plots(rows: &[IntervalRow], plots: &mut Vec<Plot>) -> Result<(), Report
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The text of every `<text>` element of an SVG.
+    fn svg_texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                Some(
+                    t.split_once('>')?
+                        .1
+                        .split_once("</text>")?
+                        .0
+                        .trim()
+                        .to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn thread_counts_are_evenly_spaced_categories() {
+        let panel = LinePanel {
+            title: "sweep".into(),
+            x_desc: "threads".into(),
+            y_desc: "tps".into(),
+            lines: vec![Line {
+                name: "A".into(),
+                points: vec![(64.0, 0.4), (96.0, 0.5), (128.0, 0.6), (256.0, 0.7)],
+            }],
+            discrete_x: true,
+        };
+        let texts = svg_texts(&render_svg(&Chart::Lines(vec![panel])).unwrap());
+        for t in ["64", "96", "128", "256"] {
+            assert_eq!(
+                texts.iter().filter(|x| *x == t).count(),
+                1,
+                "{t} in {texts:?}"
+            );
+        }
+        // A linear axis from 64 to 256 would label 100, 150, 200.
+        for t in ["100", "150", "200"] {
+            assert!(!texts.iter().any(|x| x == t), "{t} in {texts:?}");
+        }
+    }
+
+    #[test]
+    fn space_bars_show_what_the_ratio_is_between() {
+        let bar = |device_logical| SpaceBar {
+            name: "db".into(),
+            logical: 131.0 * 1048576.0,
+            device_logical,
+            physical: Some(246.0 * 1048576.0),
+            ratio: Some(1.443),
+        };
+        let with_device = svg_texts(
+            &render_svg(&Chart::SpaceBars {
+                title: "space".into(),
+                bars: vec![bar(Some(355.0 * 1048576.0))],
+            })
+            .unwrap(),
+        );
+        assert!(
+            with_device.iter().any(|t| t == "logical (device)"),
+            "{with_device:?}"
+        );
+        assert!(with_device.iter().any(|t| t == "1.44:1"), "{with_device:?}");
+        let data_only = svg_texts(
+            &render_svg(&Chart::SpaceBars {
+                title: "space".into(),
+                bars: vec![bar(None)],
+            })
+            .unwrap(),
+        );
+        assert!(
+            !data_only.iter().any(|t| t == "logical (device)"),
+            "{data_only:?}"
+        );
+        assert!(data_only.iter().any(|t| t == "physical"), "{data_only:?}");
+    }
 
     #[test]
     fn tick_labels_share_one_precision_per_axis() {
