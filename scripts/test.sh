@@ -23,6 +23,8 @@ command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# As root Chromium is installed above, so the report's browser check must run, not skip.
+if [ "$(id -u)" = 0 ]; then export CSDCHAR_REQUIRE_BROWSER=1; fi
 if ! command -v cargo >/dev/null; then
   echo "cargo not found: install Rust (rustup) first" >&2
   exit 1
