@@ -12,25 +12,13 @@ TABLES=${TABLES:-4}; TABLE_SIZE=${TABLE_SIZE:-100000}; FILLFACTOR=${FILLFACTOR:-
 [ "$(id -u)" = 0 ] || { echo "needs root (zram, mount)" >&2; exit 2; }
 cargo build --release -q -p csdchar-cli
 CSD=$PWD/target/release/csdchar
-modprobe zram 2>/dev/null || true
-ID=$(cat /sys/class/zram-control/hot_add)
-MNT=$(mktemp -d /var/tmp/csdchar-zram.XXXX)
+. scripts/bench/zram-ext4.sh
+# The plain disk's cluster lives in a directory of its own; mktemp makes it 0700 and the
+# server runs as postgres, so it must be able to reach pgdata.
 DISK=$(mktemp -d /var/tmp/csdchar-disk.XXXX)
-# mktemp makes 0700 root directories; the server runs as postgres and must reach pgdata.
-chmod 755 "$MNT" "$DISK"
-cleanup() {
-  for _ in $(seq 50); do umount "$MNT" 2>/dev/null && break; mountpoint -q "$MNT" || break; sleep 0.2; done
-  rmdir "$MNT" 2>/dev/null || true
-  rm -rf "$DISK"
-  for _ in $(seq 50); do echo 1 > /sys/block/zram$ID/reset 2>/dev/null && break; sleep 0.1; done
-  echo "$ID" > /sys/class/zram-control/hot_remove 2>/dev/null || true
-}
-trap cleanup EXIT
-echo lz4 > /sys/block/zram$ID/comp_algorithm
-echo 8G > /sys/block/zram$ID/disksize
-mkfs.ext4 -q -F /dev/zram$ID
-mount -o discard /dev/zram$ID "$MNT"
-chmod 755 "$MNT"
+chmod 755 "$DISK"
+extra_cleanup() { rm -rf "$DISK"; }
+zram_ext4_mount zram
 rm -rf "$OUT"; mkdir -p "$OUT/disk" "$OUT/zram"
 # The ephemeral cluster lives where the data directory is: one per device.
 for dev in disk zram; do

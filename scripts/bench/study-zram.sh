@@ -9,20 +9,8 @@ SCALE=${SCALE:-20}; FILLFACTORS=${FILLFACTORS:-100,70,50}; THREADS=${THREADS:-8}
 [ "$(id -u)" = 0 ] || { echo "needs root (zram, mount)" >&2; exit 2; }
 cargo build --release -q -p csdchar-cli
 CSD=$PWD/target/release/csdchar
-modprobe zram 2>/dev/null || true
-ID=$(cat /sys/class/zram-control/hot_add)
-MNT=$(mktemp -d /var/tmp/csdchar-study.XXXX)
-cleanup() {
-  for _ in $(seq 50); do umount "$MNT" 2>/dev/null && break; mountpoint -q "$MNT" || break; sleep 0.2; done
-  rmdir "$MNT" 2>/dev/null || true
-  for _ in $(seq 50); do echo 1 > /sys/block/zram$ID/reset 2>/dev/null && break; sleep 0.1; done
-  echo "$ID" > /sys/class/zram-control/hot_remove 2>/dev/null || true
-}
-trap cleanup EXIT
-echo lz4 > /sys/block/zram$ID/comp_algorithm
-echo 8G > /sys/block/zram$ID/disksize
-mkfs.ext4 -q -F /dev/zram$ID
-mount -o discard /dev/zram$ID "$MNT"
+. scripts/bench/zram-ext4.sh
+zram_ext4_mount study
 "$CSD" db study --pgdata "$MNT/pgdata" --workload tpcb --scale "$SCALE" --fillfactor "$FILLFACTORS" \
   --threads "$THREADS" --time "${TIME}s" --report-interval 0 \
   --pg-set shared_buffers=512MB --pg-set wal_level=minimal --pg-set max_wal_senders=0 --pg-set max_wal_size=4GB \

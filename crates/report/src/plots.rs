@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::ReportError;
@@ -282,15 +283,23 @@ fn draw_lines<DB: DrawingBackend>(
         }
     }
     if !panel.lines.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font((FONT, 14))
-            .draw()
-            .map_err(draw_error)?;
+        draw_legend(&mut chart)?;
     }
+    Ok(())
+}
+
+/// The legend, upper right, over a translucent white box ([`with_legend_room`] keeps the data below it).
+fn draw_legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+) -> Result<(), ReportError> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font((FONT, 14))
+        .draw()
+        .map_err(draw_error)?;
     Ok(())
 }
 
@@ -672,14 +681,7 @@ fn draw_space_bars<DB: DrawingBackend>(
             ))
         }))
         .map_err(draw_error)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font((FONT, 14))
-        .draw()
-        .map_err(draw_error)?;
+    draw_legend(&mut chart)?;
     Ok(())
 }
 
