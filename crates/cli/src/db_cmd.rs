@@ -15,9 +15,8 @@ use csdchar_dbload::oltp::{self, OltpInterval, OltpSpec};
 use csdchar_dbload::runner::{self, Protocol, Workload};
 use csdchar_dbload::tpcb::{self, TpcbSpec};
 
-use crate::opts::{
-    DbCommand, DbOpts, InitModeArg, OutputFormat, ProtocolArg, RandArg, WorkloadArg,
-};
+use crate::db_opts::{DbArgs, DbCommand, DbOpts, InitModeArg, ProtocolArg, RandArg, WorkloadArg};
+use crate::opts::OutputFormat;
 use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit, output};
 
 /// The sysbench script behind an option value, and its sysbench name; None for pgbench's.
@@ -157,13 +156,14 @@ fn spec_of(o: &DbOpts, workload: OltpWorkload) -> OltpSpec {
 }
 
 /// Runs a `csdchar db` step.
-pub fn run_db(cmd: &DbCommand, io: &mut Io<'_>) -> Outcome {
-    let (o, step) = match cmd {
-        DbCommand::Prepare(o) => (o, "prepare"),
-        DbCommand::Run(o) => (o, "run"),
-        DbCommand::Cleanup(o) => (o, "cleanup"),
-        DbCommand::Alter(o) => (o, "alter"),
-        DbCommand::Study(o) => (o, "study"),
+pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
+    let (o, step) = match &args.command {
+        Some(DbCommand::Prepare(o)) => (o, "prepare"),
+        Some(DbCommand::Run(o)) => (o, "run"),
+        Some(DbCommand::Cleanup(o)) => (o, "cleanup"),
+        Some(DbCommand::Alter(o)) => (o, "alter"),
+        Some(DbCommand::Study(o)) => (o, "study"),
+        None => (&args.run, "run"),
     };
     let usage = |io: &mut Io<'_>, m: String| {
         let _ = writeln!(io.stderr, "error: {m}");

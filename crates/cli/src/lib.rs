@@ -3,6 +3,7 @@
 //! arguments, installs signal handlers and exits with the code.
 
 pub mod db_cmd;
+pub mod db_opts;
 pub mod estimate;
 pub mod opts;
 pub mod output;
