@@ -9,6 +9,8 @@ need=()
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v mkfs.btrfs >/dev/null || need+=(btrfs-progs)
 command -v losetup >/dev/null || need+=(mount)
+# Device-mapper stacks in the device-safety tests (they skip where the kernel has none).
+command -v dmsetup >/dev/null || need+=(dmsetup)
 command -v cc >/dev/null || need+=(build-essential)
 # PostgreSQL server binaries for the managed-cluster tests; no system cluster.
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then

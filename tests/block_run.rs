@@ -421,6 +421,72 @@ fn unavailable_engine_says_so_and_touches_nothing() {
 }
 
 #[test]
+fn a_run_that_fails_before_its_first_io_removes_only_the_file_it_created() {
+    let dir = tmp();
+    // The engine probe passes, then no job gets an engine for the target.
+    let run = |target: &std::path::Path| {
+        let spec = block_spec(&["--rw", "write", "--size", "1m", target.to_str().unwrap()]);
+        run_block_with(&spec, RunControl::quiet(), |fd, _| {
+            if fd < 0 {
+                Ok(csdchar_fio_like::NullEngine::new())
+            } else {
+                Err(EngineError::Unavailable("no engine for this target".into()))
+            }
+        })
+        .unwrap()
+    };
+    let fresh = dir.path().join("fresh.dat");
+    let r = run(&fresh);
+    assert_eq!(r.status, RunStatus::IoError);
+    assert!(!fresh.exists(), "the file the run created is left behind");
+
+    let kept = dir.path().join("kept.dat");
+    std::fs::write(&kept, vec![5u8; 4096]).unwrap();
+    let r = run(&kept);
+    assert_eq!(r.status, RunStatus::IoError);
+    assert!(kept.exists(), "a pre-existing file must never be removed");
+}
+
+#[test]
+fn a_sliver_of_a_last_interval_is_folded_into_the_one_before() {
+    // 1005 ms of 100 ms intervals: without care the last would be a ~5 ms
+    // interval whose few I/Os give a meaningless rate and p99; it is folded
+    // into the one before.
+    let ran = csdchar(&[
+        "block",
+        "--engine",
+        "null",
+        "--runtime",
+        "1005ms",
+        "--time-based",
+        "--log-interval",
+        "100ms",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let r = ran.outcome.block.expect("a result");
+    assert!(r.intervals.len() >= 9, "{} intervals", r.intervals.len());
+    for s in &r.intervals {
+        assert!(
+            s.duration_ms >= 10,
+            "interval {} lasted {} ms",
+            s.index,
+            s.duration_ms
+        );
+    }
+    // The printed lines are the recorded intervals.
+    let lines = ran.stdout.lines().filter(|l| l.starts_with("[ ")).count();
+    assert_eq!(lines, r.intervals.len(), "{}", ran.stdout);
+    // The sliver's I/Os are in the last interval: the series adds up to the total.
+    let in_series: u64 = r
+        .intervals
+        .iter()
+        .filter_map(|s| s.read)
+        .map(|d| d.ios)
+        .sum();
+    assert_eq!(r.read.unwrap().ios, in_series);
+}
+
+#[test]
 fn io_uring_engine_sets_up_or_says_why_not() {
     use csdchar_fio_like::IoEngine;
     match csdchar_fio_like::uring::UringEngine::new(-1, 8) {

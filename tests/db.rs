@@ -23,6 +23,7 @@ fn spec(workload: OltpWorkload) -> OltpSpec {
         string_dup: 0,
         create_secondary: true,
         seed: 1,
+        schema: "public".into(),
     }
 }
 
@@ -190,7 +191,10 @@ fn prepare_run_cleanup_with_sysbench_counting() {
     assert_eq!(t.writes + t.others, t.transactions, "{t:?}");
     assert!(t.writes > 0);
 
-    assert_eq!(rt.block_on(oltp::cleanup(&conninfo, 2)).unwrap(), 2);
+    assert_eq!(
+        rt.block_on(oltp::cleanup(&conninfo, "public", 2)).unwrap(),
+        ["sbtest1", "sbtest2"]
+    );
     assert_eq!(
         psql(
             &cluster,
@@ -253,10 +257,14 @@ fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
         .unwrap();
     let pgdata = dir.path().join("pgdata");
     let p = pgdata.to_str().unwrap();
-    let base = ["--pgdata", p, "--tables", "1", "--table-size", "500"];
+    let base = ["--pgdata", p, "--tables", "1"];
     let with = |step: &str, extra: &[&str]| {
         let mut a = vec!["db", step];
         a.extend_from_slice(&base);
+        // Only the steps that load or run take the table size.
+        if matches!(step, "prepare" | "run") {
+            a.extend_from_slice(&["--table-size", "500"]);
+        }
         a.extend_from_slice(extra);
         common::csdchar(&a)
     };
@@ -507,6 +515,7 @@ fn passwords_md5_and_scram_authenticate_and_never_show() {
     std::fs::set_permissions(&hba, std::fs::Permissions::from_mode(0o644)).unwrap();
     let cluster = ManagedCluster::start(&ClusterSpec {
         settings: vec![format!("hba_file={}", hba.display())],
+        listen: Some("127.0.0.1".into()),
         ..ClusterSpec::default()
     })
     .unwrap();
@@ -518,7 +527,8 @@ fn passwords_md5_and_scram_authenticate_and_never_show() {
         &cluster,
         "SET password_encryption = 'md5'; CREATE ROLE md5_user LOGIN PASSWORD 'Md-pw-4711'",
     );
-    let base = cluster.conninfo("postgres");
+    // Over TCP: the Unix socket is local trust.
+    let base = format!("host=127.0.0.1 port={} dbname=postgres", cluster.port());
     for (user, pw) in [("scram_user", "Sc-pw-4711"), ("md5_user", "Md-pw-4711")] {
         let with = |pw: &str| {
             ConnTarget::parse(&format!("{base} user={user} password={pw}"), &ProcessEnv).unwrap()
@@ -548,17 +558,13 @@ fn passwords_md5_and_scram_authenticate_and_never_show() {
         "postgres://scram_user:Sc-pw-4711@127.0.0.1:{}/postgres",
         cluster.port()
     );
-    let opts = [
-        "--url",
-        url.as_str(),
-        "--tables",
-        "1",
-        "--table-size",
-        "500",
-    ];
+    let opts = ["--url", url.as_str(), "--tables", "1"];
     let with = |step: &str, extra: &[&str]| {
         let mut a = vec!["db", step];
         a.extend_from_slice(&opts);
+        if step != "cleanup" {
+            a.extend_from_slice(&["--table-size", "500"]);
+        }
         a.extend_from_slice(extra);
         common::csdchar(&a)
     };
@@ -591,6 +597,11 @@ fn passwords_md5_and_scram_authenticate_and_never_show() {
     let ran = common::csdchar(&["db", "cleanup", "--url", &bad, "--tables", "1"]);
     assert_eq!(ran.outcome.exit_code, 1, "{}", ran.stderr);
     assert!(ran.stderr.contains("127.0.0.1:"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("password authentication failed"),
+        "the server's words: {}",
+        ran.stderr
+    );
     assert!(!ran.stderr.contains("Wr0ng-pw"), "{}", ran.stderr);
 }
 

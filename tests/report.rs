@@ -548,3 +548,92 @@ fn a_fresh_block_result_is_reported() {
     assert!(csv.lines().count() >= 4, "{csv}");
     assert!(dir.join("plots/block-null-randwrite-0.svg").exists());
 }
+
+#[test]
+fn interrupted_and_failed_inputs_are_named_on_stderr_and_marked_in_the_report() {
+    let work = tmp();
+    // A block run stopped by Ctrl-C (the flag is already set when it starts).
+    let stopped = work.path().join("stopped.json");
+    let ran = common::csdchar_with_interrupt(
+        &[
+            "block",
+            "--engine",
+            "null",
+            "--runtime",
+            "1s",
+            "--time-based",
+            "--output-format",
+            "json",
+            "--output",
+            stopped.to_str().unwrap(),
+        ],
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+    );
+    assert_eq!(ran.outcome.exit_code, 130, "{}", ran.stderr);
+    // A database run that failed part-way.
+    let failed = work.path().join("failed.json");
+    let db = std::fs::read_to_string(fixture("intel/db-oltp_read_write.json")).unwrap();
+    let db = db
+        .replacen("\"interrupted\": false", "\"interrupted\": true", 1)
+        .replacen(
+            "\"error\": null",
+            "\"error\": \"server closed the connection\\nunexpectedly\"",
+            1,
+        );
+    std::fs::write(&failed, db).unwrap();
+    let complete = fixture("csd/db-oltp_read_write.json");
+
+    let dir = work.path().join("r");
+    let ran = common::csdchar(&[
+        "report",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+        "--label",
+        &format!("stopped={}", stopped.display()),
+        "--label",
+        &format!("failed={}", failed.display()),
+        &complete,
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let notes: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("note: "))
+        .collect();
+    assert_eq!(notes.len(), 2, "{}", ran.stderr);
+    assert!(
+        notes[0].contains("stopped.json (stopped): interrupted"),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        notes[1]
+            .contains("failed.json (failed): failed: server closed the connection unexpectedly"),
+        "{}",
+        notes[1]
+    );
+    // The tables and the page say so too.
+    let table = read_table(&dir.join("tables/incomplete.csv"));
+    let labels: Vec<&str> = table.iter().map(|r| r["label"].as_str()).collect();
+    assert_eq!(labels, ["stopped", "failed"]);
+    assert!(table[0]["status"].starts_with("interrupted"));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("## Incomplete inputs"), "{md}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<strong>interrupted: partial result</strong>"));
+    assert!(html.contains("Incomplete inputs"));
+
+    // A report of complete results has no such table and no notes.
+    let dir = work.path().join("r2");
+    let ran = common::csdchar(&[
+        "report",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+        &complete,
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(!ran.stderr.contains("note:"), "{}", ran.stderr);
+    assert!(!dir.join("tables/incomplete.csv").exists());
+}

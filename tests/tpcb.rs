@@ -32,6 +32,7 @@ fn load_schema_scripts_and_cleanup_follow_pgbench() {
         fillfactor: Some(70),
         protocol: Protocol::Simple,
         seed: 1,
+        schema: "public".into(),
     };
     for mode in [InitMode::Client, InitMode::Server] {
         let loaded = Arc::new(AtomicU64::new(0));
@@ -169,7 +170,12 @@ fn load_schema_scripts_and_cleanup_follow_pgbench() {
         "t"
     );
 
-    assert_eq!(rt.block_on(tpcb::cleanup(&conninfo)).unwrap(), 4);
+    assert_eq!(
+        rt.block_on(tpcb::cleanup(&conninfo, "public"))
+            .unwrap()
+            .len(),
+        4
+    );
     assert_eq!(
         psql(
             &cluster,
@@ -244,9 +250,16 @@ fn cli_tpcb_on_a_temporary_cluster() {
     assert!(ran.stderr.contains("primary keys"), "{}", ran.stderr);
     let ran = with("run", &["--time", "1s", "--report-interval", "500ms"]);
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("progress: "), "{}", ran.stdout);
+    assert!(
+        !ran.stderr.contains("--scale"),
+        "no note about an option never given: {}",
+        ran.stderr
+    );
+    let ran = with("run", &["--time", "1s", "--scale", "1"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
     assert!(ran.stderr.contains("--scale 1 ignored"), "{}", ran.stderr);
     assert!(ran.stdout.contains("scaling factor: 2"), "{}", ran.stdout);
-    assert!(ran.stdout.contains("progress: "), "{}", ran.stdout);
     let ran = with("prepare", &[]);
     assert_eq!(
         ran.outcome.exit_code, 2,
@@ -360,6 +373,7 @@ fn a_load_cut_short_fails_cleanly_and_says_how_far_it_got() {
         fillfactor: None,
         protocol: Protocol::Simple,
         seed: 1,
+        schema: "public".into(),
     };
     let loaded = Arc::new(AtomicU64::new(0));
     let l2 = Arc::clone(&loaded);

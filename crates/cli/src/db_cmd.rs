@@ -15,7 +15,7 @@ use csdchar_dbload::oltp::{self, OltpInterval, OltpSpec};
 use csdchar_dbload::runner::{self, Protocol, Workload};
 use csdchar_dbload::tpcb::{self, TpcbSpec};
 
-use crate::db_opts::{DbArgs, DbCommand, DbOpts, InitModeArg, ProtocolArg, RandArg, WorkloadArg};
+use crate::db_opts::{DbArgs, DbOpts, InitModeArg, ProtocolArg, RandArg, WorkloadArg};
 use crate::opts::OutputFormat;
 use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit, output};
 
@@ -52,18 +52,19 @@ enum Bench {
 
 impl Bench {
     fn of(o: &DbOpts) -> Bench {
-        match sysbench_workload(o.workload) {
+        match sysbench_workload(o.tables.workload) {
             Some((w, name)) => Bench::Sysbench(spec_of(o, w), name),
             None => Bench::Tpcb(TpcbSpec {
-                script: match o.workload {
+                script: match o.tables.workload {
                     WorkloadArg::TpcbSimpleUpdate => TpcbScript::SimpleUpdate,
                     WorkloadArg::TpcbSelectOnly => TpcbScript::SelectOnly,
                     _ => TpcbScript::TpcbLike,
                 },
-                scale: o.scale,
+                scale: o.load.scale.unwrap_or(1),
                 fillfactor: o.fillfactor(),
-                protocol: o.protocol.map_or(Protocol::Simple, protocol_of),
-                seed: o.seed,
+                protocol: o.run.protocol.map_or(Protocol::Simple, protocol_of),
+                seed: o.load.seed,
+                schema: o.server.schema.clone(),
             }),
         }
     }
@@ -126,22 +127,22 @@ impl Bench {
 fn spec_of(o: &DbOpts, workload: OltpWorkload) -> OltpSpec {
     OltpSpec {
         workload,
-        tables: o.tables,
-        table_size: o.table_size,
-        range_size: o.range_size,
+        tables: o.tables.tables,
+        table_size: o.load.table_size,
+        range_size: o.run.range_size,
         options: OltpOptions {
-            point_selects: o.point_selects,
-            simple_ranges: o.simple_ranges,
-            sum_ranges: o.sum_ranges,
-            order_ranges: o.order_ranges,
-            distinct_ranges: o.distinct_ranges,
-            index_updates: o.index_updates,
-            non_index_updates: o.non_index_updates,
-            delete_inserts: o.delete_inserts,
+            point_selects: o.run.point_selects,
+            simple_ranges: o.run.simple_ranges,
+            sum_ranges: o.run.sum_ranges,
+            order_ranges: o.run.order_ranges,
+            distinct_ranges: o.run.distinct_ranges,
+            index_updates: o.run.index_updates,
+            non_index_updates: o.run.non_index_updates,
+            delete_inserts: o.run.delete_inserts,
             range_selects: true,
-            skip_trx: o.skip_trx,
+            skip_trx: o.run.skip_trx,
         },
-        rand_type: match o.rand_type {
+        rand_type: match o.run.rand_type {
             RandArg::Uniform => RandType::Uniform,
             RandArg::Gaussian => RandType::Gaussian,
             RandArg::Special => RandType::Special,
@@ -149,67 +150,124 @@ fn spec_of(o: &DbOpts, workload: OltpWorkload) -> OltpSpec {
             RandArg::Zipfian => RandType::Zipfian,
         },
         fillfactor: o.fillfactor(),
-        string_dup: o.string_dup,
-        create_secondary: o.create_secondary,
-        seed: o.seed,
+        string_dup: o.load.string_dup,
+        create_secondary: o.load.create_secondary,
+        seed: o.load.seed,
+        schema: o.server.schema.clone(),
+    }
+}
+
+/// Checks everything that can be checked before anything starts; the error
+/// is one line naming the option.
+fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
+    let s = &o.server;
+    if step != "study" && o.load.fillfactor.len() > 1 {
+        return Err("--fillfactor: one value (a list is for `csdchar db study`)".into());
+    }
+    if step == "alter" && o.tables.workload.is_tpcb() {
+        return Err("--workload: alter changes sysbench tables only; for tpcb run prepare again with --fillfactor and --force".into());
+    }
+    if s.url.is_none() && s.pgdata.is_none() && matches!(step, "prepare" | "cleanup" | "alter") {
+        return Err(format!(
+            "{step}: needs --url or --pgdata (a temporary cluster would vanish with the command; `csdchar db run` alone uses one)"
+        ));
+    }
+    if s.keep_running && s.pgdata.is_none() {
+        return Err(
+            "--keep-running: only with --pgdata (a temporary cluster is always removed)".into(),
+        );
+    }
+    if let Some(url) = &s.url {
+        csdchar_dbload::conn::ConnTarget::parse(url, &csdchar_dbload::conn::ProcessEnv)
+            .map_err(|e| format!("--url: {e}"))?;
+    }
+    if s.db.is_empty() || s.db.len() > 63 || s.db.contains('\0') {
+        return Err(format!(
+            "--db: a database name of 1 to 63 bytes, not '{}'",
+            s.db.escape_debug()
+        ));
+    }
+    if !csdchar_dbload::conn::is_plain_identifier(&s.schema) {
+        return Err(format!(
+            "--schema: a lowercase SQL identifier (letters, digits, _; at most 63), not '{}'",
+            s.schema.escape_debug()
+        ));
+    }
+    if let Some(p) = &s.pgdata {
+        if p.exists() && !p.is_dir() {
+            return Err(format!(
+                "--pgdata: {} exists and is not a directory (give a directory, new or empty for a new cluster)",
+                p.display()
+            ));
+        }
+        if p.is_dir()
+            && !p.join("PG_VERSION").exists()
+            && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_some())
+        {
+            return Err(format!(
+                "--pgdata: {} is not empty and holds no PostgreSQL cluster (give an empty or new directory)",
+                p.display()
+            ));
+        }
+    }
+    for kv in &s.pg_set {
+        let key = kv.split_once('=').map(|(k, _)| k.trim());
+        if !key.is_some_and(|k| {
+            !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        }) {
+            return Err(format!(
+                "--pg-set: '{}' is not KEY=VALUE (e.g. shared_buffers=1GB)",
+                kv.escape_debug()
+            ));
+        }
+    }
+    if matches!(step, "run" | "study") && o.run.time < std::time::Duration::from_secs(1) {
+        return Err("--time: must be at least 1s (e.g. 30s, 5m)".into());
+    }
+    let ri = o.run.report_interval;
+    if !ri.is_zero() && ri < std::time::Duration::from_millis(100) {
+        return Err("--report-interval: 0 (no interval lines) or at least 100ms".into());
+    }
+    // The result must not land on the cluster's own files.
+    let inputs: Vec<&std::path::Path> = s.pgdata.iter().map(|p| p.as_path()).collect();
+    crate::opts::check_output(o.out.output.as_deref(), &inputs).map_err(|e| e.0)?;
+    Ok(())
+}
+
+/// Runs `fut` to its end, or until Ctrl-C/SIGTERM sets `interrupt`: then
+/// None, and `fut` is dropped (its connections close, so the server rolls
+/// back what it had not committed).
+async fn until_interrupted<T>(
+    fut: impl std::future::Future<Output = T>,
+    interrupt: &AtomicBool,
+) -> Option<T> {
+    tokio::select! {
+        r = fut => Some(r),
+        () = async {
+            while !interrupt.load(Ordering::Relaxed) {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        } => None,
     }
 }
 
 /// Runs a `csdchar db` step.
 pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
-    let (o, step) = match &args.command {
-        Some(DbCommand::Prepare(o)) => (o, "prepare"),
-        Some(DbCommand::Run(o)) => (o, "run"),
-        Some(DbCommand::Cleanup(o)) => (o, "cleanup"),
-        Some(DbCommand::Alter(o)) => (o, "alter"),
-        Some(DbCommand::Study(o)) => (o, "study"),
-        None => (&args.run, "run"),
+    let (step, o) = args.step();
+    let o = &o;
+    let code = |exit_code| Outcome {
+        exit_code,
+        block: None,
     };
-    let usage = |io: &mut Io<'_>, m: String| {
+    if let Err(m) = validate(step, o) {
         let _ = writeln!(io.stderr, "error: {m}");
-        Outcome {
-            exit_code: EXIT_USAGE,
-            block: None,
-        }
-    };
-    if step != "study" && o.fillfactor.len() > 1 {
-        return usage(
-            io,
-            "--fillfactor: one value (a list is for `csdchar db study`)".into(),
-        );
+        return code(EXIT_USAGE);
     }
-    if step == "alter" && o.fillfactor().is_none() {
-        return usage(io, "alter: needs --fillfactor N (10-100)".into());
-    }
-    if o.url.is_none() && o.pgdata.is_none() && step != "run" && step != "study" {
-        return usage(
-            io,
-            format!(
-                "{step}: needs --url or --pgdata (a temporary cluster would vanish with the command; `csdchar db run` alone uses one)"
-            ),
-        );
-    }
-    if let Some(url) = &o.url
-        && let Err(e) =
-            csdchar_dbload::conn::ConnTarget::parse(url, &csdchar_dbload::conn::ProcessEnv)
-    {
-        return usage(io, format!("--url: {e}"));
-    }
-    if let Some(out) = &o.output {
-        let dir = out
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        if !dir.is_dir() {
-            return usage(
-                io,
-                format!("--output: directory {} does not exist", dir.display()),
-            );
-        }
-    }
-    let max_threads = o.threads.iter().copied().max().unwrap_or(1);
+    let max_threads = o.threads.threads.iter().copied().max().unwrap_or(1);
     // A managed cluster gets enough connections for the sweep unless told otherwise.
-    let mut settings = o.pg_set.clone();
+    let mut settings = o.server.pg_set.clone();
     if !settings
         .iter()
         .any(|s| s.trim_start().starts_with("max_connections"))
@@ -217,39 +275,61 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
     {
         settings.push(format!("max_connections={}", max_threads + 20));
     }
-    let (cluster, conninfo, source) = match (&o.url, &o.pgdata) {
+    let (cluster, conninfo, source) = match (&o.server.url, &o.server.pgdata) {
         (Some(url), _) => (None, url.clone(), "url"),
         (None, pgdata) => {
             let spec = ClusterSpec {
                 pgdata: pgdata.clone(),
-                pg_bin: o.pg_bin.clone(),
+                pg_bin: o.server.pg_bin.clone(),
                 settings,
-                keep_running: o.keep_running,
+                keep_running: o.server.keep_running,
+                listen: o.server.listen.clone(),
             };
             match ManagedCluster::start(&spec) {
                 Ok(c) => {
-                    let ci = c.conninfo(&o.db);
-                    (
-                        Some(c),
-                        ci,
-                        if pgdata.is_some() {
-                            "pgdata"
-                        } else {
-                            "ephemeral"
-                        },
-                    )
+                    for n in c.notes() {
+                        let _ = writeln!(io.stderr, "note: {n}");
+                    }
+                    if c.attached() {
+                        let _ = writeln!(
+                            io.stderr,
+                            "attached to the server already running in {} (port {}); it keeps running",
+                            c.pgdata().display(),
+                            c.port()
+                        );
+                    }
+                    let ci = c.conninfo(&o.server.db);
+                    let source = if pgdata.is_some() {
+                        "pgdata"
+                    } else {
+                        "ephemeral"
+                    };
+                    (Some(c), ci, source)
                 }
                 Err(csdchar_dbload::cluster::ClusterError::BadSetting(m)) => {
-                    return usage(io, format!("--pg-set: '{m}' is not key=value"));
+                    let _ = writeln!(
+                        io.stderr,
+                        "error: --pg-set: '{m}' is not KEY=VALUE (e.g. shared_buffers=1GB)"
+                    );
+                    return code(EXIT_USAGE);
                 }
                 Err(e) => {
                     let _ = writeln!(io.stderr, "error: {e}");
-                    return Outcome {
-                        exit_code: 1,
-                        block: None,
-                    };
+                    return code(1);
                 }
             }
+        }
+    };
+    // Every connection works in --schema and nowhere else.
+    let conninfo = match csdchar_dbload::conn::with_search_path(
+        &conninfo,
+        &o.server.schema,
+        &csdchar_dbload::conn::ProcessEnv,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: --schema: {e}");
+            return code(EXIT_USAGE);
         }
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -259,52 +339,63 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
         Ok(rt) => rt,
         Err(e) => {
             let _ = writeln!(io.stderr, "error: cannot start the async runtime: {e}");
-            return Outcome {
-                exit_code: 1,
-                block: None,
-            };
+            return code(1);
         }
     };
     let bench = Bench::of(o);
-    let code = match step {
-        "prepare" => rt.block_on(prepare(&conninfo, &bench, o, o.force, io)),
+    let schema = o.server.schema.as_str();
+    let exit = match step {
+        "prepare" => rt.block_on(prepare(&conninfo, &bench, o, o.load.force, io)),
         "study" => rt.block_on(study(&conninfo, &bench, o, io, source)),
-        "alter" if matches!(bench, Bench::Tpcb(_)) => {
-            let _ = writeln!(
-                io.stderr,
-                "error: alter: sysbench workloads only; for tpcb run prepare again with --fillfactor and --force"
-            );
-            EXIT_USAGE
-        }
         "alter" => {
             let ff = o.fillfactor().unwrap_or(100);
             let t0 = Instant::now();
+            let interrupt = Arc::clone(&io.interrupt);
             let stderr = &mut *io.stderr;
-            let r = rt.block_on(oltp::alter_fillfactor(&conninfo, o.tables, ff, |t| {
-                let _ = writeln!(
-                    stderr,
-                    "{t}: fillfactor {ff}, c/pad storage plain, VACUUM FULL ANALYZE done ({:.1}s)",
-                    t0.elapsed().as_secs_f64()
-                );
-            }));
+            let r = rt.block_on(until_interrupted(
+                oltp::alter_fillfactor(&conninfo, schema, o.tables.tables, ff, |t| {
+                    let _ = writeln!(
+                        stderr,
+                        "{t}: fillfactor {ff}, c/pad storage plain, VACUUM FULL ANALYZE done ({:.1}s)",
+                        t0.elapsed().as_secs_f64()
+                    );
+                }),
+                &interrupt,
+            ));
             match r {
-                Ok(()) => 0,
-                Err(e) => fail(io, &e.0),
+                Some(Ok(())) => 0,
+                Some(Err(e)) => fail(io, &e.0),
+                None => {
+                    let _ = writeln!(
+                        io.stderr,
+                        "interrupted: the table being rewritten keeps its old fillfactor; tables listed above are done"
+                    );
+                    EXIT_INTERRUPTED
+                }
             }
         }
         "cleanup" => {
             let dropped = match &bench {
-                Bench::Sysbench(..) => rt.block_on(oltp::cleanup(&conninfo, o.tables)),
-                Bench::Tpcb(_) => rt.block_on(tpcb::cleanup(&conninfo)),
+                Bench::Sysbench(..) => {
+                    rt.block_on(oltp::cleanup(&conninfo, schema, o.tables.tables))
+                }
+                Bench::Tpcb(_) => rt.block_on(tpcb::cleanup(&conninfo, schema)),
             };
             match dropped {
-                Ok(n) => {
-                    let names = bench.tables();
+                Ok(names) if names.is_empty() => {
                     let _ = writeln!(
                         io.stdout,
-                        "dropped {n} table(s) ({}..{})",
-                        names[0],
-                        names[names.len() - 1]
+                        "dropped 0 tables: none of the workload's tables ({}) exist in schema {schema}",
+                        table_range(&bench.tables())
+                    );
+                    0
+                }
+                Ok(names) => {
+                    let _ = writeln!(
+                        io.stdout,
+                        "dropped {} table(s) from schema {schema}: {}",
+                        names.len(),
+                        names.join(", ")
                     );
                     0
                 }
@@ -312,22 +403,39 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
             }
         }
         _ => {
+            let mut c = 0;
             if source == "ephemeral" {
-                let c = rt.block_on(prepare(&conninfo, &bench, o, o.force, io));
-                if c != 0 {
-                    return Outcome {
-                        exit_code: c,
-                        block: None,
-                    };
-                }
+                c = rt.block_on(prepare(&conninfo, &bench, o, o.load.force, io));
             }
-            rt.block_on(run(&conninfo, &bench, o, io, source))
+            if c == 0 {
+                c = rt.block_on(run(&conninfo, &bench, o, io, source));
+            }
+            c
         }
     };
+    // Loader and client tasks end before the server they talk to stops.
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    if let Some(c) = &cluster
+        && (c.attached() || o.server.keep_running)
+    {
+        let _ = writeln!(
+            io.stderr,
+            "server in {} left running on port {}: {}",
+            c.pgdata().display(),
+            c.port(),
+            c.connect_hint()
+        );
+    }
     drop(cluster); // stop (and remove a temporary) cluster before exiting
-    Outcome {
-        exit_code: code,
-        block: None,
+    code(exit)
+}
+
+/// `first..last` of a table list, for messages.
+fn table_range(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, .., last] => format!("{first}..{last}"),
     }
 }
 
@@ -350,7 +458,7 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
     let loaded = Arc::new(AtomicU64::new(0));
     let l2 = Arc::clone(&loaded);
     let t0 = Instant::now();
-    let threads = o.threads.iter().copied().max().unwrap_or(1).max(2);
+    let threads = o.threads.threads.iter().copied().max().unwrap_or(1).max(2);
     // Drawn only when stderr is a terminal; the summary line below always.
     let bar = indicatif::ProgressBar::with_draw_target(
         Some(total),
@@ -373,24 +481,42 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
         l2.fetch_add(n, Ordering::Relaxed);
         b2.inc(n);
     });
-    let result = match bench {
-        Bench::Sysbench(spec, _) => oltp::prepare(conninfo, spec, threads, force, progress)
-            .await
-            .map(|()| String::new()),
-        Bench::Tpcb(t) => {
-            let mode = match o.init_mode {
-                InitModeArg::Client => tpcb::InitMode::Client,
-                InitModeArg::Server => tpcb::InitMode::Server,
-            };
-            tpcb::prepare(conninfo, t, mode, threads, force, progress)
+    let load = async {
+        match bench {
+            Bench::Sysbench(spec, _) => oltp::prepare(conninfo, spec, threads, force, progress)
                 .await
-                .map(|t| {
-                    format!(
-                        " (create tables {:.2} s, generate {:.2} s, vacuum {:.2} s, primary keys {:.2} s)",
-                        t.create_s, t.generate_s, t.vacuum_s, t.primary_keys_s
-                    )
-                })
+                .map(|()| String::new()),
+            Bench::Tpcb(t) => {
+                let mode = match o.load.init_mode {
+                    InitModeArg::Client => tpcb::InitMode::Client,
+                    InitModeArg::Server => tpcb::InitMode::Server,
+                };
+                tpcb::prepare(conninfo, t, mode, threads, force, progress)
+                    .await
+                    .map(|t| {
+                        format!(
+                            " (create tables {:.2} s, generate {:.2} s, vacuum {:.2} s, primary keys {:.2} s)",
+                            t.create_s, t.generate_s, t.vacuum_s, t.primary_keys_s
+                        )
+                    })
+            }
         }
+    };
+    let Some(result) = until_interrupted(load, &io.interrupt).await else {
+        bar.finish_and_clear();
+        let done = loaded.load(Ordering::Relaxed);
+        let state = match bench {
+            Bench::Sysbench(..) => {
+                "each table loads in one transaction: complete tables stay, the one being loaded was rolled back"
+            }
+            Bench::Tpcb(_) => "the rows being loaded were rolled back",
+        };
+        let _ = writeln!(
+            io.stderr,
+            "interrupted: the load stopped after {done} of {total} rows; {state}; \
+             run prepare again with --force to start over, or `csdchar db cleanup`"
+        );
+        return EXIT_INTERRUPTED;
     };
     bar.finish_and_clear();
     match result {
@@ -455,7 +581,8 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
         Ok(x) => x,
         Err(code) => return code,
     };
-    match oltp::existing_tables(&client, &tables).await {
+    let schema = o.server.schema.as_str();
+    match oltp::existing_tables(&client, schema, &tables).await {
         Ok(t) if t.len() == tables.len() => {}
         Ok(t) => {
             let missing: Vec<&str> = tables
@@ -466,7 +593,7 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
             return fail(
                 io,
                 &format!(
-                    "tables {} are missing: run `csdchar db prepare` first",
+                    "tables {} are missing in schema {schema}: run `csdchar db prepare` first",
                     missing.join(", ")
                 ),
             );
@@ -481,11 +608,12 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
     {
         let found: i64 = row.get(0);
         if found > 0 && found != i64::from(t.scale) {
-            let _ = writeln!(
-                io.stderr,
-                "note: --scale {} ignored, using the count of pgbench_branches ({found})",
-                t.scale
-            );
+            if let Some(given) = o.load.scale {
+                let _ = writeln!(
+                    io.stderr,
+                    "note: --scale {given} ignored, using the count of pgbench_branches ({found})"
+                );
+            }
             bench_found = Bench::Tpcb(TpcbSpec {
                 scale: found as u32,
                 ..t.clone()
@@ -493,8 +621,29 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
             bench = &bench_found;
         }
     }
+    // The fillfactor the tables were loaded with (by this run, an earlier
+    // prepare or an alter) is what the result records.
+    // pgbench's -F applies to accounts, tellers and branches, not history.
+    let ff_table = match bench {
+        Bench::Sysbench(..) => tables[0].as_str(),
+        Bench::Tpcb(_) => "pgbench_accounts",
+    };
+    let fillfactor = match oltp::table_fillfactor(&client, schema, ff_table).await {
+        Ok(ff) => {
+            if let Some(given) = o.fillfactor()
+                && given != ff
+            {
+                let _ = writeln!(
+                    io.stderr,
+                    "note: --fillfactor {given} ignored: the tables have fillfactor {ff} (change it with `csdchar db alter`)"
+                );
+            }
+            Some(ff)
+        }
+        Err(_) => o.fillfactor(),
+    };
     drop(client);
-    let workload = Arc::new(bench.workload(o.protocol));
+    let workload = Arc::new(bench.workload(o.run.protocol));
     let protocol = workload.protocol;
     let mut text = String::new();
     let (steps, error) = run_steps(conninfo, bench, &workload, &tables, o, io, &mut text).await;
@@ -505,12 +654,12 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
         started_at,
         server: source.to_string(),
         server_version: version,
-        spec: db_spec(bench, o, &tables, protocol, o.fillfactor()),
+        spec: db_spec(bench, o, &tables, protocol, fillfactor),
         steps,
         interrupted,
         error: error.clone(),
     };
-    let bytes = match o.output_format {
+    let bytes = match o.out.output_format {
         OutputFormat::Json => output::json_pretty(&result),
         OutputFormat::Normal => text.into_bytes(),
     };
@@ -527,7 +676,7 @@ fn finish(
     error: Option<String>,
     also_stderr: Option<&str>,
 ) -> i32 {
-    if let Err(e) = emit(bytes, o.output.as_deref(), io.stdout) {
+    if let Err(e) = emit(bytes, o.out.output.as_deref(), io.stdout) {
         return fail(io, &e);
     }
     if let Some(t) = also_stderr {
@@ -553,13 +702,13 @@ async fn run_steps(
     io: &mut Io<'_>,
     text: &mut String,
 ) -> (Vec<DbStep>, Option<String>) {
-    let live = o.output_format == OutputFormat::Normal && o.output.is_none();
-    let report = (!o.report_interval.is_zero()).then_some(o.report_interval);
+    let live = o.out.output_format == OutputFormat::Normal && o.out.output.is_none();
+    let report = (!o.run.report_interval.is_zero()).then_some(o.run.report_interval);
     let mut steps = Vec::new();
     let mut error = None;
     let name = bench.name();
     let protocol = workload.protocol;
-    for &threads in &o.threads {
+    for &threads in &o.threads.threads {
         if io.interrupt.load(Ordering::Relaxed) {
             break;
         }
@@ -567,7 +716,7 @@ async fn run_steps(
             let _ = writeln!(
                 io.stdout,
                 "Running {name} with {threads} thread(s) for {:.0}s",
-                o.time.as_secs_f64()
+                o.run.time.as_secs_f64()
             );
         }
         let stdout = &mut *io.stdout;
@@ -577,20 +726,20 @@ async fn run_steps(
         };
         let settings = oltp::RunSettings {
             threads,
-            time: o.time,
+            time: o.run.time,
             report_interval: report,
-            percentiles: o.percentile.clone(),
-            pipeline: o.pipeline,
-            reconnect: o.reconnect,
+            percentiles: o.run.percentile.clone(),
+            pipeline: o.run.pipeline,
+            reconnect: o.run.reconnect,
             interrupt: Arc::clone(&io.interrupt),
         };
         let tpcb = matches!(bench, Bench::Tpcb(_));
         let out = runner::run(conninfo, Arc::clone(workload), &settings, |iv, th| {
             if live {
                 let line = if tpcb {
-                    progress_line(iv, o.percentile[0])
+                    progress_line(iv, o.run.percentile[0])
                 } else {
-                    interval_line(iv, th, o.percentile[0])
+                    interval_line(iv, th, o.run.percentile[0])
                 };
                 let _ = stdout.write_all(line.as_bytes());
                 let _ = stdout.flush();
@@ -818,21 +967,21 @@ fn db_spec(
             Bench::Tpcb(t) => Some(t.scale),
         },
         protocol: protocol.name().to_string(),
-        time_s: o.time.as_secs_f64(),
-        range_size: o.range_size,
+        time_s: o.run.time.as_secs_f64(),
+        range_size: o.run.range_size,
         options: match bench {
             Bench::Sysbench(s, _) => s.options.clone(),
             Bench::Tpcb(_) => Default::default(),
         },
         rand_type: match bench {
-            Bench::Sysbench(..) => format!("{:?}", o.rand_type).to_lowercase(),
+            Bench::Sysbench(..) => format!("{:?}", o.run.rand_type).to_lowercase(),
             Bench::Tpcb(_) => "uniform".into(),
         },
         fillfactor,
-        string_dup: o.string_dup,
-        percentiles: o.percentile.clone(),
-        pipeline: o.pipeline,
-        reconnect: o.reconnect,
+        string_dup: o.load.string_dup,
+        percentiles: o.run.percentile.clone(),
+        pipeline: o.run.pipeline,
+        reconnect: o.run.reconnect,
     }
 }
 
@@ -859,7 +1008,7 @@ async fn open_checked(
         .await
         .map(|r| r.get(0))
         .unwrap_or(i64::MAX);
-    let need = i64::from(o.threads.iter().copied().max().unwrap_or(1));
+    let need = i64::from(o.threads.threads.iter().copied().max().unwrap_or(1));
     if need + 3 > max_conn {
         let _ = writeln!(
             io.stderr,
@@ -875,6 +1024,12 @@ async fn open_checked(
 /// Default fillfactors of `db study`: the published studies' 100, 70 and 50.
 const STUDY_FILLFACTORS: [u8; 3] = [100, 70, 50];
 
+/// Unmeasured loads before a study's first measured one. Measured on a fresh
+/// cluster (zram+ext4, default WAL settings, 2 x 150,000 sysbench rows): after
+/// one, the first measured load still came out 12% above the same load
+/// measured later; after two, within 1%.
+const WARMUP_LOADS: usize = 2;
+
 /// `csdchar db study`: per fillfactor, load, checkpoint, measure space, run.
 async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source: &str) -> i32 {
     let started_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
@@ -883,11 +1038,12 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
         Err(code) => return code,
     };
     let tables = bench.tables();
-    match oltp::existing_tables(&client, &tables).await {
-        Ok(t) if !t.is_empty() && !o.force => {
+    let schema = o.server.schema.as_str();
+    match oltp::existing_tables(&client, schema, &tables).await {
+        Ok(t) if !t.is_empty() && !o.load.force => {
             let _ = writeln!(
                 io.stderr,
-                "error: tables exist already ({}); the study loads them anew for every fillfactor: pass --force",
+                "error: tables exist already in schema {schema} ({}); the study loads them anew for every fillfactor: pass --force",
                 t.join(", ")
             );
             return EXIT_USAGE;
@@ -895,39 +1051,102 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
         Ok(_) => {}
         Err(e) => return fail(io, &e.0),
     }
-    let fillfactors = if o.fillfactor.is_empty() {
+    let fillfactors = if o.load.fillfactor.is_empty() {
         STUDY_FILLFACTORS.to_vec()
     } else {
-        o.fillfactor.clone()
+        o.load.fillfactor.clone()
     };
     let mut rows: Vec<StudyRow> = Vec::new();
     let mut runs = Vec::new();
     let mut error = None;
     let mut text = String::new();
     let mut protocol = None;
+    let drop_tables = |b: &Bench| {
+        let b = match b {
+            Bench::Sysbench(s, _) => Some(s.tables),
+            Bench::Tpcb(_) => None,
+        };
+        async move {
+            match b {
+                Some(n) => oltp::cleanup(conninfo, schema, n).await,
+                None => tpcb::cleanup(conninfo, schema).await,
+            }
+        }
+    };
+    // The drive's counters change by whatever the load writes, WAL included:
+    // a first load adds new WAL segments, later ones overwrite recycled ones.
+    // One unmeasured load at the lowest fillfactor (the most data, so the most
+    // WAL) first puts the WAL in the steady state every measured load then
+    // finds, whatever the server's WAL settings.
+    let counters = settled_snapshot(&client, &tables)
+        .await
+        .0
+        .device
+        .is_some_and(|d| d.physical_bytes.is_some() && d.logical_bytes.is_some());
+    let warm_ff = fillfactors.iter().copied().min().unwrap_or(100);
+    let physical_method = if counters {
+        format!(
+            "the drive's counters' change over each load, after CHECKPOINT and sync; WAL in steady state \
+             ({WARMUP_LOADS} unmeasured warm-up loads at fillfactor {warm_ff} first, so measured loads reuse WAL segments)"
+        )
+    } else {
+        "estimated: deflate-fixed per 4 KiB of the workload's relation files (no compressing drive's counters)"
+            .to_string()
+    };
+    if counters && !io.interrupt.load(Ordering::Relaxed) {
+        let _ = writeln!(
+            io.stderr,
+            "warm-up: loading {WARMUP_LOADS} times at fillfactor {warm_ff}, unmeasured, so every measured load finds the WAL in steady state"
+        );
+        let warm = bench.with_fillfactor(warm_ff);
+        let mut code = 0;
+        for _ in 0..WARMUP_LOADS {
+            code = match drop_tables(&warm).await {
+                Ok(_) => prepare(conninfo, &warm, o, true, io).await,
+                Err(e) => fail(io, &e.0),
+            };
+            if code != 0 {
+                break;
+            }
+            // Its checkpoint recycles the segments the load filled.
+            let _ = settled_snapshot(&client, &tables).await;
+        }
+        if code == EXIT_INTERRUPTED {
+            // prepare said how far it got; the study's (empty) result follows.
+        } else if code != 0 {
+            error = Some("the warm-up load failed".to_string());
+        }
+    }
     for &ff in &fillfactors {
-        if io.interrupt.load(Ordering::Relaxed) {
+        if io.interrupt.load(Ordering::Relaxed) || error.is_some() {
             break;
         }
         let b = bench.with_fillfactor(ff);
         // The drive's baseline without the workload's tables: what the load adds is measured against it.
-        let dropped = match &b {
-            Bench::Sysbench(s, _) => oltp::cleanup(conninfo, s.tables).await,
-            Bench::Tpcb(_) => tpcb::cleanup(conninfo).await,
-        };
-        if let Err(e) = dropped {
+        if let Err(e) = drop_tables(&b).await {
             error = Some(e.0);
             break;
         }
-        let baseline = settled_snapshot(&client, &tables).await.0.device;
+        let base = settled_snapshot(&client, &tables).await.0;
+        let wal_dir_before = csdchar_dbload::snapshot::wal_dir_bytes(&client).await;
         let t0 = Instant::now();
-        if prepare(conninfo, &b, o, true, io).await != 0 {
-            error = Some(format!("loading at fillfactor {ff} failed"));
-            break;
+        match prepare(conninfo, &b, o, true, io).await {
+            0 => {}
+            EXIT_INTERRUPTED => break,
+            _ => {
+                error = Some(format!("loading at fillfactor {ff} failed"));
+                break;
+            }
         }
         let load_s = t0.elapsed().as_secs_f64();
-        let space = measure_space(&client, &tables, baseline.as_ref(), &io.interrupt).await;
-        let workload = Arc::new(b.workload(o.protocol));
+        let space = measure_space(&client, &tables, base.device.as_ref(), &io.interrupt).await;
+        let wal_dir_after = csdchar_dbload::snapshot::wal_dir_bytes(&client).await;
+        let load_wal_bytes = base
+            .wal_lsn_bytes
+            .zip(space.wal_lsn_bytes)
+            .map(|(a, b)| b - a);
+        let wal_dir_growth_bytes = wal_dir_before.zip(wal_dir_after).map(|(a, b)| b - a);
+        let workload = Arc::new(b.workload(o.run.protocol));
         protocol = Some(workload.protocol);
         let (steps, err) = run_steps(conninfo, &b, &workload, &tables, o, io, &mut text).await;
         for st in &steps {
@@ -937,6 +1156,8 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
                 fillfactor: ff,
                 threads: st.threads,
                 load_s,
+                load_wal_bytes,
+                wal_dir_growth_bytes,
                 relation_bytes: space.relation_bytes,
                 data_directory_bytes: space.data_directory_bytes,
                 physical_bytes: space.physical,
@@ -970,7 +1191,7 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
             break;
         }
     }
-    let table = study_table(&rows);
+    let table = study_table(&rows, &physical_method);
     text.push_str(&table);
     let protocol = protocol.unwrap_or(Protocol::Prepared);
     let result = StudyResult {
@@ -981,17 +1202,18 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
         server_version: version,
         spec: db_spec(bench, o, &tables, protocol, None),
         fillfactors,
+        physical_method: physical_method.clone(),
         rows,
         runs,
         interrupted: io.interrupt.load(Ordering::Relaxed) || error.is_some(),
         error: error.clone(),
     };
-    let bytes = match o.output_format {
+    let bytes = match o.out.output_format {
         OutputFormat::Json => output::json_pretty(&result),
         OutputFormat::Normal => text.into_bytes(),
     };
     // The table is the point of a study: show it even when the result goes elsewhere.
-    let elsewhere = o.output_format == OutputFormat::Json || o.output.is_some();
+    let elsewhere = o.out.output_format == OutputFormat::Json || o.out.output.is_some();
     finish(&bytes, o, io, error, elsewhere.then_some(table.as_str()))
 }
 
@@ -1031,6 +1253,8 @@ struct Space {
     of_logical: Option<f64>,
     source: String,
     estimated: bool,
+    /// The server's WAL position after the load's checkpoint.
+    wal_lsn_bytes: Option<i64>,
 }
 
 /// After a CHECKPOINT and sync(2), so the drive has seen the data: the
@@ -1074,6 +1298,7 @@ async fn measure_space(
                 dev.device
             ),
             estimated: false,
+            wal_lsn_bytes: snap.wal_lsn_bytes,
         };
     }
     let files = match dir {
@@ -1103,6 +1328,7 @@ async fn measure_space(
                 of_logical: Some(e.total.logical_bytes as f64),
                 source: format!("estimated (deflate-fixed per 4 KiB of the relation files{note})"),
                 estimated: true,
+                wal_lsn_bytes: snap.wal_lsn_bytes,
             };
         }
     }
@@ -1113,6 +1339,7 @@ async fn measure_space(
         of_logical: None,
         source: "unknown (data directory not readable here, drive not compressing)".into(),
         estimated: false,
+        wal_lsn_bytes: snap.wal_lsn_bytes,
     }
 }
 
@@ -1132,7 +1359,7 @@ fn directory_bytes(dir: &std::path::Path) -> std::io::Result<u64> {
 }
 
 /// The study table, as the published studies tabulate it.
-fn study_table(rows: &[StudyRow]) -> String {
+fn study_table(rows: &[StudyRow], method: &str) -> String {
     let mib = |b: f64| b / (1u64 << 20) as f64;
     let mut out = String::new();
     let _ = writeln!(
@@ -1175,9 +1402,21 @@ fn study_table(rows: &[StudyRow]) -> String {
         );
     }
     if let Some(r) = rows.first() {
+        let wal: Vec<String> = rows
+            .iter()
+            .filter(|r| r.threads == rows[0].threads)
+            .filter_map(|r| {
+                Some(format!(
+                    "ff {}: {:.1} MiB written, pg_wal {:+.1} MiB",
+                    r.fillfactor,
+                    mib(r.load_wal_bytes? as f64),
+                    mib(r.wal_dir_growth_bytes.unwrap_or(0) as f64)
+                ))
+            })
+            .collect();
         let _ = writeln!(
             out,
-            "logical: the workload's tables, indexes and TOAST; physical: {}{}; growth versus the first row",
+            "logical: the workload's tables, indexes and TOAST; physical ({}): {method}{}; growth versus the first row",
             r.physical_source,
             if r.physical_estimated {
                 " (* = estimated)"
@@ -1185,6 +1424,9 @@ fn study_table(rows: &[StudyRow]) -> String {
                 ""
             }
         );
+        if !wal.is_empty() {
+            let _ = writeln!(out, "WAL over each load: {}", wal.join("; "));
+        }
     }
     out
 }

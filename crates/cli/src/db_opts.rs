@@ -18,27 +18,296 @@ pub struct DbArgs {
     pub run: DbOpts,
 }
 
-/// `csdchar db` steps.
+/// `csdchar db` steps; each lists only the options it uses.
 #[derive(Debug, Subcommand)]
 pub enum DbCommand {
-    /// Create and load the tables (sbtest1..N).
-    Prepare(DbOpts),
+    /// Create and load the tables (sbtest1..N, or pgbench's with --workload tpcb).
+    Prepare(PrepareArgs),
     /// Run the workload (a --threads list runs a sweep). Without --url or --pgdata: on a temporary cluster, prepared first.
     Run(DbOpts),
-    /// Drop the tables the workload creates, nothing else.
-    Cleanup(DbOpts),
-    /// Change existing tables: --fillfactor N, c/pad STORAGE PLAIN, VACUUM FULL ANALYZE.
-    Alter(DbOpts),
+    /// Drop the tables the workload creates in --schema, nothing else.
+    Cleanup(CleanupArgs),
+    /// Change existing sysbench tables: --fillfactor N, c/pad STORAGE PLAIN, VACUUM FULL ANALYZE.
+    Alter(AlterArgs),
     /// For each --fillfactor (e.g. 100,70,50): load, checkpoint, measure logical and physical size
     /// (the drive's counters, or the estimator's prediction), run; one table of all.
     Study(DbOpts),
 }
 
+impl DbArgs {
+    /// The step's name and every option, those the step does not take at their defaults.
+    pub fn step(&self) -> (&'static str, DbOpts) {
+        match &self.command {
+            None => ("run", self.run.clone()),
+            Some(DbCommand::Run(o)) => ("run", o.clone()),
+            Some(DbCommand::Study(o)) => ("study", o.clone()),
+            Some(DbCommand::Prepare(p)) => (
+                "prepare",
+                DbOpts {
+                    server: p.server.clone(),
+                    tables: p.tables.clone(),
+                    load: p.load.clone(),
+                    threads: p.threads.clone(),
+                    ..DbOpts::default()
+                },
+            ),
+            Some(DbCommand::Cleanup(c)) => (
+                "cleanup",
+                DbOpts {
+                    server: c.server.clone(),
+                    tables: c.tables.clone(),
+                    ..DbOpts::default()
+                },
+            ),
+            Some(DbCommand::Alter(a)) => (
+                "alter",
+                DbOpts {
+                    server: a.server.clone(),
+                    tables: a.tables.clone(),
+                    load: LoadArgs {
+                        fillfactor: vec![a.fillfactor],
+                        ..defaults()
+                    },
+                    ..DbOpts::default()
+                },
+            ),
+        }
+    }
+}
+
+/// An option group at the defaults its clap attributes declare (the one place defaults are written).
+fn defaults<T: clap::Args + clap::FromArgMatches>() -> T {
+    let cmd = T::augment_args(clap::Command::new("defaults").no_binary_name(true));
+    let m = cmd
+        .try_get_matches_from(std::iter::empty::<String>())
+        .expect("every option group parses with no arguments");
+    T::from_arg_matches(&m).expect("defaults match the group")
+}
+
+/// Options of `run`, `study` and `csdchar db` alone: every group.
+#[derive(Debug, Clone, Args)]
+pub struct DbOpts {
+    /// Which server.
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Which tables.
+    #[command(flatten)]
+    pub tables: TablesArgs,
+    /// How they are loaded.
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Clients.
+    #[command(flatten)]
+    pub threads: ThreadsArgs,
+    /// How the workload runs.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Where the result goes.
+    #[command(flatten)]
+    pub out: DbOutputArgs,
+}
+
+impl Default for DbOpts {
+    fn default() -> Self {
+        defaults()
+    }
+}
+
 impl DbOpts {
     /// The single fillfactor of prepare/run/alter.
     pub fn fillfactor(&self) -> Option<u8> {
-        self.fillfactor.first().copied()
+        self.load.fillfactor.first().copied()
     }
+}
+
+/// `csdchar db prepare`.
+#[derive(Debug, Clone, Args)]
+pub struct PrepareArgs {
+    /// Which server.
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Which tables.
+    #[command(flatten)]
+    pub tables: TablesArgs,
+    /// How they are loaded.
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Loader connections.
+    #[command(flatten)]
+    pub threads: ThreadsArgs,
+}
+
+/// `csdchar db cleanup`.
+#[derive(Debug, Clone, Args)]
+pub struct CleanupArgs {
+    /// Which server.
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Which tables.
+    #[command(flatten)]
+    pub tables: TablesArgs,
+}
+
+/// `csdchar db alter`.
+#[derive(Debug, Clone, Args)]
+pub struct AlterArgs {
+    /// Which server.
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Which tables.
+    #[command(flatten)]
+    pub tables: TablesArgs,
+    /// New fillfactor of the tables (10-100).
+    #[arg(long, required = true, value_parser = clap::value_parser!(u8).range(10..=100))]
+    pub fillfactor: u8,
+}
+
+/// The server: a URL, or a cluster csdchar manages.
+#[derive(Debug, Clone, Args)]
+pub struct ServerArgs {
+    /// Server to use (libpq URL or key=value; PG* variables fill the rest). The password is never printed.
+    #[arg(long, env = "CSDCHAR_DB_URL")]
+    pub url: Option<String>,
+    /// Data directory of a cluster csdchar manages: created with initdb when empty or missing,
+    /// started, or attached to when its server already runs.
+    #[arg(long, conflicts_with = "url")]
+    pub pgdata: Option<PathBuf>,
+    /// Server binaries (default: pg_config, PATH, /usr/lib/postgresql/*/bin).
+    #[arg(long, conflicts_with = "url")]
+    pub pg_bin: Option<PathBuf>,
+    /// Server setting for a managed cluster, repeatable (e.g. --pg-set shared_buffers=1GB).
+    #[arg(long = "pg-set", value_name = "KEY=VALUE", conflicts_with = "url")]
+    pub pg_set: Vec<String>,
+    /// Leave the --pgdata cluster running afterwards (reachable through its private socket; the command to connect is printed).
+    #[arg(long)]
+    pub keep_running: bool,
+    /// A managed cluster also listens on TCP at this address (e.g. 127.0.0.1), with a random password
+    /// (scram-sha-256) kept in a 0600 file in the data directory. Default: Unix socket only.
+    #[arg(long, value_name = "ADDR", conflicts_with = "url")]
+    pub listen: Option<String>,
+    /// Database name.
+    #[arg(long, default_value = "postgres")]
+    pub db: String,
+    /// Schema the tables are created in, looked up in and dropped from (created when missing).
+    #[arg(long, default_value = "public")]
+    pub schema: String,
+}
+
+/// The workload and its tables.
+#[derive(Debug, Clone, Args)]
+pub struct TablesArgs {
+    /// sysbench or pgbench script.
+    #[arg(long, value_enum, default_value = "oltp-read-write")]
+    pub workload: WorkloadArg,
+    /// sysbench workloads: tables sbtest1..N.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub tables: u32,
+}
+
+/// How the tables are loaded.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// sysbench workloads: rows per table.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=2_000_000_000))]
+    pub table_size: u64,
+    /// tpcb: pgbench's scale factor (100,000 accounts, 10 tellers, 1 branch per unit); `run` takes it from the tables.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub scale: Option<u32>,
+    /// Table fillfactor at prepare (10-100); `db study` takes a comma-separated list (default 100,70,50).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u8).range(10..=100))]
+    pub fillfactor: Vec<u8>,
+    /// % of c/pad values drawn from 16 repeated strings (business-like, compressible data).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub string_dup: u8,
+    /// Secondary index on k after loading: true or false (1/0, yes/no).
+    #[arg(long, default_value = "true", value_parser = bool_arg, action = clap::ArgAction::Set)]
+    pub create_secondary: bool,
+    /// Seed of data and row ids.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// tpcb: where prepare generates rows.
+    #[arg(long, value_enum, default_value = "client")]
+    pub init_mode: InitModeArg,
+    /// Replace the workload's existing tables (prepare, study).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Client counts.
+#[derive(Debug, Clone, Args)]
+pub struct ThreadsArgs {
+    /// Clients; a comma-separated list runs one step per count (e.g. 1,8,16,32). prepare: loader connections (at least 2).
+    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub threads: Vec<u32>,
+}
+
+/// How the workload runs.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Duration of each step (e.g. 30s, 5m; at least 1s).
+    #[arg(long, default_value = "10s", value_parser = duration_arg)]
+    pub time: std::time::Duration,
+    /// Interval lines every DURATION (sysbench's --report-interval; 0 = none).
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub report_interval: std::time::Duration,
+    /// Rows per range select.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub range_size: u64,
+    /// Point selects per transaction.
+    #[arg(long, default_value_t = 10)]
+    pub point_selects: u32,
+    /// Simple ranges per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub simple_ranges: u32,
+    /// SUM ranges per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub sum_ranges: u32,
+    /// ORDER BY ranges per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub order_ranges: u32,
+    /// DISTINCT ranges per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub distinct_ranges: u32,
+    /// Index updates per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub index_updates: u32,
+    /// Non-index updates per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub non_index_updates: u32,
+    /// Delete + insert pairs per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub delete_inserts: u32,
+    /// No BEGIN/COMMIT.
+    #[arg(long)]
+    pub skip_trx: bool,
+    /// Row-id distribution.
+    #[arg(long, value_enum, default_value = "uniform")]
+    pub rand_type: RandArg,
+    /// Latency percentiles of the summary, comma-separated; the first is the interval lines' one.
+    #[arg(long, default_value = "95", value_delimiter = ',', value_parser = percentile_arg)]
+    pub percentile: Vec<f64>,
+    /// Protocol (pgbench's -M); default: prepared for sysbench workloads, simple for tpcb, as the peers do.
+    #[arg(long, value_enum)]
+    pub protocol: Option<ProtocolArg>,
+    /// Send each transaction's statements in one round trip (BEGIN … COMMIT
+    /// pipelined, same statements and order; sysbench waits for each).
+    #[arg(long)]
+    pub pipeline: bool,
+    /// After losing the connection (server restarted, backend killed), reconnect and
+    /// restart the transaction, counting reconnects; without it the run stops with its partial result.
+    #[arg(long)]
+    pub reconnect: bool,
+}
+
+/// Where the result goes.
+#[derive(Debug, Clone, Args)]
+pub struct DbOutputArgs {
+    /// normal: the peers' summaries and interval lines; json: the csdchar.db/1 (study: csdchar.study/1) result.
+    #[arg(long, value_enum, default_value = "normal")]
+    pub output_format: OutputFormat,
+    /// Write the result to FILE instead of stdout.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
 }
 
 /// sysbench's and pgbench's scripts; their own spellings (`oltp_read_write`,
@@ -123,121 +392,6 @@ pub enum RandArg {
     Pareto,
     /// Zipf, exponent 0.8 (sysbench HEAD).
     Zipfian,
-}
-
-/// Options of `csdchar db`, with sysbench's names.
-#[derive(Debug, Args)]
-pub struct DbOpts {
-    /// Server to use (libpq URL or key=value; PG* variables fill the rest). The password is never printed.
-    #[arg(long, env = "CSDCHAR_DB_URL")]
-    pub url: Option<String>,
-    /// Data directory of a cluster csdchar manages (created with initdb when empty).
-    #[arg(long, conflicts_with = "url")]
-    pub pgdata: Option<PathBuf>,
-    /// Server binaries (default: pg_config, PATH, /usr/lib/postgresql/*/bin).
-    #[arg(long)]
-    pub pg_bin: Option<PathBuf>,
-    /// Server setting for a managed cluster, repeatable (e.g. --pg-set shared_buffers=1GB).
-    #[arg(long = "pg-set")]
-    pub pg_set: Vec<String>,
-    /// Leave a --pgdata cluster running afterwards.
-    #[arg(long)]
-    pub keep_running: bool,
-    /// Database name.
-    #[arg(long, default_value = "postgres")]
-    pub db: String,
-    /// sysbench script.
-    #[arg(long, value_enum, default_value = "oltp-read-write")]
-    pub workload: WorkloadArg,
-    /// Tables.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub tables: u32,
-    /// Rows per table.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=2_000_000_000))]
-    pub table_size: u64,
-    /// Clients; a comma-separated list runs one step per count (e.g. 1,8,16,32).
-    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub threads: Vec<u32>,
-    /// Seconds per step.
-    #[arg(long, default_value = "10s", value_parser = duration_arg)]
-    pub time: std::time::Duration,
-    /// Interval lines every DURATION (sysbench's --report-interval; 0 = none).
-    #[arg(long, default_value = "1s", value_parser = duration_arg)]
-    pub report_interval: std::time::Duration,
-    /// Rows per range select.
-    #[arg(long, default_value_t = 100)]
-    pub range_size: u64,
-    /// Point selects per transaction.
-    #[arg(long, default_value_t = 10)]
-    pub point_selects: u32,
-    /// Simple ranges per transaction.
-    #[arg(long, default_value_t = 1)]
-    pub simple_ranges: u32,
-    /// SUM ranges per transaction.
-    #[arg(long, default_value_t = 1)]
-    pub sum_ranges: u32,
-    /// ORDER BY ranges per transaction.
-    #[arg(long, default_value_t = 1)]
-    pub order_ranges: u32,
-    /// DISTINCT ranges per transaction.
-    #[arg(long, default_value_t = 1)]
-    pub distinct_ranges: u32,
-    /// Index updates per transaction.
-    #[arg(long, default_value_t = 1)]
-    pub index_updates: u32,
-    /// Non-index updates per transaction.
-    #[arg(long, default_value_t = 1)]
-    pub non_index_updates: u32,
-    /// Delete + insert pairs per transaction.
-    #[arg(long, default_value_t = 1)]
-    pub delete_inserts: u32,
-    /// No BEGIN/COMMIT.
-    #[arg(long)]
-    pub skip_trx: bool,
-    /// Secondary index on k after prepare (true/false).
-    #[arg(long, default_value = "true", value_parser = bool_arg)]
-    pub create_secondary: bool,
-    /// Row-id distribution.
-    #[arg(long, value_enum, default_value = "uniform")]
-    pub rand_type: RandArg,
-    /// Latency percentiles of the summary, comma-separated; the first is the interval lines' one.
-    #[arg(long, default_value = "95", value_delimiter = ',', value_parser = percentile_arg)]
-    pub percentile: Vec<f64>,
-    /// tpcb: pgbench's scale factor (100,000 accounts, 10 tellers, 1 branch per unit).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub scale: u32,
-    /// Protocol (pgbench's -M); default: prepared for sysbench workloads, simple for tpcb, as the peers do.
-    #[arg(long, value_enum)]
-    pub protocol: Option<ProtocolArg>,
-    /// tpcb prepare: where rows are generated.
-    #[arg(long, value_enum, default_value = "client")]
-    pub init_mode: InitModeArg,
-    /// Send each transaction's statements in one round trip (BEGIN … COMMIT
-    /// pipelined, same statements and order; sysbench waits for each).
-    #[arg(long)]
-    pub pipeline: bool,
-    /// After losing the connection (server restarted, backend killed), reconnect and
-    /// restart the transaction, counting reconnects; without it the run stops with its partial result.
-    #[arg(long)]
-    pub reconnect: bool,
-    /// Table fillfactor at prepare (10-100); `db study` takes a list (default 100,70,50).
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u8).range(10..=100))]
-    pub fillfactor: Vec<u8>,
-    /// % of c/pad values drawn from 16 repeated strings (business-like, compressible data).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
-    pub string_dup: u8,
-    /// Seed of data and row ids.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// prepare: replace existing tables.
-    #[arg(long)]
-    pub force: bool,
-    /// Output format of run.
-    #[arg(long, value_enum, default_value = "normal")]
-    pub output_format: OutputFormat,
-    /// Write run's result to FILE.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
 }
 
 #[cfg(test)]

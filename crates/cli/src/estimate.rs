@@ -67,6 +67,7 @@ fn collect(paths: &[PathBuf]) -> Result<Vec<Input>, String> {
                 allocated: len,
             });
         } else if meta.is_file() {
+            readable(p)?;
             out.push(Input {
                 path: p.clone(),
                 pg: None,
@@ -83,6 +84,14 @@ fn collect(paths: &[PathBuf]) -> Result<Vec<Input>, String> {
     Ok(out)
 }
 
+/// An input that cannot be opened is bad input, found before any work: it
+/// would otherwise be left out of the figures (or end the run as incomplete).
+fn readable(path: &Path) -> Result<(), String> {
+    File::open(path)
+        .map(drop)
+        .map_err(|e| format!("PATH: {}: cannot read: {e}", path.display()))
+}
+
 fn walk(dir: &Path, pg_root: Option<&Path>, out: &mut Vec<Input>) -> Result<(), String> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| format!("PATH: {}: {e}", dir.display()))?
@@ -96,6 +105,7 @@ fn walk(dir: &Path, pg_root: Option<&Path>, out: &mut Vec<Input>) -> Result<(), 
             walk(&path, pg_root, out)?;
         } else if ft.is_file() {
             let Ok(meta) = e.metadata() else { continue };
+            readable(&path)?;
             let pg = pg_root.map(|r| {
                 let rel = path
                     .strip_prefix(r)
@@ -121,13 +131,33 @@ struct UnitResult {
     bound: ChunkSample,
 }
 
-/// Runs the estimate. `interrupt` stops it early (the result says so).
+/// Runs the estimate. `interrupt` stops it early (the result says so). An
+/// input that cannot be read is an `Err` naming it; a read that fails later
+/// ends the run with an incomplete result (see [`run_reporting_faults`]).
 pub fn run(
     plan: &EstimatePlan,
     interrupt: &AtomicBool,
     started_at: String,
 ) -> Result<EstimateResult, String> {
+    run_reporting_faults(plan, interrupt, started_at).map(|(r, _)| r)
+}
+
+/// [`run`], also returning the read error that stopped the run early, if
+/// one did (the result then has `complete: false`).
+pub fn run_reporting_faults(
+    plan: &EstimatePlan,
+    interrupt: &AtomicBool,
+    started_at: String,
+) -> Result<(EstimateResult, Option<String>), String> {
     let inputs = collect(&plan.paths)?;
+    // The first read error; it stops every worker.
+    let fault: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    let record_fault = |msg: String| {
+        let mut f = fault.lock().unwrap_or_else(|p| p.into_inner());
+        f.get_or_insert(msg);
+        stop.store(true, Ordering::Relaxed);
+    };
     let chunk = plan.chunk as u64;
     let bound = plan.codec == Codec::DeflateFixed;
     // Units of work: (input, first chunk, end chunk).
@@ -154,7 +184,7 @@ pub fn run(
                     let mut open: Option<(usize, File)> = None;
                     let mut done = Vec::new();
                     loop {
-                        if interrupt.load(Ordering::Relaxed) {
+                        if interrupt.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
                             break;
                         }
                         let k = next.fetch_add(1, Ordering::Relaxed);
@@ -164,7 +194,13 @@ pub fn run(
                         if open.as_ref().is_none_or(|(j, _)| *j != i) {
                             match File::open(&inputs[i].path) {
                                 Ok(f) => open = Some((i, f)),
-                                Err(_) => continue, // vanished since listing: leave it unmeasured
+                                Err(e) => {
+                                    record_fault(format!(
+                                        "PATH: {}: cannot read: {e}",
+                                        inputs[i].path.display()
+                                    ));
+                                    break;
+                                }
                             }
                         }
                         let f = &open.as_ref().expect("opened above").1;
@@ -191,8 +227,9 @@ pub fn run(
                         if plan.sample_pct >= 100.0 {
                             let start = first * chunk;
                             let n = ((end * chunk).min(len) - start) as usize;
-                            if f.read_exact_at(&mut buf[..n], start).is_err() {
-                                continue;
+                            if let Err(e) = f.read_exact_at(&mut buf[..n], start) {
+                                record_fault(read_fault(&inputs[i].path, start, &e));
+                                break;
                             }
                             for (k, c) in buf[..n].chunks(plan.chunk).enumerate() {
                                 measure(first + k as u64, c, &mut r);
@@ -204,9 +241,14 @@ pub fn run(
                                 }
                                 let start = c * chunk;
                                 let n = ((start + chunk).min(len) - start) as usize;
-                                if f.read_exact_at(&mut buf[..n], start).is_ok() {
-                                    measure(c, &buf[..n], &mut r);
+                                if let Err(e) = f.read_exact_at(&mut buf[..n], start) {
+                                    record_fault(read_fault(&inputs[i].path, start, &e));
+                                    break;
                                 }
+                                measure(c, &buf[..n], &mut r);
+                            }
+                            if stop.load(Ordering::Relaxed) {
+                                break;
                             }
                         }
                         done.push((k, r));
@@ -280,7 +322,8 @@ pub fn run(
         Estimate::sum(parts.iter())
     });
     let postgres = pg_breakdown(&inputs, &files, &main_kind);
-    Ok(EstimateResult {
+    let fault = fault.into_inner().unwrap_or_else(|p| p.into_inner());
+    let result = EstimateResult {
         schema: ESTIMATE_SCHEMA.to_string(),
         tool: csdchar_core::result::ToolInfo::current(),
         started_at,
@@ -296,7 +339,21 @@ pub fn run(
         total,
         optimistic,
         postgres,
-    })
+    };
+    Ok((result, fault))
+}
+
+fn read_fault(path: &Path, offset: u64, e: &std::io::Error) -> String {
+    // A short read means the file shrank after it was listed.
+    let what = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        "it became shorter while being read".to_string()
+    } else {
+        e.to_string()
+    };
+    format!(
+        "PATH: {}: read at offset {offset} failed: {what}",
+        path.display()
+    )
 }
 
 /// Heap or index from the first 8 KiB page of a main fork.

@@ -115,19 +115,10 @@ fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
         let _ = writeln!(io.stderr, "error: --chunk: must be between 512 and 1m");
         return Outcome::code(EXIT_USAGE);
     }
-    if let Some(out) = &opts.output {
-        let dir = out
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !dir.is_dir() {
-            let _ = writeln!(
-                io.stderr,
-                "error: --output: directory {} does not exist",
-                dir.display()
-            );
-            return Outcome::code(EXIT_USAGE);
-        }
+    let inputs: Vec<&Path> = opts.paths.iter().map(|p| p.as_path()).collect();
+    if let Err(e) = opts::check_output(opts.output.as_deref(), &inputs) {
+        let _ = writeln!(io.stderr, "error: {e}");
+        return Outcome::code(EXIT_USAGE);
     }
     let plan = estimate::EstimatePlan {
         paths: opts.paths.clone(),
@@ -153,7 +144,7 @@ fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
         return Outcome::code(EXIT_USAGE);
     }
     let started = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-    let mut result = match estimate::run(&plan, &io.interrupt, started) {
+    let (mut result, fault) = match estimate::run_reporting_faults(&plan, &io.interrupt, started) {
         Ok(r) => r,
         Err(e) => {
             let _ = writeln!(io.stderr, "error: {e}");
@@ -179,6 +170,10 @@ fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
         let _ = writeln!(io.stderr, "error: {e}");
         return Outcome::code(1);
     }
+    if let Some(fault) = fault {
+        let _ = writeln!(io.stderr, "error: {fault}; partial result saved");
+        return Outcome::code(1);
+    }
     if io.interrupt.load(Ordering::Relaxed) || !result.complete {
         let _ = writeln!(io.stderr, "interrupted: partial result saved");
         return Outcome::code(EXIT_INTERRUPTED);
@@ -194,6 +189,10 @@ fn pretty_schema(schema: schemars::Schema) -> String {
 
 fn run_capacity_command(opts: &CapacityOpts, io: &mut Io<'_>) -> Outcome {
     use std::sync::atomic::Ordering;
+    if let Err(e) = opts.validate() {
+        let _ = writeln!(io.stderr, "error: {e}");
+        return Outcome::code(EXIT_USAGE);
+    }
     let sysfs = csdchar_devices::Sysfs::from_env();
     let device = match sysfs.resolve(&opts.target) {
         Ok(d) => d,
@@ -382,12 +381,20 @@ where
     };
     let interrupt = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second signal while the first is being handled exits at once.
-        let _ = signal_hook::flag::register_conditional_shutdown(
-            sig,
-            EXIT_INTERRUPTED,
-            Arc::clone(&interrupt),
-        );
+        // A second signal while the first is being handled exits at once,
+        // saying so (a managed server is then stopped by its watchdog).
+        let again = Arc::clone(&interrupt);
+        // Safety: the action only loads an atomic and calls write(2) and
+        // _exit(2), which are async-signal-safe.
+        let _ = unsafe {
+            signal_hook::low_level::register(sig, move || {
+                if again.load(std::sync::atomic::Ordering::SeqCst) {
+                    let msg = b"\ninterrupted again: exiting at once, no result saved\n";
+                    libc::write(2, msg.as_ptr().cast(), msg.len());
+                    libc::_exit(EXIT_INTERRUPTED);
+                }
+            })
+        };
         let _ = signal_hook::flag::register(sig, Arc::clone(&interrupt));
     }
     // Not locked for the whole run: progress bars write to stderr from other threads.

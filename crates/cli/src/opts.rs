@@ -1,8 +1,10 @@
 //! Raw command-line options (clap) and their validation into the spec the
-//! engine runs. Nothing here touches the system except checking that an
-//! `--output` directory exists.
+//! engine runs. Nothing here writes; [`check_output`] only looks at the file
+//! system to refuse an `--output` that cannot or must not be written.
 
-use std::path::PathBuf;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use csdchar_core::pattern::Fill;
@@ -21,6 +23,9 @@ pub struct Cli {
 }
 
 /// Subcommands.
+// Parsed once per process: the size of the largest variant (db's many
+// options) costs nothing, and boxing it would touch every match on it.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// fio-like block I/O on io_uring with compressible data.
@@ -79,16 +84,17 @@ pub struct EstimateOpts {
     /// Per-chunk compression model.
     #[arg(long, value_enum, default_value = "deflate-fixed")]
     pub codec: CodecArg,
-    /// Compression unit (each chunk compressed on its own, like a drive's 4 KiB blocks).
+    /// Compression unit, 512 to 1m (each chunk compressed on its own, like a drive's 4 KiB blocks).
     #[arg(long, default_value = "4k", value_parser = size_arg)]
     pub chunk: u64,
-    /// Compress only this % of chunks, chosen at random, and report a 95% confidence interval.
+    /// Compress only this % of chunks (above 0, at most 100), chosen at random, and report a 95%
+    /// confidence interval.
     #[arg(long, default_value = "100", value_parser = sample_arg)]
     pub sample: f64,
     /// Seed of the sample.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Worker threads (default: all cores).
+    /// Worker threads, 1-1024 (default: all cores).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
     /// Name the relations of a PostgreSQL data directory (and tell TOAST from heap) by asking
@@ -98,8 +104,8 @@ pub struct EstimateOpts {
     /// Output format.
     #[arg(long, value_enum, default_value = "normal")]
     pub output_format: OutputFormat,
-    /// Write the result to FILE instead of stdout.
-    #[arg(long)]
+    /// Write the result to FILE instead of stdout (not a directory, not one of the inputs).
+    #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
@@ -115,7 +121,7 @@ fn sample_arg(s: &str) -> Result<f64, String> {
 pub struct ReportOpts {
     /// Result files (block, db, study, capacity, estimate JSON) or directories searched for *.json.
     pub results: Vec<PathBuf>,
-    /// Directory the report is written to (created when missing).
+    /// Directory the report is written to (created when missing; not an existing file).
     #[arg(long, default_value = "csdchar-report")]
     pub out: PathBuf,
     /// NAME=PATH: report the results in PATH (a file or directory) as NAME, e.g. the drive; repeatable. The first label is the baseline of comparisons.
@@ -131,10 +137,10 @@ pub struct ReportOpts {
 pub struct CapacityOpts {
     /// A block device, or any path on a file system (its device is found).
     pub target: PathBuf,
-    /// Print a line per interval until Ctrl-C (e.g. 1s).
-    #[arg(long, value_parser = duration_arg)]
-    pub watch: Option<std::time::Duration>,
-    /// Stop after this many --watch lines.
+    /// Print a line every DURATION until Ctrl-C (at least 10ms, e.g. 1s).
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub watch: Option<Duration>,
+    /// Stop after this many --watch lines (at least 1).
     #[arg(long, requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// Output format (json: one object; with --watch, one object per line).
@@ -142,13 +148,98 @@ pub struct CapacityOpts {
     pub output_format: OutputFormat,
 }
 
-/// Output formats.
+/// Shortest `--log-interval` of block and `--watch` of capacity: shorter
+/// intervals measure the clock more than the device, and a zero one spins.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+impl CapacityOpts {
+    /// Checks the options before anything is read.
+    pub fn validate(&self) -> Result<(), UsageError> {
+        if self.watch.is_some_and(|w| w < MIN_INTERVAL) {
+            return Err(UsageError("--watch: must be at least 10ms".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Output formats (every command's `--output-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
-    /// Human-readable summary (fio-like), interval lines while running.
+    /// Human-readable text (block: a fio-like summary after a line per interval).
     Normal,
-    /// The `csdchar.block/1` JSON result only.
+    /// The command's JSON result only; `csdchar schema <command>` prints its schema.
     Json,
+}
+
+/// Checks an `--output FILE` before a command does any work, so a bad one is
+/// a usage error (exit 2, nothing written) instead of a result lost at the end.
+///
+/// Refused: an existing directory, a file in a directory that does not exist,
+/// and a file that is one of `inputs` (the files or devices the command reads
+/// or writes: block's TARGET, estimate's paths, db's inputs), compared by
+/// canonical path and by device and inode; inputs and the output need not
+/// exist yet. `None` (no `--output`) is always fine. The error names
+/// `--output` and fits on one line.
+pub fn check_output(output: Option<&Path>, inputs: &[&Path]) -> Result<(), UsageError> {
+    let Some(out) = output else {
+        return Ok(());
+    };
+    if out.is_dir() {
+        return Err(UsageError(format!(
+            "--output: {} is a directory; give a file name (e.g. {})",
+            out.display(),
+            out.join("result.json").display()
+        )));
+    }
+    let dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(UsageError(format!(
+            "--output: directory {} does not exist",
+            dir.display()
+        )));
+    }
+    if let Some(input) = inputs.iter().find(|i| same_file(out, i)) {
+        return Err(UsageError(format!(
+            "--output: {} is the same file as {}, which the command reads or writes; write the result to another file",
+            out.display(),
+            input.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `a` and `b` name the same file: same inode (hard links, bind
+/// mounts), same device node number, or the same canonical path.
+fn same_file(a: &Path, b: &Path) -> bool {
+    if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        if ma.dev() == mb.dev() && ma.ino() == mb.ino() {
+            return true;
+        }
+        let device = |m: &std::fs::Metadata| {
+            m.file_type().is_block_device() || m.file_type().is_char_device()
+        };
+        if device(&ma) && device(&mb) && ma.rdev() == mb.rdev() {
+            return true;
+        }
+    }
+    matches!((canonical(a), canonical(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// The canonical path of `p`, which may not exist yet: then its directory's
+/// canonical path joined with its name.
+fn canonical(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = p.canonicalize() {
+        return Some(c);
+    }
+    let name = p.file_name()?;
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Some(dir.canonicalize().ok()?.join(name))
 }
 
 /// Engines, with fio's spellings accepted.
@@ -179,7 +270,7 @@ pub struct BlockOpts {
     /// % of I/Os that are reads in randrw/readwrite (0-100).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub rwmixread: u8,
-    /// Block size of each I/O (e.g. 4k, 128k, 1m).
+    /// Block size of each I/O (e.g. 4k, 128k, 1m; at most 256m; a multiple of 512 with --direct 1).
     #[arg(long, default_value = "4k", value_parser = size_arg)]
     pub bs: u64,
     /// I/Os in flight per job (1-4096).
@@ -188,10 +279,11 @@ pub struct BlockOpts {
     /// Jobs, each one thread with its own ring (1-1024).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub numjobs: u32,
-    /// Bytes of the region each job works on; creates or extends a file. Default: the whole target.
+    /// Bytes of the region the jobs work on (e.g. 1g); creates or extends a file, within its file
+    /// system's free space. Default: the whole target.
     #[arg(long, value_parser = size_arg)]
     pub size: Option<u64>,
-    /// Start of the region in the target.
+    /// Start of the region in the target (e.g. 1m; a multiple of the logical block size with --direct 1).
     #[arg(long, default_value = "0", value_parser = size_arg)]
     pub offset: u64,
     /// Time limit of the measured period (e.g. 30s, 5m).
@@ -200,7 +292,7 @@ pub struct BlockOpts {
     /// Run for --runtime even after --size bytes, wrapping around.
     #[arg(long)]
     pub time_based: bool,
-    /// Warm-up before measuring (I/O runs, nothing is counted).
+    /// Warm-up before measuring, e.g. 5s (I/O runs, nothing is counted).
     #[arg(long, default_value = "0s", value_parser = duration_arg)]
     pub ramp_time: std::time::Duration,
     /// O_DIRECT: 1/true (default) or 0/false.
@@ -212,10 +304,10 @@ pub struct BlockOpts {
     /// I/O engine.
     #[arg(long, alias = "ioengine", value_enum, default_value = "uring")]
     pub engine: EngineArg,
-    /// % of every chunk of written data that compresses away (fio's buffer_compress_percentage).
+    /// % of every chunk of written data that compresses away, 0-100 (fio's buffer_compress_percentage).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub compress: u8,
-    /// Chunk of the compression layout (fio's buffer_compress_chunk); capped at --bs.
+    /// Chunk of the compression layout, e.g. 4k (fio's buffer_compress_chunk); capped at --bs.
     #[arg(long, default_value = "4k", value_parser = size_arg)]
     pub compress_chunk: u64,
     /// Compressible part: zeros (fio's layout) or repeat (non-zero pattern that defeats zero-page detection).
@@ -224,10 +316,10 @@ pub struct BlockOpts {
     /// % of chunks that are identical copies of earlier chunks (0-100).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub dedupe: u8,
-    /// Interval of the time series (at least 10ms).
+    /// Interval of the time series and of the live lines (at least 10ms, e.g. 1s).
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub log_interval: std::time::Duration,
-    /// Most I/Os per submit call; 0 submits all that are ready.
+    /// Most I/Os per submit call, 0 to --iodepth; 0 submits all that are ready.
     #[arg(long, default_value_t = 0)]
     pub iodepth_batch_submit: u32,
     /// Fewest completions to wait for per io_uring_enter: a number, or auto (iodepth/8, 1-16;
@@ -237,20 +329,21 @@ pub struct BlockOpts {
     /// Write every block once with a header and checksum, then read it all back and check it.
     #[arg(long, value_enum)]
     pub verify: Option<VerifyArg>,
-    /// Only read back and check blocks written earlier with --verify and the same --seed/--bs/--offset/--size.
+    /// Only read back and check blocks written earlier with --verify and the same
+    /// --seed/--bs/--offset/--size (TARGET must exist and hold that region).
     #[arg(long)]
     pub verify_only: bool,
     /// Write even to a device that is mounted, in use or carries a signature.
     #[arg(long)]
     pub force: bool,
-    /// Latency percentiles to report, comma-separated (at most 20).
+    /// Latency percentiles to report, comma-separated (each above 0 and at most 100; at most 20).
     #[arg(long, value_delimiter = ',', value_parser = percentile_arg)]
     pub percentile_list: Option<Vec<f64>>,
     /// Output format.
     #[arg(long, value_enum, default_value = "normal")]
     pub output_format: OutputFormat,
-    /// Write the result to FILE instead of stdout.
-    #[arg(long)]
+    /// Write the result to FILE instead of stdout (not a directory, not TARGET).
+    #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
@@ -364,7 +457,7 @@ impl BlockOpts {
         if self.runtime.is_some_and(|r| r.is_zero()) {
             return bad("--runtime: must be positive (e.g. 30s)");
         }
-        if self.log_interval < std::time::Duration::from_millis(10) {
+        if self.log_interval < MIN_INTERVAL {
             return bad("--log-interval: must be at least 10ms");
         }
         if self.iodepth_batch_submit > self.iodepth {
@@ -408,18 +501,8 @@ impl BlockOpts {
                 );
             }
         }
-        if let Some(out) = &self.output {
-            let dir = out
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(std::path::Path::new("."));
-            if !dir.is_dir() {
-                return Err(UsageError(format!(
-                    "--output: directory {} does not exist",
-                    dir.display()
-                )));
-            }
-        }
+        let targets: Vec<&Path> = self.target.iter().map(PathBuf::as_path).collect();
+        check_output(self.output.as_deref(), &targets)?;
         Ok(BlockSpec {
             target: self.target.as_ref().map(|p| p.display().to_string()),
             rw,
@@ -547,5 +630,111 @@ mod tests {
             spec(&["--ioengine", "null"]).unwrap().engine,
             EngineKind::Null
         );
+    }
+
+    #[test]
+    fn check_output_refuses_directories_missing_dirs_and_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let existing = d.join("data.bin");
+        std::fs::write(&existing, b"x").unwrap();
+        let link = d.join("hard.bin");
+        std::fs::hard_link(&existing, &link).unwrap();
+        let fresh = d.join("new.bin");
+        let fine = d.join("result.json");
+
+        assert_eq!(check_output(None, &[&existing]), Ok(()));
+        assert_eq!(check_output(Some(&fine), &[&existing, &fresh]), Ok(()));
+        let err = |out: &Path, inputs: &[&Path]| check_output(Some(out), inputs).unwrap_err().0;
+        let e = err(d, &[]);
+        assert!(
+            e.starts_with("--output:") && e.contains("is a directory"),
+            "{e}"
+        );
+        let e = err(&d.join("no/such/dir/r.json"), &[]);
+        assert!(
+            e.starts_with("--output: directory") && e.contains("does not exist"),
+            "{e}"
+        );
+        // The same file: literally, through `..`, through a hard link, or
+        // not existing yet under two spellings.
+        for (out, input) in [
+            (existing.clone(), existing.clone()),
+            (d.join("sub/../data.bin"), existing.clone()),
+            (link.clone(), existing.clone()),
+            (fresh.clone(), d.join(".").join("new.bin")),
+        ] {
+            if out.starts_with(d.join("sub")) {
+                std::fs::create_dir_all(d.join("sub")).unwrap();
+            }
+            let e = err(&out, &[&fine, &input]);
+            assert!(
+                e.starts_with("--output:") && e.contains("same file as"),
+                "{out:?} vs {input:?}: {e}"
+            );
+        }
+        assert!(!fresh.exists(), "checking creates nothing");
+    }
+
+    #[test]
+    fn capacity_watch_has_a_floor() {
+        let parse = |args: &[&str]| {
+            let mut argv = vec!["csdchar", "capacity", "/"];
+            argv.extend_from_slice(args);
+            match Cli::try_parse_from(argv).expect("parses").command {
+                Command::Capacity(o) => o.validate(),
+                _ => unreachable!(),
+            }
+        };
+        assert_eq!(
+            parse(&["--watch", "0s"]),
+            Err(UsageError("--watch: must be at least 10ms".into()))
+        );
+        assert!(parse(&["--watch", "9ms"]).is_err());
+        assert_eq!(parse(&["--watch", "10ms"]), Ok(()));
+        assert_eq!(parse(&[]), Ok(()));
+    }
+
+    #[test]
+    fn help_texts_name_what_each_command_writes() {
+        use clap::CommandFactory;
+        // Every option's help and the help of each of its values, unwrapped.
+        let texts = |cmd: &clap::Command| {
+            let mut out = Vec::new();
+            for a in cmd.get_arguments() {
+                out.extend(a.get_long_help().or(a.get_help()).map(|h| h.to_string()));
+                for v in a.get_possible_values() {
+                    out.extend(v.get_help().map(|h| h.to_string()));
+                }
+            }
+            out.join("\n")
+        };
+        let cli = Cli::command();
+        let sub = |name: &str| texts(cli.find_subcommand(name).expect("subcommand"));
+        for name in ["block", "capacity", "estimate"] {
+            let help = sub(name);
+            // The shared --output-format doc must not claim block's schema.
+            assert!(!help.contains("csdchar.block/1"), "{name}: {help}");
+            assert!(help.contains("csdchar schema <command>"), "{name}: {help}");
+        }
+        let block = sub("block");
+        for promise in [
+            "at most 256m",
+            "at least 10ms",
+            "0 to --iodepth",
+            "TARGET must exist",
+            "not TARGET",
+        ] {
+            assert!(block.contains(promise), "block help lacks '{promise}'");
+        }
+        assert!(sub("capacity").contains("at least 10ms"));
+        let estimate = sub("estimate");
+        for promise in ["512 to 1m", "not one of the inputs", "1-1024"] {
+            assert!(
+                estimate.contains(promise),
+                "estimate help lacks '{promise}'"
+            );
+        }
+        assert!(sub("report").contains("not an existing file"));
     }
 }

@@ -79,6 +79,9 @@ pub fn run_report(opts: &ReportOpts, io: &mut Io<'_>) -> Outcome {
     if !opts.quiet {
         let _ = io.stdout.write_all(report.terminal.as_bytes());
     }
+    for note in &report.notes {
+        let _ = writeln!(io.stderr, "note: {note}");
+    }
     let _ = writeln!(
         io.stderr,
         "report: {} files in {} (open {})",

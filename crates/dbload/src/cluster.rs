@@ -1,18 +1,99 @@
 //! Managed PostgreSQL clusters: find the server binaries, `initdb` a data
-//! directory if there is none, start the server on a free port with the
-//! requested settings, and stop it (and remove a temporary one) on drop —
-//! also when a test panics.
+//! directory if there is none, start the server with the requested settings,
+//! and stop it (and remove a temporary one) on drop — also when a test panics,
+//! and, through a watchdog, also when csdchar itself is killed.
 //!
 //! initdb and postgres refuse to run as root: as root, every server command
 //! runs as the `postgres` user (uid/gid switched for the child only), and the
 //! directories it needs are handed to that user.
+//!
+//! # Who can connect
+//!
+//! A cluster is reachable by its owner only:
+//! - No TCP listener by default (`listen_addresses=''`). The Unix socket lives
+//!   in a private directory (mode 0700, owned by the server's user): inside the
+//!   data directory (`<pgdata>/csdchar-socket`) when the socket path fits the
+//!   107-byte `sun_path` limit, else in a fresh `/tmp/csdchar-pgsock*`
+//!   directory whose path is recorded in `<pgdata>/csdchar-socket-dir` (and,
+//!   while the server runs, in line 5 of `postmaster.pid`). So a kept-running
+//!   `--pgdata` server stays findable after csdchar exits. Root can still
+//!   connect to a server that runs as `postgres`; nobody else can.
+//! - `local` lines in pg_hba are `trust` (the directory is private); `host`
+//!   lines are `scram-sha-256`. initdb gets a random per-cluster password for
+//!   `postgres` (`--pwfile`, never on a command line, never printed or
+//!   logged); it is kept in `<pgdata>/csdchar-password` (mode 0600, libpq
+//!   passfile format `*:<port>:*:postgres:<password>`, rewritten with the port
+//!   at each start) for use with `PGPASSFILE`.
+//! - [`ClusterSpec::listen`] (or `--pg-set listen_addresses=…`, treated the
+//!   same) opens TCP on that address. Loopback addresses are covered by
+//!   initdb's host lines; for any other address csdchar appends
+//!   `host all all 0.0.0.0/0 scram-sha-256` and `::/0` lines, so connections
+//!   work but always need the password.
+//! - A data directory from an older csdchar (initdb `-A trust`) is never
+//!   reachable over TCP without `listen`. With `listen`, csdchar rewrites its
+//!   pg_hba `host … trust` lines to `scram-sha-256` (noted in
+//!   [`ManagedCluster::notes`]) and, when there is no password file yet, gives
+//!   `postgres` a new random password (sent as a SCRAM verifier, so the clear
+//!   text never reaches the server) — rewriting beats refusing because the
+//!   result is exactly what a new cluster gets. A custom `hba_file` given with
+//!   `--pg-set` is the user's and is not touched.
+//!
+//! # Parent death
+//!
+//! Each started cluster has a watchdog: `sh` running as the server's user in
+//! its own session (so terminal signals do not reach it), its stdin a pipe
+//! held by csdchar. A normal drop stops the server and removes the temporary
+//! directory itself, then writes `done` (or `keep` when the server is kept
+//! running) and waits for the watchdog to exit. If csdchar dies without doing
+//! so (SIGKILL, abort), the pipe reaches EOF and the watchdog stops the server
+//! (fast, then immediate) and removes the temporary directory.
+//!
+//! # Stale temporary directories
+//!
+//! A temporary cluster lives in `/var/tmp/csdchar-pgXXXXXX/pgdata`, next to a
+//! `csdchar-run` marker (csdchar's pid, its start time, uid, the watchdog's
+//! pid and start time). At start, marked directories of the same uid whose
+//! csdchar, watchdog and postmaster are all gone are removed; one whose
+//! server still runs is only reported. Unmarked directories of an older
+//! csdchar (`csdchar-pg` plus six characters, holding only `pgdata`) are only
+//! reported. Each removal or report is one line in [`ManagedCluster::notes`].
+//!
+//! # Attaching
+//!
+//! Starting on a `--pgdata` whose server already runs (live pid in
+//! `postmaster.pid`, socket answering) attaches to it: port and socket
+//! directory come from `postmaster.pid`, settings and `listen` are ignored
+//! with a note, and dropping the cluster never stops it (an explicit
+//! [`ManagedCluster::stop`] does).
 
 use std::ffi::CString;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::conn::{ConnTarget, Env};
+use crate::wire::WireConn;
+
+/// Where temporary clusters live (and stale ones are looked for).
+const TEMP_ROOT: &str = "/var/tmp";
+/// Name prefix of a temporary cluster's directory.
+const TEMP_PREFIX: &str = "csdchar-pg";
+/// The marker a temporary cluster's directory holds (see the module doc).
+const RUN_MARKER: &str = "csdchar-run";
+/// The socket directory inside the data directory.
+const SOCKET_SUBDIR: &str = "csdchar-socket";
+/// Records a socket directory outside the data directory (path too long).
+const SOCKET_RECORD: &str = "csdchar-socket-dir";
+/// Name prefix of such an outside socket directory (in /tmp).
+const SOCKET_PREFIX: &str = "csdchar-pgsock";
+/// The password file in the data directory.
+const PASSWORD_FILE: &str = "csdchar-password";
+/// Longest Unix socket path (`sun_path` is 108 bytes with the NUL).
+const SUN_PATH_MAX: usize = 107;
 
 /// Why a cluster could not be set up or started.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +104,9 @@ pub enum ClusterError {
     /// A setting is not `key=value`.
     #[error("--pg-set: '{0}' is not key=value")]
     BadSetting(String),
+    /// The listen address is not a host name, IP address or `*` (comma-separated).
+    #[error("--listen: '{0}' is not a host name, IP address or * (comma-separated)")]
+    BadListen(String),
     /// Running as root but there is no `postgres` user to run the server as.
     #[error(
         "running as root, but there is no 'postgres' user to run the server as (initdb refuses root)"
@@ -131,6 +215,10 @@ pub struct ClusterSpec {
     pub settings: Vec<String>,
     /// Leave the server running when the cluster is dropped (ignored for a temporary cluster).
     pub keep_running: bool,
+    /// Also listen on TCP at this address (`listen_addresses`, e.g. `127.0.0.1`);
+    /// TCP logins then need the cluster's password (see [`ManagedCluster::password_file`]).
+    /// None: Unix socket only.
+    pub listen: Option<String>,
 }
 
 /// The user the server runs as.
@@ -140,58 +228,194 @@ struct RunAs {
     gid: u32,
 }
 
-/// A running cluster that csdchar manages.
+/// The watchdog that stops the server (and removes a temporary directory)
+/// when csdchar dies without dropping the cluster; see the module doc.
+#[derive(Debug)]
+struct Watchdog {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Watchdog {
+    /// The watchdog's program: waits for a line on stdin; `keep` or `done`
+    /// end it quietly, EOF (csdchar died) stops the server and removes the
+    /// directories. The second round catches a server whose start was under
+    /// way when csdchar died.
+    const SCRIPT: &'static str = r#"ctl=$1 data=$2 tmp=$3 sock=$4
+IFS= read -r line
+case "$line" in keep|done) exit 0 ;; esac
+exec </dev/null >/dev/null 2>&1
+stop() {
+  [ -f "$data/postmaster.pid" ] || return 0
+  "$ctl" stop -D "$data" -m fast -w -t 30 || "$ctl" stop -D "$data" -m immediate -w -t 30
+}
+stop
+sleep 1
+stop
+[ -z "$tmp" ] || rm -rf -- "$tmp"
+[ -z "$sock" ] || rm -rf -- "$sock"
+"#;
+
+    fn spawn(
+        pg_ctl: &Path,
+        pgdata: &Path,
+        temp: Option<&Path>,
+        sock: Option<&Path>,
+        run_as: Option<RunAs>,
+    ) -> Result<Watchdog, ClusterError> {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(Self::SCRIPT)
+            .arg("csdchar-watchdog")
+            .arg(pg_ctl)
+            .arg(pgdata)
+            .arg(temp.unwrap_or(Path::new("")))
+            .arg(sock.unwrap_or(Path::new("")))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Never keep a directory busy that it may have to remove.
+            .current_dir("/");
+        if let Some(r) = run_as {
+            cmd.uid(r.uid).gid(r.gid);
+        }
+        // Safety: setsid is async-signal-safe and touches no memory; a new
+        // session keeps terminal signals (Ctrl-C, hangup) aimed at csdchar
+        // from reaching the watchdog, which must outlive csdchar.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| ClusterError::Command(format!("cannot start the watchdog (sh): {e}")))?;
+        let stdin = child.stdin.take();
+        Ok(Watchdog { child, stdin })
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Tells the watchdog `line` (`done`, `keep`) and waits for it to exit.
+    /// Without a line it sees EOF and does its cleanup first.
+    fn finish(mut self, line: Option<&str>) {
+        if let (Some(mut stdin), Some(line)) = (self.stdin.take(), line) {
+            // A watchdog that is already gone cannot read it; nothing to do then.
+            let _ = writeln!(stdin, "{line}");
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// The lines of a `postmaster.pid` csdchar uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PidFile {
+    pid: i32,
+    port: u16,
+    /// First socket directory (line 5); empty without a Unix socket.
+    socket_dir: String,
+    /// First listen address (line 6); empty without TCP.
+    listen: String,
+    /// `starting`, `ready`, `stopping`, `standby` (line 8).
+    status: String,
+}
+
+impl PidFile {
+    fn read(pgdata: &Path) -> Option<PidFile> {
+        let text = fs::read_to_string(pgdata.join("postmaster.pid")).ok()?;
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        Some(PidFile {
+            pid: lines.first()?.parse().ok()?,
+            port: lines.get(3).and_then(|p| p.parse().ok()).unwrap_or(0),
+            socket_dir: lines.get(4).unwrap_or(&"").to_string(),
+            listen: lines.get(5).unwrap_or(&"").to_string(),
+            status: lines.get(7).unwrap_or(&"").to_string(),
+        })
+    }
+}
+
+/// No libpq environment: the cluster's own connections say everything.
+struct NoEnv;
+
+impl Env for NoEnv {
+    fn get(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+/// A running cluster that csdchar manages (or attached to).
 #[derive(Debug)]
 pub struct ManagedCluster {
     bin: PgBinaries,
     pgdata: PathBuf,
     port: u16,
     socket_dir: PathBuf,
-    /// Removes the socket directory unless the server is kept running.
+    /// Removes a socket directory outside the data directory unless the server is kept running.
     socket_guard: Option<tempfile::TempDir>,
     log: PathBuf,
     run_as: Option<RunAs>,
     created: bool,
     keep_running: bool,
     running: bool,
+    attached: bool,
+    /// TCP listen addresses, when the server has them.
+    listen: Option<String>,
+    password_file: Option<PathBuf>,
+    notes: Vec<String>,
     /// The postmaster's PID (our child, as we are a subreaper), reaped on stop.
     postmaster: Option<i32>,
-    /// Owns the temporary data directory of an ephemeral cluster.
-    _ephemeral: Option<tempfile::TempDir>,
+    watchdog: Option<Watchdog>,
+    /// Owns the temporary directory of an ephemeral cluster.
+    ephemeral: Option<tempfile::TempDir>,
 }
 
 impl ManagedCluster {
-    /// Creates the cluster if its data directory has none, and starts it on a
-    /// free loopback port.
+    /// Attaches to the server of `spec.pgdata` if it already runs; otherwise
+    /// creates the cluster if its data directory has none and starts it on a
+    /// free port, reachable as described in the module doc. Stale temporary
+    /// directories of dead runs are cleaned up first (see [`Self::notes`]).
     pub fn start(spec: &ClusterSpec) -> Result<ManagedCluster, ClusterError> {
-        let settings = spec
-            .settings
-            .iter()
-            .map(|s| {
-                let (k, v) = s
-                    .split_once('=')
-                    .ok_or_else(|| ClusterError::BadSetting(s.clone()))?;
-                let k = k.trim();
-                if k.is_empty()
-                    || !k
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-                {
-                    return Err(ClusterError::BadSetting(s.clone()));
-                }
-                Ok((k.to_string(), v.trim().to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut settings = parse_settings(&spec.settings)?;
+        let mut listen = spec.listen.clone();
+        // `--pg-set listen_addresses=…` gets the same hardening as `listen`.
+        if let Some(i) = settings.iter().position(|(k, _)| k == "listen_addresses") {
+            let (_, v) = settings.remove(i);
+            let v = v.trim_matches('\'').trim().to_string();
+            if listen.is_none() && !v.is_empty() {
+                listen = Some(v);
+            }
+        }
+        if let Some(l) = &listen {
+            validate_listen(l)?;
+        }
         let bin = PgBinaries::find(spec.pg_bin.as_deref())?;
         let run_as = Self::run_as()?;
         let io = |what: &str, e: std::io::Error| ClusterError::Io(format!("{what}: {e}"));
+        let mut notes = sweep_stale(Path::new(TEMP_ROOT));
 
-        let (pgdata, ephemeral) = match &spec.pgdata {
-            Some(p) => (p.clone(), None),
+        let user_pgdata = match &spec.pgdata {
+            // The server's commands run from "/", so a relative path would point elsewhere.
+            Some(p) => Some(std::path::absolute(p).map_err(|e| io(&p.display().to_string(), e))?),
+            None => None,
+        };
+        if let Some(p) = &user_pgdata
+            && let Some(c) = Self::attach(&bin, p, run_as, &settings, &listen, &mut notes)?
+        {
+            return Ok(c);
+        }
+
+        let (pgdata, ephemeral) = match user_pgdata {
+            Some(p) => (p, None),
             None => {
                 let t = tempfile::Builder::new()
-                    .prefix("csdchar-pg")
-                    .tempdir_in("/var/tmp")
+                    .prefix(TEMP_PREFIX)
+                    .permissions(fs::Permissions::from_mode(0o700))
+                    .tempdir_in(TEMP_ROOT)
                     .map_err(|e| io("temporary data directory", e))?;
                 (t.path().join("pgdata"), Some(t))
             }
@@ -199,44 +423,134 @@ impl ManagedCluster {
         if let Some(t) = &ephemeral {
             hand_over(t.path(), run_as)?;
         }
-        let socket_dir = tempfile::Builder::new()
-            .prefix("csdchar-pgsock")
-            .tempdir()
-            .map_err(|e| io("socket directory", e))?;
-        hand_over(socket_dir.path(), run_as)?;
+        // The socket directory: inside the data directory when the path fits.
+        let inside = pgdata.join(SOCKET_SUBDIR);
+        let (socket_dir, socket_guard) = if socket_path_fits(&inside) {
+            (inside, None)
+        } else {
+            remove_recorded_socket_dir(&pgdata);
+            let t = tempfile::Builder::new()
+                .prefix(SOCKET_PREFIX)
+                .permissions(fs::Permissions::from_mode(0o700))
+                .tempdir_in("/tmp")
+                .map_err(|e| io("socket directory", e))?;
+            hand_over(t.path(), run_as)?;
+            (t.path().to_path_buf(), Some(t))
+        };
+        // From here on, a csdchar that dies leaves the cleanup to the watchdog.
+        let watchdog = Watchdog::spawn(
+            &bin.bin("pg_ctl"),
+            &pgdata,
+            ephemeral.as_ref().map(|t| t.path()),
+            socket_guard.as_ref().map(|t| t.path()),
+            run_as,
+        )?;
+        if let Some(t) = &ephemeral {
+            write_marker(t.path(), &watchdog)?;
+        }
+        let mut cluster = ManagedCluster {
+            bin,
+            pgdata: pgdata.clone(),
+            port: 0,
+            socket_dir: socket_dir.clone(),
+            socket_guard,
+            log: pgdata.join("csdchar-server.log"),
+            run_as,
+            created: false,
+            // A temporary cluster is always removed.
+            keep_running: spec.keep_running && ephemeral.is_none(),
+            running: false,
+            attached: false,
+            listen: listen.clone(),
+            password_file: None,
+            notes,
+            postmaster: None,
+            watchdog: Some(watchdog),
+            ephemeral,
+        };
+        let host_auth = if cluster.bin.major >= 10 {
+            "scram-sha-256"
+        } else {
+            "md5"
+        };
 
-        let created = !pgdata.join("PG_VERSION").exists();
-        if created {
+        let mut password = read_password(&pgdata.join(PASSWORD_FILE));
+        cluster.created = !pgdata.join("PG_VERSION").exists();
+        if cluster.created {
+            let pw = random_password()?;
             fs::create_dir_all(&pgdata).map_err(|e| io(&pgdata.display().to_string(), e))?;
             hand_over(&pgdata, run_as)?;
-            let mut cmd = Command::new(bin.bin("initdb"));
-            cmd.arg("-D").arg(&pgdata).args([
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "-E",
-                "UTF8",
-                "--no-sync",
-            ]);
+            // initdb reads the password from a file the server's user can read;
+            // it must not sit in the (still empty) data directory.
+            let pw_dir = tempfile::Builder::new()
+                .prefix("csdchar-pwfile")
+                .permissions(fs::Permissions::from_mode(0o700))
+                .tempdir()
+                .map_err(|e| io("initdb password file", e))?;
+            hand_over(pw_dir.path(), run_as)?;
+            let pwfile = pw_dir.path().join("pw");
+            write_private(&pwfile, &format!("{pw}\n"), run_as)?;
+            let mut cmd = Command::new(cluster.bin.bin("initdb"));
+            cmd.arg("-D")
+                .arg(&pgdata)
+                .arg("--auth-local=trust")
+                .arg(format!("--auth-host={host_auth}"))
+                .arg("--pwfile")
+                .arg(&pwfile)
+                .args(["-U", "postgres", "-E", "UTF8", "--no-sync"]);
             run(cmd, run_as, "initdb")?;
+            password = Some(pw);
         }
+        // The socket directory inside the data directory exists only after initdb.
+        if cluster.socket_guard.is_none() {
+            private_dir(&socket_dir, run_as)?;
+            let _ = fs::remove_file(pgdata.join(SOCKET_RECORD));
+        } else {
+            write_private(
+                &pgdata.join(SOCKET_RECORD),
+                &format!("{}\n", socket_dir.display()),
+                run_as,
+            )?;
+        }
+        let custom_hba = settings.iter().any(|(k, _)| k == "hba_file");
+        let mut set_password = false;
+        if let Some(l) = &listen {
+            if custom_hba {
+                cluster.notes.push(
+                    "--listen with a custom hba_file: its rules decide who may log in over TCP"
+                        .into(),
+                );
+            } else {
+                secure_hba(
+                    &pgdata,
+                    host_auth,
+                    !is_loopback(l),
+                    run_as,
+                    &mut cluster.notes,
+                )?;
+            }
+            if password.is_none() {
+                password = Some(random_password()?);
+                set_password = true;
+            }
+        }
+
         // The server writes its log as its own user, inside the data directory.
-        let log = pgdata.join("csdchar-server.log");
+        let log = cluster.log.clone();
         fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log)
             .map_err(|e| io(&log.display().to_string(), e))?;
-        if let Some(r) = run_as {
-            let c = CString::new(log.as_os_str().as_encoded_bytes()).expect("no NUL in paths");
-            // Safety: chown on a file we just created.
-            unsafe { libc::chown(c.as_ptr(), r.uid, r.gid) };
-        }
+        chown(&log, run_as);
         let port = free_port().map_err(|e| io("finding a free port", e))?;
         let mut opts = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1",
-            shell_quote(&socket_dir.path().display().to_string())
+            "-p {port} -k {} -c {} -c unix_socket_permissions=0700",
+            shell_quote(&socket_dir.display().to_string()),
+            shell_quote(&format!(
+                "listen_addresses={}",
+                listen.as_deref().unwrap_or("")
+            )),
         );
         for (k, v) in &settings {
             opts.push_str(&format!(" -c {}", shell_quote(&format!("{k}={v}"))));
@@ -246,7 +560,7 @@ impl ManagedCluster {
         // as a zombie under an init that does not reap.
         // Safety: prctl with PR_SET_CHILD_SUBREAPER only sets a process flag.
         unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        let mut cmd = Command::new(bin.bin("pg_ctl"));
+        let mut cmd = Command::new(cluster.bin.bin("pg_ctl"));
         cmd.arg("start")
             .arg("-w")
             .arg("-t")
@@ -257,33 +571,154 @@ impl ManagedCluster {
             .arg(&log)
             .arg("-o")
             .arg(&opts);
-        let mut cluster = ManagedCluster {
-            bin,
-            pgdata,
-            port,
-            socket_dir: socket_dir.path().to_path_buf(),
-            socket_guard: Some(socket_dir),
-            log,
-            run_as,
-            created,
-            // A temporary cluster is always removed.
-            keep_running: spec.keep_running && spec.pgdata.is_some(),
-            running: false,
-            postmaster: None,
-            _ephemeral: ephemeral,
-        };
-        run(cmd, run_as, "pg_ctl start").map_err(|e| {
-            ClusterError::Command(format!(
+        let started = run(cmd, run_as, "pg_ctl start");
+        let pid_file = PidFile::read(&pgdata);
+        // Whatever came up is stopped again by drop, also after a failed start.
+        cluster.running = pid_file
+            .as_ref()
+            .is_some_and(|p| process_alive(p.pid, None));
+        cluster.postmaster = pid_file.as_ref().map(|p| p.pid);
+        if let Err(e) = started {
+            return Err(ClusterError::Command(format!(
                 "{e}\nserver log: {}\n{}",
-                cluster.log.display(),
-                tail(&cluster.log, 15)
-            ))
-        })?;
+                log.display(),
+                tail(&log, 15)
+            )));
+        }
         cluster.running = true;
-        cluster.postmaster = fs::read_to_string(cluster.pgdata.join("postmaster.pid"))
-            .ok()
-            .and_then(|t| t.lines().next()?.trim().parse().ok());
+        // A --pg-set port or unix_socket_directories wins over ours; postmaster.pid knows.
+        cluster.port = pid_file
+            .as_ref()
+            .map_or(port, |p| if p.port != 0 { p.port } else { port });
+        if let Some(p) = &pid_file
+            && !p.socket_dir.is_empty()
+        {
+            cluster.socket_dir = PathBuf::from(&p.socket_dir);
+        }
+        if let Some(pw) = &password {
+            if set_password {
+                cluster.set_password(pw, host_auth)?;
+            }
+            let file = pgdata.join(PASSWORD_FILE);
+            write_private(
+                &file,
+                &format!("*:{}:*:postgres:{pw}\n", cluster.port),
+                run_as,
+            )?;
+            cluster.password_file = Some(file);
+        }
         Ok(cluster)
+    }
+
+    /// Attaches to the running server of `pgdata`, if there is one; a stale
+    /// `postmaster.pid` (dead pid) is left to pg_ctl start.
+    fn attach(
+        bin: &PgBinaries,
+        pgdata: &Path,
+        run_as: Option<RunAs>,
+        settings: &[(String, String)],
+        listen: &Option<String>,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<ManagedCluster>, ClusterError> {
+        let Some(mut pf) = PidFile::read(pgdata) else {
+            return Ok(None);
+        };
+        if !process_alive(pf.pid, None) {
+            return Ok(None);
+        }
+        // A server another csdchar is starting right now: wait until it is up.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while pf.status == "starting" && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            match PidFile::read(pgdata) {
+                Some(p) if process_alive(p.pid, None) => pf = p,
+                // It went away meanwhile: start it ourselves.
+                _ => return Ok(None),
+            }
+        }
+        let stop_hint = format!("stop it with: pg_ctl stop -D {}", pgdata.display());
+        if pf.socket_dir.is_empty() {
+            return Err(ClusterError::Command(format!(
+                "a server (pid {}) already runs on {} without a Unix socket, so csdchar cannot attach; {stop_hint}",
+                pf.pid,
+                pgdata.display()
+            )));
+        }
+        let socket = Path::new(&pf.socket_dir).join(format!(".s.PGSQL.{}", pf.port));
+        if let Err(e) = std::os::unix::net::UnixStream::connect(&socket) {
+            return Err(ClusterError::Command(format!(
+                "a server (pid {}) already runs on {} but its socket {} does not answer ({e}); {stop_hint}",
+                pf.pid,
+                pgdata.display(),
+                socket.display()
+            )));
+        }
+        notes.push(format!(
+            "attached to the server already running on {} (pid {}); it keeps running afterwards",
+            pgdata.display(),
+            pf.pid
+        ));
+        if !settings.is_empty() {
+            notes.push(
+                "--pg-set ignored: the server already runs (stop it to apply settings)".into(),
+            );
+        }
+        if listen.is_some() {
+            notes.push(format!(
+                "--listen ignored: the server already runs ({})",
+                if pf.listen.is_empty() {
+                    "Unix socket only".to_string()
+                } else {
+                    format!("it listens on {}", pf.listen)
+                }
+            ));
+        }
+        let password_file = pgdata.join(PASSWORD_FILE);
+        if !pf.listen.is_empty() && !password_file.exists() {
+            notes.push(format!(
+                "warning: the server listens on TCP ({}) and has no csdchar password; its pg_hba.conf decides who may log in — restart it with csdchar to apply csdchar's defaults",
+                pf.listen
+            ));
+        }
+        Ok(Some(ManagedCluster {
+            bin: bin.clone(),
+            pgdata: pgdata.to_path_buf(),
+            port: pf.port,
+            socket_dir: PathBuf::from(&pf.socket_dir),
+            socket_guard: None,
+            log: pgdata.join("csdchar-server.log"),
+            run_as,
+            created: false,
+            keep_running: true,
+            running: true,
+            attached: true,
+            listen: (!pf.listen.is_empty()).then(|| pf.listen.clone()),
+            password_file: (!pf.listen.is_empty() && password_file.exists())
+                .then_some(password_file),
+            notes: std::mem::take(notes),
+            postmaster: None,
+            watchdog: None,
+            ephemeral: None,
+        }))
+    }
+
+    /// Gives `postgres` the password `pw` (a data directory without csdchar's
+    /// password file, about to be reachable over TCP). Only the verifier goes
+    /// to the server, so the clear text shows up in no statement log.
+    fn set_password(&self, pw: &str, host_auth: &str) -> Result<(), ClusterError> {
+        let verifier = if host_auth == "md5" {
+            postgres_protocol::password::md5(pw.as_bytes(), "postgres")
+        } else {
+            postgres_protocol::password::scram_sha_256(pw.as_bytes())
+        };
+        let fail = |e: &dyn std::fmt::Display| {
+            ClusterError::Command(format!("setting the password of postgres: {e}"))
+        };
+        let target = ConnTarget::parse(&self.conninfo("postgres"), &NoEnv).map_err(|e| fail(&e))?;
+        let mut conn = WireConn::connect(&target, None).map_err(|e| fail(&e))?;
+        conn.simple(&format!("ALTER ROLE postgres PASSWORD '{verifier}'"))
+            .map_err(|e| fail(&e))?;
+        Ok(())
     }
 
     fn run_as() -> Result<Option<RunAs>, ClusterError> {
@@ -302,17 +737,18 @@ impl ManagedCluster {
         Ok(Some(RunAs { uid, gid }))
     }
 
-    /// TCP port on 127.0.0.1.
+    /// The server's port: the number of its Unix socket, and its TCP port
+    /// when it listens (see [`Self::listen`]).
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// Directory of the server's Unix socket.
+    /// Directory of the server's Unix socket (private: mode 0700, the server's user).
     pub fn socket_dir(&self) -> &Path {
         &self.socket_dir
     }
 
-    /// Data directory.
+    /// Data directory (absolute).
     pub fn pgdata(&self) -> &Path {
         &self.pgdata
     }
@@ -327,34 +763,86 @@ impl ManagedCluster {
         self.created
     }
 
+    /// Whether the server was already running and this cluster attached to
+    /// it; dropping an attached cluster never stops the server.
+    pub fn attached(&self) -> bool {
+        self.attached
+    }
+
+    /// TCP listen addresses, when the server listens on TCP at all.
+    pub fn listen(&self) -> Option<&str> {
+        self.listen.as_deref()
+    }
+
+    /// The libpq password file (mode 0600, in the data directory) holding
+    /// `postgres`'s password for TCP logins, when the server listens on TCP
+    /// and has one: use it with `PGPASSFILE`. The password itself is never
+    /// printed.
+    pub fn password_file(&self) -> Option<&Path> {
+        if self.listen.is_some() {
+            self.password_file.as_deref()
+        } else {
+            None
+        }
+    }
+
+    /// What happened on the way that the user should hear about: stale
+    /// temporary directories removed or left, attaching, ignored settings,
+    /// rewritten pg_hba lines. One line each, to be printed as they are.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// How to connect with psql, for a server that is kept running or
+    /// attached (never a password).
+    pub fn connect_hint(&self) -> String {
+        let mut hint = format!(
+            "psql -h {} -p {} -U postgres",
+            shell_word(&self.socket_dir.display().to_string()),
+            self.port
+        );
+        if let (Some(l), Some(f)) = (self.listen(), self.password_file()) {
+            let host = match l.split(',').next().unwrap_or("").trim() {
+                "*" | "0.0.0.0" | "::" | "" => "localhost",
+                h => h,
+            };
+            hint.push_str(&format!(
+                " (over TCP: PGPASSFILE={} psql -h {host} -p {} -U postgres)",
+                shell_word(&f.display().to_string()),
+                self.port
+            ));
+        }
+        hint
+    }
+
     /// Major version of the server.
     pub fn major_version(&self) -> u32 {
         self.bin.major
     }
 
-    /// libpq-style connection string (superuser `postgres`, trust auth; no password).
+    /// libpq-style connection string over the Unix socket (superuser
+    /// `postgres`, local trust; no password).
     pub fn conninfo(&self, dbname: &str) -> String {
         format!(
-            "host=127.0.0.1 port={} user=postgres dbname={dbname}",
-            self.port
+            "host={} port={} user=postgres dbname={}",
+            conninfo_value(&self.socket_dir.display().to_string()),
+            self.port,
+            conninfo_value(dbname)
         )
     }
 
-    /// Runs a client binary of this installation (e.g. `psql`) against the cluster.
+    /// Runs a client binary of this installation (e.g. `psql`) against the
+    /// cluster, over the Unix socket.
     pub fn client(&self, program: &str) -> Command {
         let mut cmd = Command::new(self.bin.bin(program));
-        cmd.args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &self.port.to_string(),
-            "-U",
-            "postgres",
-        ]);
+        cmd.arg("-h")
+            .arg(&self.socket_dir)
+            .args(["-p", &self.port.to_string(), "-U", "postgres"]);
         cmd
     }
 
-    /// Stops the server (fast shutdown). Idempotent.
+    /// Stops the server (fast shutdown). Idempotent. Also stops an attached
+    /// server: an explicit request, unlike drop.
     pub fn stop(&mut self) -> Result<(), ClusterError> {
         if !self.running {
             return Ok(());
@@ -386,17 +874,23 @@ impl ManagedCluster {
             if r != 0 {
                 return; // reaped, or not our child (ECHILD)
             }
-            std::thread::sleep(std::time::Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
 
 impl Drop for ManagedCluster {
     fn drop(&mut self) {
+        if self.attached {
+            return;
+        }
         if self.keep_running {
             // The running server still needs its socket directory.
             if let Some(t) = self.socket_guard.take() {
                 let _ = t.keep();
+            }
+            if let Some(w) = self.watchdog.take() {
+                w.finish(Some("keep"));
             }
             return;
         }
@@ -412,11 +906,399 @@ impl Drop for ManagedCluster {
             self.reap();
             // Backends of a crashed server exit a moment after it.
             for _ in 0..20 {
-                std::thread::sleep(std::time::Duration::from_millis(50));
+                std::thread::sleep(Duration::from_millis(50));
                 reap_orphaned_postgres();
             }
         }
+        // Synchronously, as before; then the watchdog has nothing left to do.
+        drop(self.ephemeral.take());
+        drop(self.socket_guard.take());
+        if let Some(w) = self.watchdog.take() {
+            w.finish(Some("done"));
+        }
     }
+}
+
+/// Splits `key=value` settings; the key must be a plain parameter name.
+fn parse_settings(settings: &[String]) -> Result<Vec<(String, String)>, ClusterError> {
+    settings
+        .iter()
+        .map(|s| {
+            let (k, v) = s
+                .split_once('=')
+                .ok_or_else(|| ClusterError::BadSetting(s.clone()))?;
+            let k = k.trim();
+            if k.is_empty()
+                || !k
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            {
+                return Err(ClusterError::BadSetting(s.clone()));
+            }
+            Ok((k.to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+/// `listen_addresses` syntax: comma-separated host names, addresses or `*`.
+fn validate_listen(l: &str) -> Result<(), ClusterError> {
+    let ok = l.split(',').all(|a| {
+        let a = a.trim();
+        !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".:-_*%".contains(c))
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(ClusterError::BadListen(l.to_string()))
+    }
+}
+
+/// Whether every listen address is a loopback one (initdb's host lines cover those).
+fn is_loopback(l: &str) -> bool {
+    l.split(',').all(|a| {
+        let a = a.trim();
+        a == "localhost"
+            || a.parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
+}
+
+/// Makes a data directory's pg_hba.conf ask for the password over TCP:
+/// `host…` lines with `trust` (an older csdchar's) become `host_auth`, and a
+/// non-loopback `listen` gets password lines for any address.
+fn secure_hba(
+    pgdata: &Path,
+    host_auth: &str,
+    any_address: bool,
+    run_as: Option<RunAs>,
+    notes: &mut Vec<String>,
+) -> Result<(), ClusterError> {
+    let path = pgdata.join("pg_hba.conf");
+    let text = fs::read_to_string(&path)
+        .map_err(|e| ClusterError::Io(format!("{}: {e}", path.display())))?;
+    let (mut out, changed) = rewrite_trust_host_lines(&text, host_auth);
+    let marker = "# csdchar --listen: password logins from any address";
+    let add_any = any_address && !text.contains(marker);
+    if add_any {
+        if !out.ends_with('\n') && !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "{marker}\nhost all all 0.0.0.0/0 {host_auth}\nhost all all ::/0 {host_auth}\n"
+        ));
+    }
+    if changed == 0 && !add_any {
+        return Ok(());
+    }
+    let mode = fs::metadata(&path).map_or(0o600, |m| m.permissions().mode() & 0o777);
+    write_file(&path, &out, mode, run_as)?;
+    if changed > 0 {
+        notes.push(format!(
+            "{}: {changed} host line(s) changed from trust to {host_auth}, as --listen needs",
+            path.display()
+        ));
+    }
+    if add_any {
+        notes.push(format!(
+            "{}: added {host_auth} lines for any address, as --listen needs",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// `text` with the method of its `host*` lines that end in `trust` replaced
+/// by `auth`, and how many were.
+fn rewrite_trust_host_lines(text: &str, auth: &str) -> (String, usize) {
+    let mut changed = 0;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        let content = body.split('#').next().unwrap_or("");
+        let is_host = content
+            .split_whitespace()
+            .next()
+            .is_some_and(|t| t.starts_with("host"));
+        let trimmed = content.trim_end();
+        // trust takes no options, so it is the line's last word.
+        if is_host
+            && let Some(head) = trimmed.strip_suffix("trust")
+            && head.ends_with(char::is_whitespace)
+        {
+            out.push_str(head);
+            out.push_str(auth);
+            out.push_str(&body[trimmed.len()..]);
+            out.push_str(nl);
+            changed += 1;
+        } else {
+            out.push_str(line);
+        }
+    }
+    (out, changed)
+}
+
+/// Whether a socket in `dir` fits `sun_path` with any port number.
+fn socket_path_fits(dir: &Path) -> bool {
+    dir.as_os_str().len() + "/.s.PGSQL.65535".len() <= SUN_PATH_MAX
+}
+
+/// Removes the socket directory outside `pgdata` a previous run recorded
+/// (kept for a server that kept running and has stopped since), if it still
+/// looks like ours.
+fn remove_recorded_socket_dir(pgdata: &Path) {
+    let Ok(text) = fs::read_to_string(pgdata.join(SOCKET_RECORD)) else {
+        return;
+    };
+    let dir = PathBuf::from(text.trim());
+    let ours = dir.parent() == Some(Path::new("/tmp"))
+        && dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(SOCKET_PREFIX))
+        && fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+    if ours {
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
+
+/// Creates (or resets) `dir` as a private directory of the server's user.
+fn private_dir(dir: &Path, run_as: Option<RunAs>) -> Result<(), ClusterError> {
+    if let Ok(m) = fs::symlink_metadata(dir)
+        && !m.is_dir()
+    {
+        fs::remove_file(dir).map_err(|e| ClusterError::Io(format!("{}: {e}", dir.display())))?;
+    }
+    if !dir.is_dir() {
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| ClusterError::Io(format!("{}: {e}", dir.display())))?;
+    }
+    if run_as.is_some() {
+        hand_over(dir, run_as)
+    } else {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .map_err(|e| ClusterError::Io(format!("{}: {e}", dir.display())))
+    }
+}
+
+/// Writes `contents` to `path` (mode 0600, the server's user) via a rename,
+/// so no reader sees half a file and no other mode ever applies.
+fn write_private(path: &Path, contents: &str, run_as: Option<RunAs>) -> Result<(), ClusterError> {
+    write_file(path, contents, 0o600, run_as)
+}
+
+fn write_file(
+    path: &Path,
+    contents: &str,
+    mode: u32,
+    run_as: Option<RunAs>,
+) -> Result<(), ClusterError> {
+    let err = |e: std::io::Error| ClusterError::Io(format!("{}: {e}", path.display()));
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".csdchar-new");
+    let tmp = PathBuf::from(tmp);
+    let _ = fs::remove_file(&tmp);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)
+        .map_err(err)?;
+    f.write_all(contents.as_bytes()).map_err(err)?;
+    drop(f);
+    chown(&tmp, run_as);
+    fs::rename(&tmp, path).map_err(err)
+}
+
+/// Hands a file to the server's user (as root).
+fn chown(path: &Path, run_as: Option<RunAs>) {
+    if let Some(r) = run_as {
+        let c = CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL in paths");
+        // Safety: chown on a NUL-terminated path; a failure shows up when the server uses it.
+        unsafe { libc::chown(c.as_ptr(), r.uid, r.gid) };
+    }
+}
+
+/// The password in a passfile line `host:port:db:user:password` (last field;
+/// `\:` and `\\` escaped).
+fn read_password(path: &Path) -> Option<String> {
+    let text = fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| !l.trim().is_empty())?;
+    let mut fields = Vec::new();
+    let mut cur = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => cur.extend(chars.next()),
+            ':' if fields.len() < 4 => fields.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    (fields.len() == 4 && !cur.is_empty()).then_some(cur)
+}
+
+/// 32 random letters and digits from the kernel's generator (~190 bits).
+fn random_password() -> Result<String, ClusterError> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut out = String::with_capacity(32);
+    let mut buf = [0u8; 64];
+    while out.len() < 32 {
+        // Safety: getrandom writes at most buf.len() bytes into buf.
+        let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(ClusterError::Io(format!("random password: {e}")));
+        }
+        // 248 = 4 * 62: rejecting the rest keeps every character equally likely.
+        for &b in buf[..n as usize].iter().filter(|&&b| b < 248) {
+            if out.len() < 32 {
+                out.push(ALPHABET[(b % 62) as usize] as char);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `/proc/<pid>/stat` field 22 (start time in clock ticks), None when the
+/// process is gone or a zombie.
+fn proc_start_time(pid: i32) -> Option<u64> {
+    if pid <= 0 {
+        return None;
+    }
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ..."; comm may hold spaces, so split at the last ')'.
+    let (_, tail) = stat.rsplit_once(')')?;
+    let rest: Vec<&str> = tail.split_whitespace().collect();
+    if matches!(rest.first(), Some(&"Z") | Some(&"X") | None) {
+        return None;
+    }
+    rest.get(19)?.parse().ok()
+}
+
+/// Whether `pid` runs (not a zombie) and, given `start`, is the same process
+/// as when its start time was recorded (pids are reused).
+fn process_alive(pid: i32, start: Option<u64>) -> bool {
+    match (proc_start_time(pid), start) {
+        (None, _) => false,
+        (Some(_), None) => true,
+        (Some(t), Some(s)) => t == s,
+    }
+}
+
+/// Writes the marker of a temporary cluster's directory (see the module doc).
+fn write_marker(dir: &Path, watchdog: &Watchdog) -> Result<(), ClusterError> {
+    let me = std::process::id() as i32;
+    let text = format!(
+        "csdchar-run 1\npid {me} {}\nuid {}\nwatchdog {} {}\n",
+        proc_start_time(me).unwrap_or(0),
+        // Safety: geteuid has no preconditions.
+        unsafe { libc::geteuid() },
+        watchdog.pid(),
+        proc_start_time(watchdog.pid()).unwrap_or(0),
+    );
+    // Root's marker in the server user's directory: the watchdog can still remove it.
+    write_file(&dir.join(RUN_MARKER), &text, 0o644, None)
+}
+
+/// A marker's content: (csdchar pid, start), uid, (watchdog pid, start).
+type Marker = ((i32, u64), u32, (i32, u64));
+
+fn read_marker(dir: &Path) -> Option<Marker> {
+    let text = fs::read_to_string(dir.join(RUN_MARKER)).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != "csdchar-run 1" {
+        return None;
+    }
+    let pair = |l: &str, key: &str| -> Option<(i32, u64)> {
+        let mut w = l.strip_prefix(key)?.split_whitespace();
+        Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+    };
+    let run = pair(lines.next()?, "pid ")?;
+    let uid = lines.next()?.strip_prefix("uid ")?.trim().parse().ok()?;
+    let watchdog = pair(lines.next()?, "watchdog ")?;
+    Some((run, uid, watchdog))
+}
+
+/// Removes the temporary cluster directories of dead runs under `root` and
+/// reports the ones it must leave; one note each (see the module doc).
+fn sweep_stale(root: &Path) -> Vec<String> {
+    let mut notes = Vec::new();
+    let Ok(entries) = fs::read_dir(root) else {
+        return notes;
+    };
+    // Safety: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(suffix) = name.strip_prefix(TEMP_PREFIX) else {
+            continue;
+        };
+        let dir = e.path();
+        // A symlink named like ours is not ours.
+        if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let pgdata = dir.join("pgdata");
+        let server = PidFile::read(&pgdata)
+            .map(|p| p.pid)
+            .filter(|&pid| process_alive(pid, None));
+        match read_marker(&dir) {
+            Some(((pid, start), uid, (wpid, wstart))) => {
+                if uid != me || process_alive(pid, Some(start)) || process_alive(wpid, Some(wstart))
+                {
+                    continue; // another user's, or a live run, or cleanup under way
+                }
+                if let Some(spid) = server {
+                    notes.push(format!(
+                        "left {}: its csdchar run (pid {pid}) is gone but its server (pid {spid}) still runs; stop it with: pg_ctl stop -D {}",
+                        dir.display(),
+                        pgdata.display()
+                    ));
+                    continue;
+                }
+                match fs::remove_dir_all(&dir) {
+                    Ok(()) => notes.push(format!(
+                        "removed {}: temporary cluster of a csdchar run (pid {pid}) that is gone",
+                        dir.display()
+                    )),
+                    Err(e) => notes.push(format!("could not remove {}: {e}", dir.display())),
+                }
+            }
+            None => {
+                // An older csdchar's directory: tempfile's six characters, only pgdata inside.
+                let only_pgdata = fs::read_dir(&dir).is_ok_and(|rd| {
+                    let names: Vec<_> = rd.flatten().map(|e| e.file_name()).collect();
+                    names.len() == 1 && names[0] == "pgdata"
+                });
+                let owner = fs::metadata(&dir).map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+                let owned = owner.is_ok_and(|u| u == me || me == 0);
+                if suffix.len() == 6 && only_pgdata && owned && pgdata.join("PG_VERSION").exists() {
+                    notes.push(match server {
+                        Some(spid) => format!(
+                            "{} looks like a temporary cluster of an older csdchar; its server (pid {spid}) still runs: pg_ctl stop -D {}, then remove the directory",
+                            dir.display(),
+                            pgdata.display()
+                        ),
+                        None => format!(
+                            "{} looks like a temporary cluster of an older csdchar, left behind; remove it if no one uses it",
+                            dir.display()
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    notes
 }
 
 /// Reaps exited `postgres` processes whose parent is this process: backends
@@ -497,6 +1379,27 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
+/// `s` as one shell word, quoted only when it needs to be (for hints).
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        shell_quote(s)
+    }
+}
+
+/// A conninfo value, quoted when it holds spaces, quotes or backslashes.
+fn conninfo_value(s: &str) -> String {
+    if !s.is_empty() && !s.contains([' ', '\'', '\\', '\t', '\n']) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+    }
+}
+
 /// The last `n` lines of a file, for error messages.
 fn tail(path: &Path, n: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
@@ -512,6 +1415,10 @@ mod tests {
     fn quoting_and_settings() {
         assert_eq!(shell_quote("a b"), "'a b'");
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_word("/var/tmp/x"), "/var/tmp/x");
+        assert_eq!(shell_word("/a b"), "'/a b'");
+        assert_eq!(conninfo_value("/tmp/s"), "/tmp/s");
+        assert_eq!(conninfo_value("/a b'c\\"), "'/a b\\'c\\\\'");
         let bad = ClusterSpec {
             settings: vec!["novalue".into()],
             ..Default::default()
@@ -528,6 +1435,20 @@ mod tests {
             ManagedCluster::start(&bad),
             Err(ClusterError::BadSetting(_))
         ));
+        for l in ["", "1.2.3.4 -c x=y", "a;b", "127.0.0.1,"] {
+            let bad = ClusterSpec {
+                listen: Some(l.into()),
+                ..Default::default()
+            };
+            assert!(
+                matches!(ManagedCluster::start(&bad), Err(ClusterError::BadListen(_))),
+                "{l:?}"
+            );
+        }
+        assert!(validate_listen("127.0.0.1,::1,localhost,*,fe80::1%eth0").is_ok());
+        assert!(is_loopback("127.0.0.1,::1,localhost"));
+        assert!(!is_loopback("127.0.0.1,0.0.0.0"));
+        assert!(!is_loopback("*"));
     }
 
     #[test]
@@ -537,5 +1458,82 @@ mod tests {
             PgBinaries::find(Some(d.path())),
             Err(ClusterError::NoBinaries(_))
         ));
+    }
+
+    #[test]
+    fn trust_host_lines_become_password_lines() {
+        let hba = "# comment with trust\n\
+                   local   all   all   trust\n\
+                   host    all   all   127.0.0.1/32   trust\n\
+                   host all all ::1 ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff trust # old\n\
+                   hostssl all   all   10.0.0.0/8     md5\n\
+                   host    replication all 127.0.0.1/32 trust";
+        let (out, n) = rewrite_trust_host_lines(hba, "scram-sha-256");
+        assert_eq!(n, 3);
+        assert_eq!(
+            out,
+            "# comment with trust\n\
+             local   all   all   trust\n\
+             host    all   all   127.0.0.1/32   scram-sha-256\n\
+             host all all ::1 ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff scram-sha-256 # old\n\
+             hostssl all   all   10.0.0.0/8     md5\n\
+             host    replication all 127.0.0.1/32 scram-sha-256"
+        );
+        let (same, n) = rewrite_trust_host_lines(&out, "scram-sha-256");
+        assert_eq!((same.as_str(), n), (out.as_str(), 0));
+        // "nottrust" is not trust.
+        assert_eq!(rewrite_trust_host_lines("host a b c nottrust\n", "x").1, 0);
+    }
+
+    #[test]
+    fn passwords_are_random_and_read_back() {
+        let a = random_password().unwrap();
+        let b = random_password().unwrap();
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_ne!(a, b);
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("pass");
+        write_private(&f, &format!("*:5432:*:postgres:{a}\n"), None).unwrap();
+        assert_eq!(
+            fs::metadata(&f).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(read_password(&f).as_deref(), Some(a.as_str()));
+        fs::write(&f, "h\\:x:1:*:u:p\\:w\\\\\n").unwrap();
+        assert_eq!(read_password(&f).as_deref(), Some("p:w\\"));
+        fs::write(&f, "only:three:fields\n").unwrap();
+        assert_eq!(read_password(&f), None);
+    }
+
+    #[test]
+    fn socket_paths_are_checked_against_sun_path() {
+        assert!(socket_path_fits(Path::new(
+            "/var/tmp/csdchar-pgABCDEF/pgdata/csdchar-socket"
+        )));
+        let long = format!("/{}", "x".repeat(92));
+        assert!(!socket_path_fits(Path::new(&long)));
+        assert!(socket_path_fits(Path::new(&long[..92])));
+    }
+
+    #[test]
+    fn markers_and_liveness() {
+        let me = std::process::id() as i32;
+        let start = proc_start_time(me).unwrap();
+        assert!(process_alive(me, Some(start)));
+        assert!(
+            !process_alive(me, Some(start + 1)),
+            "a reused pid is not the same process"
+        );
+        assert!(!process_alive(0, None));
+        let d = tempfile::tempdir().unwrap();
+        fs::write(
+            d.path().join(RUN_MARKER),
+            format!("csdchar-run 1\npid {me} {start}\nuid 7\nwatchdog 12 34\n"),
+        )
+        .unwrap();
+        assert_eq!(read_marker(d.path()), Some(((me, start), 7, (12, 34))));
+        fs::write(d.path().join(RUN_MARKER), "csdchar-run 1\npid x\n").unwrap();
+        assert_eq!(read_marker(d.path()), None);
     }
 }

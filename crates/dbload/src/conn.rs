@@ -134,6 +134,79 @@ impl ConnTarget {
     }
 }
 
+/// Whether `name` is a plain lowercase SQL identifier (letters, digits and
+/// `_`, not starting with a digit, at most 63 bytes): usable unquoted in SQL
+/// and in a `search_path` setting, and equal to its catalog spelling.
+pub fn is_plain_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 63
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// `conninfo` with `-c search_path=<schema>` added to the startup options
+/// (after any the string or PGOPTIONS give, so it wins over them and over
+/// role or database defaults): every connection made from the result creates,
+/// finds and drops unqualified tables in `schema` and nowhere else.
+/// `schema` must be a [`is_plain_identifier`].
+pub fn with_search_path(conninfo: &str, schema: &str, env: &dyn Env) -> Result<String, String> {
+    if !is_plain_identifier(schema) {
+        return Err(format!(
+            "'{schema}' is not a plain lowercase identifier (letters, digits, _)"
+        ));
+    }
+    let target = ConnTarget::parse(conninfo, env)?;
+    let options = match target.config.get_options() {
+        Some(o) if !o.trim().is_empty() => format!("{o} -c search_path={schema}"),
+        _ => format!("-c search_path={schema}"),
+    };
+    let trimmed = conninfo.trim();
+    if trimmed.starts_with("postgres://") || trimmed.starts_with("postgresql://") {
+        let sep = if trimmed.contains('?') { '&' } else { '?' };
+        Ok(format!(
+            "{trimmed}{sep}options={}",
+            percent_encode(&options)
+        ))
+    } else {
+        let quoted = options.replace('\\', "\\\\").replace('\'', "\\'");
+        Ok(format!("{trimmed} options='{quoted}'"))
+    }
+}
+
+/// Percent-encodes everything but unreserved URL characters.
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// A client error in plain words: the server's message and SQLSTATE
+/// ("password authentication failed for user …", "database … does not
+/// exist"), or the OS error under it ("Connection refused").
+pub fn describe_error(e: &tokio_postgres::Error) -> String {
+    if let Some(d) = e.as_db_error() {
+        return format!("{} ({})", d.message(), d.code().code());
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = s.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +258,31 @@ mod tests {
                 .unwrap_err()
                 .contains("PGPORT")
         );
+    }
+
+    #[test]
+    fn search_path_is_added_to_the_options_and_wins() {
+        let env = MapEnv(HashMap::from([("PGOPTIONS", "-c work_mem=64MB")]));
+        let kv = with_search_path("host=/tmp port=5 user=u", "bench", &env).unwrap();
+        let t = ConnTarget::parse(&kv, &env).unwrap();
+        assert_eq!(
+            t.config().get_options(),
+            Some("-c work_mem=64MB -c search_path=bench")
+        );
+        let url = with_search_path("postgres://u@h:5/db?options=-c%20a%3Db", "s1", &env).unwrap();
+        let t = ConnTarget::parse(&url, &env).unwrap();
+        assert_eq!(t.config().get_options(), Some("-c a=b -c search_path=s1"));
+        let url = with_search_path("postgresql://u@h/db", "public", &env).unwrap();
+        assert_eq!(
+            ConnTarget::parse(&url, &env)
+                .unwrap()
+                .config()
+                .get_options(),
+            Some("-c work_mem=64MB -c search_path=public")
+        );
+        for bad in ["", "Public", "a b", "x;drop", "1abc", &"a".repeat(64)] {
+            assert!(with_search_path("", bad, &env).is_err(), "{bad}");
+        }
+        assert!(is_plain_identifier("_s3"));
     }
 }

@@ -44,6 +44,9 @@ pub struct OltpSpec {
     pub create_secondary: bool,
     /// Seed of data and ids.
     pub seed: u64,
+    /// Schema the tables live in (the connections' search_path, see
+    /// [`crate::conn::with_search_path`]).
+    pub schema: String,
 }
 
 /// A database failure, in plain words.
@@ -62,11 +65,13 @@ pub(crate) fn db_err(what: &str, e: tokio_postgres::Error) -> DbError {
 /// refused connection names host and port, never a password.
 pub async fn connect(conninfo: &str) -> Result<Client, DbError> {
     let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(DbError)?;
-    let (client, conn) = target
-        .config()
-        .connect(NoTls)
-        .await
-        .map_err(|e| DbError(format!("cannot connect to {}: {e}", target.describe())))?;
+    let (client, conn) = target.config().connect(NoTls).await.map_err(|e| {
+        DbError(format!(
+            "cannot connect to {}: {}",
+            target.describe(),
+            crate::conn::describe_error(&e)
+        ))
+    })?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -78,13 +83,93 @@ pub fn table_names(tables: u32) -> Vec<String> {
     (1..=tables).map(|n| format!("sbtest{n}")).collect()
 }
 
-/// Which of the tables `names` exist.
-pub async fn existing_tables(client: &Client, names: &[String]) -> Result<Vec<String>, DbError> {
+/// Which of the tables `names` exist in `schema` (tables of the same name in
+/// other schemas are not the workload's and never count).
+pub async fn existing_tables(
+    client: &Client,
+    schema: &str,
+    names: &[String],
+) -> Result<Vec<String>, DbError> {
     let rows = client
-        .query("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND relname = ANY($1) ORDER BY relname", &[&names.to_vec()])
+        .query(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind IN ('r', 'p') AND n.nspname = $1 AND c.relname = ANY($2) ORDER BY c.relname",
+            &[&schema, &names.to_vec()],
+        )
         .await
         .map_err(|e| db_err("listing tables", e))?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// The effective fillfactor of `schema.table` (100, PostgreSQL's default
+/// for tables, when none is set).
+pub async fn table_fillfactor(client: &Client, schema: &str, table: &str) -> Result<u8, DbError> {
+    let row = client
+        .query_one(
+            "SELECT COALESCE((SELECT substr(o, 12)::int FROM unnest(c.reloptions) o \
+             WHERE o LIKE 'fillfactor=%'), 100) FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
+            &[&schema, &table],
+        )
+        .await
+        .map_err(|e| db_err(&format!("reading the fillfactor of {schema}.{table}"), e))?;
+    let ff: i32 = row.get(0);
+    Ok(ff.clamp(10, 100) as u8)
+}
+
+/// Creates `schema` if it is missing (marked as csdchar's, so cleanup may
+/// drop it again once it is empty).
+pub async fn ensure_schema(client: &Client, schema: &str) -> Result<(), DbError> {
+    let exists = client
+        .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])
+        .await
+        .map_err(|e| db_err("looking up the schema", e))?
+        .is_some();
+    if !exists {
+        client
+            .batch_execute(&format!(
+                "CREATE SCHEMA IF NOT EXISTS {schema}; COMMENT ON SCHEMA {schema} IS '{SCHEMA_MARK}'"
+            ))
+            .await
+            .map_err(|e| db_err(&format!("creating schema {schema}"), e))?;
+    }
+    Ok(())
+}
+
+/// The comment on schemas csdchar created.
+const SCHEMA_MARK: &str = "created by csdchar";
+
+/// Drops `tables` of `schema` that exist (qualified: nothing in another schema
+/// is touched), then `schema` itself if csdchar created it and it is now
+/// empty. Returns the tables dropped, in order.
+pub async fn drop_tables(
+    conninfo: &str,
+    schema: &str,
+    tables: &[String],
+) -> Result<Vec<String>, DbError> {
+    let client = connect(conninfo).await?;
+    let existing = existing_tables(&client, schema, tables).await?;
+    for t in &existing {
+        client
+            .batch_execute(&format!("DROP TABLE {schema}.{t}"))
+            .await
+            .map_err(|e| db_err(&format!("dropping {schema}.{t}"), e))?;
+    }
+    let ours_and_empty = client
+        .query_opt(
+            "SELECT 1 FROM pg_namespace n WHERE n.nspname = $1 \
+             AND obj_description(n.oid, 'pg_namespace') = $2 \
+             AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = n.oid)",
+            &[&schema, &SCHEMA_MARK],
+        )
+        .await
+        .map_err(|e| db_err("looking up the schema", e))?
+        .is_some();
+    if ours_and_empty {
+        // RESTRICT (the default): refuses if anything was created in it meanwhile.
+        let _ = client.batch_execute(&format!("DROP SCHEMA {schema}")).await;
+    }
+    Ok(existing)
 }
 
 /// Creates and loads the tables, `threads` at a time; `progress(rows)` is
@@ -97,16 +182,18 @@ pub async fn prepare(
     progress: Arc<dyn Fn(u64) + Send + Sync>,
 ) -> Result<(), DbError> {
     let admin = connect(conninfo).await?;
-    let existing = existing_tables(&admin, &table_names(spec.tables)).await?;
+    let existing = existing_tables(&admin, &spec.schema, &table_names(spec.tables)).await?;
     if !existing.is_empty() {
         if !force {
             return Err(DbError(format!(
-                "tables exist already ({}); run `csdchar db cleanup` or pass --force",
+                "tables exist already in schema {} ({}); run `csdchar db cleanup` or pass --force",
+                spec.schema,
                 existing.join(", ")
             )));
         }
-        cleanup(conninfo, spec.tables).await?;
+        cleanup(conninfo, &spec.schema, spec.tables).await?;
     }
+    ensure_schema(&admin, &spec.schema).await?;
     let next = Arc::new(std::sync::atomic::AtomicU32::new(1));
     let mut tasks = Vec::new();
     for t in 0..threads.min(spec.tables).max(1) {
@@ -148,6 +235,12 @@ async fn load_table(
     rng: &mut Xoshiro256PlusPlus,
     progress: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<(), DbError> {
+    // One transaction per table: a load cut short (Ctrl-C, lost server)
+    // leaves every table complete or absent, never half-loaded.
+    client
+        .batch_execute("BEGIN")
+        .await
+        .map_err(|e| db_err(&format!("loading sbtest{n}"), e))?;
     client
         .batch_execute(&create_table_sql(n, true, spec.fillfactor))
         .await
@@ -185,6 +278,10 @@ async fn load_table(
             .await
             .map_err(|e| db_err(&format!("indexing sbtest{n}"), e))?;
     }
+    client
+        .batch_execute("COMMIT")
+        .await
+        .map_err(|e| db_err(&format!("loading sbtest{n}"), e))?;
     Ok(())
 }
 
@@ -198,18 +295,20 @@ fn bytes_of(buf: &mut String) -> std::io::Cursor<Vec<u8>> {
 /// `progress(table)` is called after each table.
 pub async fn alter_fillfactor(
     conninfo: &str,
+    schema: &str,
     tables: u32,
     fillfactor: u8,
     mut progress: impl FnMut(&str),
 ) -> Result<(), DbError> {
     let client = connect(conninfo).await?;
-    let existing = existing_tables(&client, &table_names(tables)).await?;
+    let existing = existing_tables(&client, schema, &table_names(tables)).await?;
     if existing.len() != tables as usize {
         return Err(DbError(format!(
-            "tables sbtest1..sbtest{tables} are missing: run `csdchar db prepare` first"
+            "tables {schema}.sbtest1..sbtest{tables} are missing: run `csdchar db prepare` first"
         )));
     }
-    for t in &existing {
+    for t in existing.iter().map(|t| format!("{schema}.{t}")) {
+        let t = &t;
         let alter = format!(
             "ALTER TABLE {t} SET (fillfactor={fillfactor}); \
              ALTER TABLE {t} ALTER COLUMN c SET STORAGE PLAIN, ALTER COLUMN pad SET STORAGE PLAIN"
@@ -228,17 +327,10 @@ pub async fn alter_fillfactor(
     Ok(())
 }
 
-/// Drops the tables the workload creates (sbtest1..N) and nothing else.
-pub async fn cleanup(conninfo: &str, tables: u32) -> Result<u32, DbError> {
-    let client = connect(conninfo).await?;
-    let existing = existing_tables(&client, &table_names(tables)).await?;
-    for t in &existing {
-        client
-            .batch_execute(&format!("DROP TABLE IF EXISTS {t}"))
-            .await
-            .map_err(|e| db_err(&format!("dropping {t}"), e))?;
-    }
-    Ok(existing.len() as u32)
+/// Drops the tables the workload creates (`schema`.sbtest1..N) and nothing
+/// else; returns those dropped.
+pub async fn cleanup(conninfo: &str, schema: &str, tables: u32) -> Result<Vec<String>, DbError> {
+    drop_tables(conninfo, schema, &table_names(tables)).await
 }
 
 fn key(s: OltpStatement) -> &'static str {

@@ -32,7 +32,8 @@ pub async fn take(client: &Client, names: &[String]) -> DbSnapshot {
         .query(
             "SELECT relname::text, pg_relation_size(oid)::bigint, pg_indexes_size(oid)::bigint, \
              COALESCE(pg_total_relation_size(NULLIF(reltoastrelid, 0)), 0)::bigint \
-             FROM pg_class WHERE relkind = 'r' AND relname = ANY($1) ORDER BY relname",
+             FROM pg_class WHERE relkind = 'r' AND relname = ANY($1) \
+             AND relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) ORDER BY relname",
             &[&names.to_vec()],
         )
         .await
@@ -93,6 +94,19 @@ pub async fn take(client: &Client, names: &[String]) -> DbSnapshot {
     }
 }
 
+/// Bytes of the server's WAL directory (`pg_ls_waldir()`: superusers and
+/// pg_monitor members); None when not granted.
+pub async fn wal_dir_bytes(client: &Client) -> Option<i64> {
+    client
+        .query_one(
+            "SELECT COALESCE(sum(size), 0)::bigint FROM pg_ls_waldir()",
+            &[],
+        )
+        .await
+        .ok()
+        .map(|r| r.get(0))
+}
+
 fn humantime_now() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
@@ -105,10 +119,12 @@ pub async fn relation_files(
 ) -> Vec<std::path::PathBuf> {
     let Ok(rows) = client
         .query(
-            "SELECT pg_relation_filepath(c.oid) FROM pg_class c \
-             WHERE c.relname = ANY($1) \
-             OR c.oid IN (SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid WHERE t.relname = ANY($1)) \
-             OR c.oid IN (SELECT t.reltoastrelid FROM pg_class t WHERE t.relname = ANY($1))",
+            "WITH t AS (SELECT oid, reltoastrelid FROM pg_class WHERE relkind = 'r' AND relname = ANY($1) \
+               AND relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())) \
+             SELECT pg_relation_filepath(c.oid) FROM pg_class c \
+             WHERE c.oid IN (SELECT oid FROM t) \
+             OR c.oid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid IN (SELECT oid FROM t)) \
+             OR c.oid IN (SELECT reltoastrelid FROM t)",
             &[&tables.to_vec()],
         )
         .await

@@ -12,7 +12,7 @@ use futures_util::SinkExt;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio_postgres::Client;
 
-use crate::oltp::{DbError, connect, db_err, existing_tables};
+use crate::oltp::{DbError, connect, db_err, drop_tables, ensure_schema, existing_tables};
 use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};
 use crate::wire::Param;
 
@@ -29,6 +29,8 @@ pub struct TpcbSpec {
     pub protocol: Protocol,
     /// Seed of the clients' random streams.
     pub seed: u64,
+    /// Schema the tables live in (the connections' search_path).
+    pub schema: String,
 }
 
 /// How rows are generated at prepare (pgbench's init steps `g` and `G`).
@@ -61,17 +63,9 @@ pub fn table_names() -> Vec<String> {
     tpcb::TABLES.iter().map(|t| t.to_string()).collect()
 }
 
-/// Drops pgbench's four tables (and nothing else); returns how many existed.
-pub async fn cleanup(conninfo: &str) -> Result<u32, DbError> {
-    let client = connect(conninfo).await?;
-    let found = existing_tables(&client, &table_names()).await?;
-    for t in &found {
-        client
-            .batch_execute(&format!("DROP TABLE IF EXISTS {t}"))
-            .await
-            .map_err(|e| db_err(&format!("dropping {t}"), e))?;
-    }
-    Ok(found.len() as u32)
+/// Drops pgbench's four tables in `schema` (and nothing else); returns those dropped.
+pub async fn cleanup(conninfo: &str, schema: &str) -> Result<Vec<String>, DbError> {
+    drop_tables(conninfo, schema, &table_names()).await
 }
 
 /// Creates and loads pgbench's tables at `spec.scale` over `jobs`
@@ -96,16 +90,18 @@ pub async fn prepare(
         s
     };
     let admin = connect(conninfo).await?;
-    let found = existing_tables(&admin, &table_names()).await?;
+    let found = existing_tables(&admin, &spec.schema, &table_names()).await?;
     if !found.is_empty() {
         if !force {
             return Err(DbError(format!(
-                "tables exist already ({}); run `csdchar db cleanup --workload tpcb` or pass --force",
+                "tables exist already in schema {} ({}); run `csdchar db cleanup --workload tpcb` or pass --force",
+                spec.schema,
                 found.join(", ")
             )));
         }
-        cleanup(conninfo).await?;
+        cleanup(conninfo, &spec.schema).await?;
     }
+    ensure_schema(&admin, &spec.schema).await?;
     for sql in tpcb::create_tables_sql(spec.scale, spec.fillfactor) {
         admin
             .batch_execute(&sql)

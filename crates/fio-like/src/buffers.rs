@@ -8,6 +8,8 @@
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
 use csdchar_core::pattern::{DataSpec, PatternGenerator, stamp};
+use csdchar_core::result::block::BlockSpec;
+use csdchar_core::units::format_bytes;
 
 /// Alignment of every buffer: the largest logical block size in common use.
 pub const BUFFER_ALIGN: usize = 4096;
@@ -196,10 +198,154 @@ pub fn write_pool_len(bs: usize, iodepth: usize) -> usize {
     want.min(cap)
 }
 
+/// Bytes [`JobBuffers::new`] allocates for one job that reads (`reads`)
+/// and/or writes (`writes`).
+pub fn job_buffer_bytes(bs: u64, iodepth: u32, reads: bool, writes: bool) -> u64 {
+    let bs_usize = usize::try_from(bs).unwrap_or(usize::MAX);
+    let read_count = if reads { u64::from(iodepth) } else { 0 };
+    let write_count = if writes {
+        write_pool_len(bs_usize, iodepth as usize) as u64
+    } else {
+        0
+    };
+    (read_count + write_count)
+        .saturating_mul(bs)
+        .max(BUFFER_ALIGN as u64)
+}
+
+/// Bytes of I/O buffers all jobs of `spec` hold at once: the phase that needs
+/// most (phases run one after the other and free their buffers in between).
+pub fn run_buffer_bytes(spec: &BlockSpec) -> u64 {
+    // (reads, writes) of each phase the run goes through, as `run_job` decides.
+    let phases: &[(bool, bool)] = if spec.verify_only {
+        &[(true, false)]
+    } else if spec.verify {
+        &[(false, true), (true, false)]
+    } else {
+        let share = spec.rw.read_share(spec.rwmixread);
+        &[(share > 0, share < 100)]
+    };
+    let per_job = phases
+        .iter()
+        .map(|&(r, w)| job_buffer_bytes(spec.bs, spec.iodepth, r, w))
+        .max()
+        .unwrap_or(0);
+    per_job.saturating_mul(u64::from(spec.numjobs))
+}
+
+/// Share of `MemAvailable` the I/O buffers may take: the page cache, the
+/// kernel's io_uring state and the rest of the machine need the remainder.
+pub const BUFFER_MEMORY_SHARE_PCT: u64 = 80;
+
+/// `MemAvailable` of a `/proc/meminfo` text, in bytes.
+pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// The usage error when `needed` bytes of buffers do not fit in
+/// [`BUFFER_MEMORY_SHARE_PCT`] % of `available` bytes; None when they fit.
+pub fn buffer_memory_error(spec: &BlockSpec, needed: u64, available: u64) -> Option<String> {
+    let allowed = available / 100 * BUFFER_MEMORY_SHARE_PCT;
+    (needed > allowed).then(|| {
+        format!(
+            "--bs {} --iodepth {} --numjobs {}: needs {} of I/O buffers, the machine has {} available \
+             (at most {BUFFER_MEMORY_SHARE_PCT}% of it is used); lower --bs, --iodepth or --numjobs",
+            format_bytes(spec.bs as f64),
+            spec.iodepth,
+            spec.numjobs,
+            format_bytes(needed as f64),
+            format_bytes(available as f64),
+        )
+    })
+}
+
+/// Refuses a spec whose I/O buffers would not fit in the machine's available
+/// memory, before anything is created: allocating them later aborts the
+/// process. Without a readable `/proc/meminfo` nothing is refused.
+pub fn check_buffer_memory(spec: &BlockSpec) -> Result<(), String> {
+    let Some(available) = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| parse_mem_available(&t))
+    else {
+        return Ok(());
+    };
+    match buffer_memory_error(spec, run_buffer_bytes(spec), available) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use csdchar_core::pattern::Fill;
+    use csdchar_core::result::block::RwMode;
+
+    #[test]
+    fn run_buffer_bytes_matches_what_jobs_allocate() {
+        let spec = |rw, bs, iodepth, numjobs| BlockSpec {
+            rw,
+            bs,
+            iodepth,
+            numjobs,
+            ..BlockSpec::default()
+        };
+        // Reads only: one buffer per slot.
+        assert_eq!(
+            run_buffer_bytes(&spec(RwMode::Randread, 4096, 32, 2)),
+            2 * 32 * 4096
+        );
+        // Writes only: the 32 MiB pool.
+        assert_eq!(
+            run_buffer_bytes(&spec(RwMode::Randwrite, 4096, 32, 1)),
+            32 << 20
+        );
+        // Mixed: both.
+        assert_eq!(
+            run_buffer_bytes(&spec(RwMode::Randrw, 4096, 32, 1)),
+            (32 << 20) + 32 * 4096
+        );
+        // Large blocks at a large depth: depth + 1 write buffers beyond the pool cap.
+        let big = spec(RwMode::Randwrite, 256 << 20, 4096, 16);
+        assert_eq!(run_buffer_bytes(&big), 16 * 4097 * (256u64 << 20));
+        // Verify: the larger of the write and read phases, not their sum.
+        let v = BlockSpec {
+            verify: true,
+            ..spec(RwMode::Write, 1 << 20, 64, 1)
+        };
+        assert_eq!(run_buffer_bytes(&v), 128 << 20);
+        // The figure is what JobBuffers really allocates.
+        let b = JobBuffers::new(8192, 4, true, None);
+        assert_eq!(
+            b.regions().len() as u64 * 8192,
+            job_buffer_bytes(8192, 4, true, false)
+        );
+    }
+
+    #[test]
+    fn memory_check_names_the_options_and_both_figures() {
+        let text = "MemTotal:       32000000 kB\nMemFree:  100 kB\nMemAvailable:    4194304 kB\n";
+        assert_eq!(parse_mem_available(text), Some(4 << 30));
+        assert_eq!(parse_mem_available("MemTotal: 5 kB\n"), None);
+        let spec = BlockSpec {
+            rw: RwMode::Randwrite,
+            bs: 256 << 20,
+            iodepth: 4096,
+            numjobs: 16,
+            ..BlockSpec::default()
+        };
+        let e = buffer_memory_error(&spec, run_buffer_bytes(&spec), 4 << 30).unwrap();
+        assert!(
+            e.starts_with("--bs 256.00MiB --iodepth 4096 --numjobs 16: needs 16.00TiB"),
+            "{e}"
+        );
+        assert!(e.contains("the machine has 4.00GiB available"), "{e}");
+        // Within the share: fine; just above it: refused.
+        assert_eq!(buffer_memory_error(&spec, 3 << 30, 4 << 30), None);
+        assert!(buffer_memory_error(&spec, (4 << 30) / 100 * 80 + 1, 4 << 30).is_some());
+    }
 
     #[test]
     fn aligned_and_sized() {

@@ -93,6 +93,9 @@ where
     F: Fn(RawFd, u32) -> Result<E, EngineError> + Sync,
 {
     let started_at = now_rfc3339();
+    // Buffers are allocated on the job threads, after the target is set up; a
+    // spec whose buffers cannot fit must be refused before that.
+    crate::buffers::check_buffer_memory(spec).map_err(BlockError::Usage)?;
     // Probe the engine before touching the target, so "io_uring unavailable"
     // leaves nothing behind.
     drop(factory(-1, spec.iodepth).map_err(|e| BlockError::Unavailable(e.to_string()))?);
@@ -158,9 +161,24 @@ where
         }
         _ => (None, None),
     };
-    Ok(assemble(
+    let result = assemble(
         spec, started_at, &target, main, verify, capacity, diskstats, &ctl,
-    ))
+    );
+    if target.created && result.status == RunStatus::IoError && !any_io_completed(&result) {
+        // The run failed before its first I/O: a file it created holds nothing
+        // of value and must not be left behind (a pre-existing one is kept).
+        if let Some(p) = &target.info.path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    Ok(result)
+}
+
+fn any_io_completed(r: &BlockResult) -> bool {
+    [&r.read, &r.write]
+        .iter()
+        .any(|d| d.as_ref().is_some_and(|d| d.ios > 0))
+        || r.verify.as_ref().is_some_and(|v| v.blocks_checked > 0)
 }
 
 /// Process CPU (user, system) seconds and machine (busy, total) jiffies.
@@ -307,6 +325,10 @@ where
     })
 }
 
+/// A last, partial interval shorter than this share of `--log-interval` is
+/// folded into the one before (see [`IntervalMerger::is_degenerate_tail`]).
+pub const MIN_TAIL_SHARE_PCT: u64 = 10;
+
 /// Merges the jobs' interval reports into run-wide samples, in order, as
 /// soon as every job has reported an interval (or finished).
 struct IntervalMerger {
@@ -318,6 +340,8 @@ struct IntervalMerger {
     done: Vec<bool>,
     next: u64,
     samples: Vec<IntervalSample>,
+    /// The last sample emitted, unmerged: a sliver after it is folded into it.
+    last: Option<(u64, u64, [IntervalDir; 2])>,
 }
 
 impl IntervalMerger {
@@ -333,6 +357,7 @@ impl IntervalMerger {
             done: vec![false; numjobs],
             next: 0,
             samples: Vec::new(),
+            last: None,
         }
     }
 
@@ -371,25 +396,74 @@ impl IntervalMerger {
 
     fn ready(&mut self) -> Vec<IntervalSample> {
         let mut out = Vec::new();
-        while let Some((seen, _, _)) = self.pending.get(&self.next) {
+        while let Some((seen, dur, _)) = self.pending.get(&self.next) {
             if !seen.iter().zip(&self.done).all(|(s, d)| *s || *d) {
                 break;
             }
+            // Only a job's last interval is short, so a short merged one is
+            // every job's last: wait for them to finish to know it is the tail.
+            if self.is_sliver(*dur) && !self.done.iter().all(|d| *d) {
+                break;
+            }
             let (_, dur, dirs) = self.pending.remove(&self.next).expect("present");
-            out.push(self.sample(self.next, dur, &dirs));
+            self.emit(self.next, dur, dirs, &mut out);
             self.next += 1;
         }
-        self.samples.extend(out.iter().cloned());
         out
     }
 
     fn ready_all(&mut self) -> Vec<IntervalSample> {
         let mut out = Vec::new();
         while let Some((index, (_, dur, dirs))) = self.pending.pop_first() {
-            out.push(self.sample(index, dur, &dirs));
+            self.emit(index, dur, dirs, &mut out);
         }
-        self.samples.extend(out.iter().cloned());
         out
+    }
+
+    /// Records interval `index` (already taken out of `pending`) and adds it
+    /// to `out` for live output, except a degenerate tail: that is folded
+    /// into the previous sample, so the series still adds up to the totals,
+    /// and is not shown on its own.
+    fn emit(
+        &mut self,
+        index: u64,
+        duration_ns: u64,
+        dirs: [IntervalDir; 2],
+        out: &mut Vec<IntervalSample>,
+    ) {
+        if self.is_degenerate_tail(index, duration_ns)
+            && let Some((li, ldur, mut ldirs)) = self.last.take()
+        {
+            for (l, d) in ldirs.iter_mut().zip(dirs.iter()) {
+                l.ios += d.ios;
+                l.bytes += d.bytes;
+                l.lat.merge(&d.lat);
+            }
+            let merged = self.sample(li, ldur + duration_ns, &ldirs);
+            if let Some(prev) = self.samples.last_mut() {
+                *prev = merged;
+            }
+            self.last = Some((li, ldur + duration_ns, ldirs));
+            return;
+        }
+        let s = self.sample(index, duration_ns, &dirs);
+        self.samples.push(s.clone());
+        out.push(s);
+        self.last = Some((index, duration_ns, dirs));
+    }
+
+    /// Whether interval `index` is the run's last and a sliver of under
+    /// [`MIN_TAIL_SHARE_PCT`] % of the interval after full ones: on its own,
+    /// its few I/Os make a rate and a p99 that mean nothing.
+    fn is_degenerate_tail(&self, index: u64, duration_ns: u64) -> bool {
+        index > 0
+            && self.done.iter().all(|d| *d)
+            && self.pending.keys().all(|&k| k < index)
+            && self.is_sliver(duration_ns)
+    }
+
+    fn is_sliver(&self, duration_ns: u64) -> bool {
+        duration_ns.saturating_mul(100) < self.interval_ns.saturating_mul(MIN_TAIL_SHARE_PCT)
     }
 
     fn sample(&self, index: u64, duration_ns: u64, dirs: &[IntervalDir; 2]) -> IntervalSample {
@@ -445,7 +519,12 @@ fn assemble(
         (spec.rw.reads(), spec.rw.writes())
     };
     // Intervals that are full length describe the steady state; the last may be short.
-    let full: Vec<&IntervalSample> = if main.intervals.len() > 1 {
+    let short_tail = main.intervals.len() > 1
+        && main
+            .intervals
+            .last()
+            .is_some_and(|s| s.duration_ms < spec.log_interval_ms);
+    let full: Vec<&IntervalSample> = if short_tail {
         main.intervals[..main.intervals.len() - 1].iter().collect()
     } else {
         main.intervals.iter().collect()
@@ -595,4 +674,95 @@ fn explain_out_of_space(e: &mut RunError, c: &CapacityReport) {
             std::io::Error::from_raw_os_error(n).to_string()
         }),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::IntervalReport;
+    use csdchar_core::result::block::RwMode;
+
+    fn report(job: u32, index: u64, duration_ms: u64, ios: u64) -> IntervalReport {
+        let mut lat = LatencyRecorder::coarse();
+        for _ in 0..ios {
+            lat.record(1000);
+        }
+        let dir = |ios, lat: LatencyRecorder| IntervalDir {
+            ios,
+            bytes: ios * 4096,
+            lat,
+        };
+        IntervalReport {
+            job,
+            index,
+            duration_ns: duration_ms * 1_000_000,
+            dirs: [dir(ios, lat), dir(0, LatencyRecorder::coarse())],
+        }
+    }
+
+    fn merger(numjobs: usize) -> IntervalMerger {
+        let spec = BlockSpec {
+            rw: RwMode::Randread,
+            ..BlockSpec::default()
+        };
+        IntervalMerger::new(numjobs, &spec, 100_000_000)
+    }
+
+    #[test]
+    fn a_sliver_at_the_end_is_folded_into_the_interval_before() {
+        for numjobs in [1, 2] {
+            let mut m = merger(numjobs);
+            let mut shown = Vec::new();
+            for j in 0..numjobs as u32 {
+                m.add(report(j, 0, 100, 50));
+                m.add(report(j, 1, 100, 50));
+                // 3 ms of a 100 ms interval.
+                m.add(report(j, 2, 3, 2));
+                shown.extend(m.ready());
+            }
+            for j in 0..numjobs as u32 {
+                m.job_done(j);
+                shown.extend(m.ready());
+            }
+            shown.extend(m.ready_all());
+            let indexes: Vec<u64> = shown.iter().map(|s| s.index).collect();
+            assert_eq!(
+                indexes,
+                [0, 1],
+                "numjobs {numjobs}: the sliver is not shown"
+            );
+            // It is recorded as part of the interval before, so the series
+            // still adds up to the totals.
+            assert_eq!(m.samples.len(), 2);
+            let last = &m.samples[1];
+            let n = numjobs as u64;
+            assert_eq!(last.read.unwrap().ios, 52 * n);
+            assert_eq!(last.duration_ms, 103);
+            assert_eq!(last.t_ms, 203);
+            assert_eq!(
+                shown[1].read.unwrap().ios,
+                50 * n,
+                "shown before the sliver came"
+            );
+        }
+    }
+
+    #[test]
+    fn a_real_partial_interval_and_a_lone_short_one_are_kept() {
+        // 40 ms of 100: a real partial interval.
+        let mut m = merger(1);
+        m.add(report(0, 0, 100, 50));
+        m.add(report(0, 1, 40, 20));
+        m.job_done(0);
+        let mut shown = m.ready();
+        shown.extend(m.ready_all());
+        assert_eq!(shown.iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1]);
+        // A run shorter than one interval keeps its only sample.
+        let mut m = merger(1);
+        m.add(report(0, 0, 3, 5));
+        m.job_done(0);
+        let mut shown = m.ready();
+        shown.extend(m.ready_all());
+        assert_eq!(shown.len(), 1);
+    }
 }

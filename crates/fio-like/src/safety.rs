@@ -1,12 +1,18 @@
-//! Refuse to write to a block device that is in use or holds data: mounted
-//! (itself or a partition), active swap, claimed by device-mapper/RAID, or
-//! carrying a file-system / volume / partition-table signature.
+//! Refuse to write to a block device or file that is in use or holds data:
+//! mounted (itself or a partition), active swap, claimed by device-mapper/RAID,
+//! backing a loop device, or carrying a file-system / volume / partition-table
+//! signature.
+//!
+//! Users are followed through stacks: a loop device over this one, a dm
+//! device over a partition of it, a loop over that dm device, and so on, up
+//! to what finally uses the data (a mount, swap). Loop devices do not claim
+//! their backing device, so the exclusive open (O_EXCL) alone does not see
+//! them; device-mapper does claim, but the refusal names what sits on top.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::Path;
-
-use crate::sysinfo::sys_dev_block;
 
 /// Bytes read from the start of the device to look for signatures (btrfs's
 /// superblock sits at 64 KiB).
@@ -40,61 +46,9 @@ pub fn detect_signature(head: &[u8]) -> Option<&'static str> {
 }
 
 /// Everything that makes writing to block device `path` (device number
-/// `rdev`) unsafe, in plain words; empty when it looks unused and blank.
+/// `rdev`) unsafe, one plain sentence each; empty when it looks unused and blank.
 pub fn write_hazards(path: &Path, rdev: u64) -> Vec<String> {
-    let mut found = Vec::new();
-    let sys = sys_dev_block(rdev);
-    // The device itself and its partitions.
-    let mut devs = vec![(
-        format!("{}:{}", libc::major(rdev), libc::minor(rdev)),
-        path.display().to_string(),
-    )];
-    if let Ok(entries) = fs::read_dir(&sys) {
-        for e in entries.flatten() {
-            if let Ok(dev) = fs::read_to_string(e.path().join("dev"))
-                && e.path().join("partition").exists()
-            {
-                devs.push((
-                    dev.trim().to_string(),
-                    e.file_name().to_string_lossy().into_owned(),
-                ));
-            }
-        }
-    }
-    if let Ok(mi) = fs::read_to_string("/proc/self/mountinfo") {
-        for line in mi.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() > 4
-                && let Some((_, name)) = devs.iter().find(|(d, _)| d == f[2])
-            {
-                found.push(format!("{name} is mounted at {}", f[4]));
-            }
-        }
-    }
-    if let Ok(swaps) = fs::read_to_string("/proc/swaps") {
-        for line in swaps.lines().skip(1) {
-            if let Some(name) = line.split_whitespace().next()
-                && let Ok(m) = fs::metadata(name)
-                && devs.iter().any(|(d, _)| {
-                    *d == format!("{}:{}", libc::major(m.rdev()), libc::minor(m.rdev()))
-                })
-            {
-                found.push(format!("{name} is active swap"));
-            }
-        }
-    }
-    if let Ok(holders) = fs::read_dir(sys.join("holders")) {
-        let names: Vec<String> = holders
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        if !names.is_empty() {
-            found.push(format!(
-                "it is held by {} (device-mapper, LVM or RAID)",
-                names.join(", ")
-            ));
-        }
-    }
+    let mut found = Graph::system().device_hazards(&path.display().to_string(), &devno(rdev));
     if let Ok(f) = fs::File::open(path) {
         let mut head = vec![0u8; PROBE_BYTES];
         let n = f.read_at(&mut head, 0).unwrap_or(0);
@@ -106,9 +60,490 @@ pub fn write_hazards(path: &Path, rdev: u64) -> Vec<String> {
     found
 }
 
+/// Everything that makes writing to regular file `path` unsafe: loop devices
+/// it backs (and what uses those). Empty for a file that does not exist yet.
+pub fn file_write_hazards(path: &Path) -> Vec<String> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_file() => {
+            Graph::system().file_hazards(&path.display().to_string(), m.dev(), m.ino())
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// What a loop device reads and writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backing {
+    /// A block device, as "MAJ:MIN".
+    Device(String),
+    /// A regular file: `st_dev` and `st_ino` as stat(2) reports them.
+    File { dev: u64, ino: u64 },
+}
+
+/// The backing of loop device `name` (e.g. "loop3") as the kernel reports it
+/// with LOOP_GET_STATUS64: unlike sysfs's `backing_file` path it stays right
+/// when the file was renamed, unlinked or lives in another mount namespace.
+/// None for an unbound loop device, an auto-clearing one (closing it could
+/// detach it), or when /dev/NAME cannot be opened.
+pub fn loop_backing(name: &str) -> Option<Backing> {
+    let sys = Path::new("/sys/block").join(name);
+    let expect = read_trim(&sys.join("dev"))?;
+    loop_status(name, &expect, &sys)
+}
+
+fn loop_status(name: &str, expect_devno: &str, sys_dir: &Path) -> Option<Backing> {
+    // An auto-clearing loop device that nobody else holds open is detached on
+    // our close: a safety check must not do that.
+    if read_trim(&sys_dir.join("loop/autoclear")).as_deref() != Some("0") {
+        return None;
+    }
+    let f = fs::File::open(Path::new("/dev").join(name)).ok()?;
+    let m = f.metadata().ok()?;
+    if !m.file_type().is_block_device() || devno(m.rdev()) != expect_devno {
+        return None;
+    }
+    // Safety: loop_info64 is plain integers and byte arrays; all zeros is valid.
+    let mut info: LoopInfo64 = unsafe { std::mem::zeroed() };
+    // Safety: LOOP_GET_STATUS64 writes one struct loop_info64 (the layout
+    // mirrored by LoopInfo64) into the buffer we own; the fd is open.
+    let rc = unsafe {
+        libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            LOOP_GET_STATUS64,
+            &mut info as *mut LoopInfo64,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    Some(if info.lo_rdevice != 0 {
+        let (maj, min) = decode_kernel_dev(info.lo_rdevice);
+        Backing::Device(format!("{maj}:{min}"))
+    } else {
+        let (maj, min) = decode_kernel_dev(info.lo_device);
+        Backing::File {
+            dev: libc::makedev(maj, min),
+            ino: info.lo_inode,
+        }
+    })
+}
+
+/// `<linux/loop.h>`'s LOOP_GET_STATUS64.
+const LOOP_GET_STATUS64: libc::c_ulong = 0x4C05;
+
+/// `<linux/loop.h>`'s struct loop_info64.
+#[repr(C)]
+struct LoopInfo64 {
+    lo_device: u64,
+    lo_inode: u64,
+    lo_rdevice: u64,
+    lo_offset: u64,
+    lo_sizelimit: u64,
+    lo_number: u32,
+    lo_encrypt_type: u32,
+    lo_encrypt_key_size: u32,
+    lo_flags: u32,
+    lo_file_name: [u8; 64],
+    lo_crypt_name: [u8; 64],
+    lo_encrypt_key: [u8; 32],
+    lo_init: [u64; 2],
+}
+
+/// (major, minor) of a device number in the kernel's `new_encode_dev` form,
+/// which loop_info64 carries (it differs from glibc's for large numbers).
+fn decode_kernel_dev(d: u64) -> (u32, u32) {
+    let d = d as u32;
+    ((d & 0xfff00) >> 8, (d & 0xff) | ((d >> 12) & 0xfff00))
+}
+
+fn devno(rdev: u64) -> String {
+    format!("{}:{}", libc::major(rdev), libc::minor(rdev))
+}
+
+fn proc_text(name: &str) -> String {
+    fs::read_to_string(Path::new("/proc/self").join(name))
+        .or_else(|_| fs::read_to_string(Path::new("/proc").join(name)))
+        .unwrap_or_default()
+}
+
+fn read_trim(p: &Path) -> Option<String> {
+    Some(fs::read_to_string(p).ok()?.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// Entry names of a directory, sorted (empty when it is missing).
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Undoes the octal escapes (`\040` for a space) of /proc/self/mountinfo and /proc/swaps.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 4 <= b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// How paths named by sysfs, mountinfo and /proc/swaps map to devices and
+/// files; the real machine stats them, unit tests use a table.
+trait Resolve {
+    /// What `path` is: a block device or a regular file.
+    fn path(&self, path: &str) -> Option<Backing>;
+    /// The backing of bound loop device `name` when its path did not resolve.
+    fn loop_status(&self, name: &str, devno: &str, sys_dir: &Path) -> Option<Backing>;
+}
+
+struct System;
+
+impl Resolve for System {
+    fn path(&self, path: &str) -> Option<Backing> {
+        let m = fs::metadata(path).ok()?;
+        Some(if m.file_type().is_block_device() {
+            Backing::Device(devno(m.rdev()))
+        } else {
+            Backing::File {
+                dev: m.dev(),
+                ino: m.ino(),
+            }
+        })
+    }
+    fn loop_status(&self, name: &str, devno: &str, sys_dir: &Path) -> Option<Backing> {
+        loop_status(name, devno, sys_dir)
+    }
+}
+
+/// One block device as sysfs shows it.
+#[derive(Debug, Default)]
+struct Node {
+    /// "MAJ:MIN".
+    devno: String,
+    /// The disk of a partition.
+    disk: Option<String>,
+    partitions: Vec<String>,
+    /// Kernel names of the devices that claim this one (dm, md, bcache).
+    holders: Vec<String>,
+    /// How messages name it.
+    label: String,
+    /// What a bound loop device sits on.
+    backing: Option<Backing>,
+}
+
+/// One link of a chain of users, from the device being checked outwards.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    /// The device's partition (label) is what the following steps are about.
+    Partition(String),
+    MountedAt(String),
+    Swap,
+    BackingDeviceOf(String),
+    BackingFileOf(String),
+    HeldBy(String),
+}
+
+/// The block devices of the machine, what is mounted and what is swap.
+#[derive(Debug, Default)]
+struct Graph {
+    nodes: BTreeMap<String, Node>,
+    /// (MAJ:MIN, mount point).
+    mounts: Vec<(String, String)>,
+    /// (MAJ:MIN, name as /proc/swaps lists it).
+    swaps: Vec<(String, String)>,
+}
+
+impl Graph {
+    /// This machine's block devices, mounts and swap.
+    fn system() -> Graph {
+        Graph::read(
+            Path::new("/sys"),
+            &proc_text("mountinfo"),
+            &proc_text("swaps"),
+            &System,
+        )
+    }
+
+    /// Reads `<sys_root>/block` (disks, their partitions, holders, dm names,
+    /// loop backings) and the text of mountinfo and /proc/swaps.
+    fn read(sys_root: &Path, mountinfo: &str, swaps: &str, r: &dyn Resolve) -> Graph {
+        let mut g = Graph::default();
+        let mut loops = Vec::new();
+        for name in names(&sys_root.join("block")) {
+            let dir = sys_root.join("block").join(&name);
+            let Some(devno) = read_trim(&dir.join("dev")) else {
+                continue;
+            };
+            let label = if let Some(dm) = read_trim(&dir.join("dm/name")) {
+                format!("device-mapper device {dm} (/dev/{name})")
+            } else if dir.join("md").is_dir() {
+                format!("RAID device /dev/{name}")
+            } else {
+                format!("/dev/{name}")
+            };
+            let mut partitions = Vec::new();
+            for sub in names(&dir) {
+                let pdir = dir.join(&sub);
+                if let Some(pdev) = read_trim(&pdir.join("dev"))
+                    && pdir.join("partition").exists()
+                {
+                    g.nodes.insert(
+                        sub.clone(),
+                        Node {
+                            devno: pdev,
+                            disk: Some(name.clone()),
+                            holders: names(&pdir.join("holders")),
+                            label: format!("/dev/{sub}"),
+                            ..Node::default()
+                        },
+                    );
+                    partitions.push(sub);
+                }
+            }
+            // An unbound loop device has no backing_file.
+            if let Some(file) = read_trim(&dir.join("loop/backing_file")) {
+                loops.push((name.clone(), file, dir.clone()));
+            }
+            g.nodes.insert(
+                name,
+                Node {
+                    devno,
+                    partitions,
+                    holders: names(&dir.join("holders")),
+                    label,
+                    ..Node::default()
+                },
+            );
+        }
+        for (name, file, dir) in loops {
+            let devno = g.nodes[&name].devno.clone();
+            // The path first (no side effects); the kernel's answer when the
+            // path is stale; last, a "/dev/NAME" path naming a device we know.
+            let backing = r
+                .path(&file)
+                .or_else(|| r.loop_status(&name, &devno, &dir))
+                .or_else(|| {
+                    let n = file.strip_prefix("/dev/")?;
+                    Some(Backing::Device(g.nodes.get(n)?.devno.clone()))
+                });
+            g.nodes.get_mut(&name).expect("inserted above").backing = backing;
+        }
+        for line in mountinfo.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            if f.len() < 5 {
+                continue;
+            }
+            let at = unescape(f[4]);
+            g.mounts.push((f[2].to_string(), at.clone()));
+            // btrfs and others report an anonymous device number in field 3;
+            // the source after " - fstype" names the real device.
+            if let Some(sep) = f.iter().position(|x| *x == "-")
+                && let Some(src) = f.get(sep + 2)
+                && src.starts_with("/dev/")
+                && let Some(Backing::Device(d)) = r.path(&unescape(src))
+                && d != f[2]
+            {
+                g.mounts.push((d, at));
+            }
+        }
+        for line in swaps.lines().skip(1) {
+            if let Some(name) = line.split_whitespace().next() {
+                let name = unescape(name);
+                if let Some(Backing::Device(d)) = r.path(&name) {
+                    g.swaps.push((d, name));
+                }
+            }
+        }
+        g
+    }
+
+    /// Kernel name of the device numbered `devno`.
+    fn by_devno(&self, devno: &str) -> Option<&str> {
+        self.nodes
+            .iter()
+            .find(|(_, n)| n.devno == devno)
+            .map(|(k, _)| k.as_str())
+    }
+
+    /// Hazards of writing block device `shown` (numbered `devno`).
+    fn device_hazards(&self, shown: &str, devno: &str) -> Vec<String> {
+        let mut visited = BTreeSet::new();
+        let Some(name) = self.by_devno(devno) else {
+            // Not in sysfs (odd): still check its own mounts, swap and loops.
+            return self
+                .direct_uses(devno, &[], &mut visited)
+                .iter()
+                .map(|c| render(shown, c))
+                .collect();
+        };
+        visited.insert(name.to_string());
+        let mut found: Vec<String> = self
+            .uses(name, &mut visited)
+            .iter()
+            .map(|c| render(shown, c))
+            .collect();
+        // Writing a partition writes its disk too: what uses the disk itself
+        // (not its other partitions) is at risk as well.
+        if let Some(disk) = &self.nodes[name].disk
+            && let Some(d) = self.nodes.get(disk)
+            && visited.insert(disk.clone())
+        {
+            let subject = format!("its disk {}", d.label);
+            found.extend(
+                self.direct_uses(&d.devno, &d.holders, &mut visited)
+                    .iter()
+                    .map(|c| render(&subject, c)),
+            );
+        }
+        found
+    }
+
+    /// Hazards of writing regular file `shown` (stat's `dev`, `ino`).
+    fn file_hazards(&self, shown: &str, dev: u64, ino: u64) -> Vec<String> {
+        let file = Backing::File { dev, ino };
+        let mut visited = BTreeSet::new();
+        let mut found = Vec::new();
+        for (name, n) in &self.nodes {
+            if n.backing.as_ref() == Some(&file) {
+                found.extend(
+                    self.follow(Step::BackingFileOf(n.label.clone()), name, &mut visited)
+                        .iter()
+                        .map(|c| render(shown, c)),
+                );
+            }
+        }
+        found
+    }
+
+    /// Every use of device `name` and of its partitions, as chains of steps.
+    fn uses(&self, name: &str, visited: &mut BTreeSet<String>) -> Vec<Vec<Step>> {
+        let Some(node) = self.nodes.get(name) else {
+            return Vec::new();
+        };
+        let mut out = self.direct_uses(&node.devno, &node.holders, visited);
+        for p in &node.partitions {
+            if !visited.insert(p.clone()) {
+                continue;
+            }
+            let pn = &self.nodes[p];
+            for chain in self.direct_uses(&pn.devno, &pn.holders, visited) {
+                let mut c = vec![Step::Partition(pn.label.clone())];
+                c.extend(chain);
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// Mounts, swap, holders and loop devices of the one device `devno`.
+    fn direct_uses(
+        &self,
+        devno: &str,
+        holders: &[String],
+        visited: &mut BTreeSet<String>,
+    ) -> Vec<Vec<Step>> {
+        let mut out = Vec::new();
+        let mut mounted: Vec<&str> = self
+            .mounts
+            .iter()
+            .filter(|(d, _)| d == devno)
+            .map(|(_, at)| at.as_str())
+            .collect();
+        mounted.sort();
+        mounted.dedup();
+        out.extend(
+            mounted
+                .iter()
+                .map(|at| vec![Step::MountedAt(at.to_string())]),
+        );
+        if self.swaps.iter().any(|(d, _)| d == devno) {
+            out.push(vec![Step::Swap]);
+        }
+        for h in holders {
+            let label = self
+                .nodes
+                .get(h)
+                .map_or(format!("/dev/{h}"), |n| n.label.clone());
+            out.extend(self.follow(Step::HeldBy(label), h, visited));
+        }
+        let backing = Some(Backing::Device(devno.to_string()));
+        for (name, n) in &self.nodes {
+            if n.backing == backing {
+                out.extend(self.follow(Step::BackingDeviceOf(n.label.clone()), name, visited));
+            }
+        }
+        out
+    }
+
+    /// `step` to user `name`, then every use of `name`; just `step` when
+    /// nothing uses it or it was already followed (cycles, shared users).
+    fn follow(&self, step: Step, name: &str, visited: &mut BTreeSet<String>) -> Vec<Vec<Step>> {
+        let further = if visited.insert(name.to_string()) {
+            self.uses(name, visited)
+        } else {
+            Vec::new()
+        };
+        if further.is_empty() {
+            return vec![vec![step]];
+        }
+        further
+            .into_iter()
+            .map(|f| {
+                let mut c = vec![step.clone()];
+                c.extend(f);
+                c
+            })
+            .collect()
+    }
+}
+
+/// One sentence: "/dev/loop5 is the backing device of /dev/loop6, which is mounted at /mnt/x".
+fn render(subject: &str, chain: &[Step]) -> String {
+    let mut s = subject.to_string();
+    // Whether the next verb has its subject just before it (no ", which").
+    let mut fresh = true;
+    for (i, step) in chain.iter().enumerate() {
+        let lead = if fresh { " " } else { ", which " };
+        fresh = false;
+        match step {
+            Step::Partition(p) => {
+                if i == 0 {
+                    s = p.clone();
+                } else {
+                    s += &format!(", whose partition {p}");
+                }
+                fresh = true;
+            }
+            Step::MountedAt(at) => s += &format!("{lead}is mounted at {at}"),
+            Step::Swap => s += &format!("{lead}is active swap"),
+            Step::BackingDeviceOf(l) => s += &format!("{lead}is the backing device of {l}"),
+            Step::BackingFileOf(l) => s += &format!("{lead}is the backing file of {l}"),
+            Step::HeldBy(h) => s += &format!("{lead}is held by {h}"),
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn blank() -> Vec<u8> {
         vec![0u8; PROBE_BYTES]
@@ -142,5 +577,270 @@ mod tests {
         assert!(detect_signature(&b).unwrap().contains("MBR"));
         // Short input never panics.
         assert_eq!(detect_signature(&[0x53]), None);
+    }
+
+    /// A sysfs tree under a tempdir, built the way the kernel lays out
+    /// `/sys/block`, and a path table standing in for stat(2).
+    struct Fixture {
+        dir: tempfile::TempDir,
+        paths: BTreeMap<String, Backing>,
+    }
+
+    impl Resolve for Fixture {
+        fn path(&self, path: &str) -> Option<Backing> {
+            self.paths.get(path).cloned()
+        }
+        fn loop_status(&self, _: &str, _: &str, _: &Path) -> Option<Backing> {
+            None
+        }
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            Fixture {
+                dir: tempfile::tempdir().unwrap(),
+                paths: BTreeMap::new(),
+            }
+        }
+        fn put(&self, rel: &str, text: &str) {
+            let p = self.dir.path().join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, format!("{text}\n")).unwrap();
+        }
+        /// `block/NAME` (or `block/DISK/NAME` for a partition) with its dev
+        /// file, an empty holders directory, and a /dev/NAME path entry.
+        fn dev(&mut self, name: &str, disk: Option<&str>, devno: &str) -> PathBuf {
+            let rel = match disk {
+                Some(d) => format!("block/{d}/{name}"),
+                None => format!("block/{name}"),
+            };
+            self.put(&format!("{rel}/dev"), devno);
+            if disk.is_some() {
+                self.put(&format!("{rel}/partition"), "1");
+            }
+            fs::create_dir_all(self.dir.path().join(&rel).join("holders")).unwrap();
+            self.paths
+                .insert(format!("/dev/{name}"), Backing::Device(devno.to_string()));
+            self.dir.path().join(rel)
+        }
+        fn loop_over(&mut self, name: &str, devno: &str, backing_file: &str) {
+            self.dev(name, None, devno);
+            self.put(&format!("block/{name}/loop/backing_file"), backing_file);
+            self.put(&format!("block/{name}/loop/offset"), "0");
+        }
+        fn hold(&self, holder_rel: &str, holder: &str) {
+            let p = self
+                .dir
+                .path()
+                .join(holder_rel)
+                .join("holders")
+                .join(holder);
+            fs::write(p, "").unwrap();
+        }
+        fn graph(&self, mountinfo: &str, swaps: &str) -> Graph {
+            Graph::read(self.dir.path(), mountinfo, swaps, self)
+        }
+    }
+
+    fn mount_line(devno: &str, at: &str, src: &str) -> String {
+        format!("40 27 {devno} / {at} rw,relatime shared:1 - ext4 {src} rw\n")
+    }
+
+    #[test]
+    fn loop_over_loop_over_loop_names_the_chain_to_the_mount() {
+        let mut fx = Fixture::new();
+        fx.loop_over("loop5", "7:5", "/var/tmp/img");
+        fx.paths
+            .insert("/var/tmp/img".into(), Backing::File { dev: 2049, ino: 12 });
+        fx.loop_over("loop6", "7:6", "/dev/loop5");
+        fx.loop_over("loop7", "7:7", "/dev/loop6");
+        fx.loop_over("loop1", "7:1", "/var/tmp/other");
+        let g = fx.graph(&mount_line("7:7", "/mnt/x", "/dev/loop7"), "");
+        let want = "/dev/loop5 is the backing device of /dev/loop6, \
+                    which is the backing device of /dev/loop7, which is mounted at /mnt/x";
+        assert_eq!(g.device_hazards("/dev/loop5", "7:5"), vec![want]);
+        assert_eq!(
+            g.device_hazards("/dev/loop6", "7:6"),
+            vec!["/dev/loop6 is the backing device of /dev/loop7, which is mounted at /mnt/x"]
+        );
+        assert_eq!(
+            g.device_hazards("/dev/loop7", "7:7"),
+            vec!["/dev/loop7 is mounted at /mnt/x"]
+        );
+        // The top of the stack and an unrelated loop device are free.
+        let g = fx.graph("", "");
+        assert!(g.device_hazards("/dev/loop7", "7:7").is_empty());
+        assert!(g.device_hazards("/dev/loop1", "7:1").is_empty());
+        // An attached loop device is a user even when nothing mounts it.
+        assert_eq!(
+            g.device_hazards("/dev/loop6", "7:6"),
+            vec!["/dev/loop6 is the backing device of /dev/loop7"]
+        );
+        // The backing file of the bottom loop device.
+        assert_eq!(
+            g.file_hazards("/var/tmp/img", 2049, 12),
+            vec![
+                "/var/tmp/img is the backing file of /dev/loop5, which is the backing device of \
+                 /dev/loop6, which is the backing device of /dev/loop7"
+            ]
+        );
+        assert!(g.file_hazards("/var/tmp/img", 2049, 13).is_empty());
+    }
+
+    #[test]
+    fn dm_over_a_partition_is_named_with_its_use() {
+        let mut fx = Fixture::new();
+        fx.dev("sdb", None, "8:16");
+        fx.dev("sdb1", Some("sdb"), "8:17");
+        fx.dev("sdb2", Some("sdb"), "8:18");
+        fx.dev("dm-0", None, "253:0");
+        fx.put("block/dm-0/dm/name", "vg-data");
+        fx.hold("block/sdb/sdb1", "dm-0");
+        fx.dev("dm-1", None, "253:1");
+        fx.put("block/dm-1/dm/name", "vg-swap");
+        fx.hold("block/sdb/sdb2", "dm-1");
+        // A loop device over the dm device, and swap on the other.
+        fx.loop_over("loop0", "7:0", "/dev/mapper/vg-data");
+        fx.paths.insert(
+            "/dev/mapper/vg-data".into(),
+            Backing::Device("253:0".into()),
+        );
+        fx.paths.insert(
+            "/dev/mapper/vg-swap".into(),
+            Backing::Device("253:1".into()),
+        );
+        // btrfs reports an anonymous device number; the source names the device.
+        let mi = mount_line("0:45", "/srv/my\\040data", "/dev/loop0");
+        let swaps = "Filename Type Size Used Priority\n/dev/mapper/vg-swap partition 1 0 -2\n";
+        let g = fx.graph(&mi, swaps);
+        assert_eq!(
+            g.device_hazards("/dev/sdb", "8:16"),
+            vec![
+                "/dev/sdb1 is held by device-mapper device vg-data (/dev/dm-0), which is the \
+                 backing device of /dev/loop0, which is mounted at /srv/my data",
+                "/dev/sdb2 is held by device-mapper device vg-swap (/dev/dm-1), which is active swap",
+            ]
+        );
+        // A partition: only its own users, plus the disk's own (none here).
+        assert_eq!(
+            g.device_hazards("/dev/sdb2", "8:18"),
+            vec![
+                "/dev/sdb2 is held by device-mapper device vg-swap (/dev/dm-1), which is active swap"
+            ]
+        );
+        // A holder with nothing on top is still a hazard.
+        let g = fx.graph("", "");
+        assert_eq!(
+            g.device_hazards("/dev/sdb2", "8:18"),
+            vec!["/dev/sdb2 is held by device-mapper device vg-swap (/dev/dm-1)"]
+        );
+    }
+
+    #[test]
+    fn a_loop_over_a_partition_or_the_disk_counts() {
+        let mut fx = Fixture::new();
+        fx.dev("loop3", None, "7:3");
+        fx.dev("loop3p1", Some("loop3"), "259:0");
+        fx.loop_over("loop4", "7:4", "/dev/loop3p1");
+        fx.loop_over("loop5", "7:5", "/dev/loop3");
+        let mi = mount_line("7:4", "/mnt/p", "/dev/loop4");
+        let g = fx.graph(&mi, "");
+        assert_eq!(
+            g.device_hazards("/dev/loop3", "7:3"),
+            vec![
+                "/dev/loop3 is the backing device of /dev/loop5",
+                "/dev/loop3p1 is the backing device of /dev/loop4, which is mounted at /mnt/p",
+            ]
+        );
+        assert_eq!(
+            g.device_hazards("/dev/loop3p1", "259:0"),
+            vec![
+                "/dev/loop3p1 is the backing device of /dev/loop4, which is mounted at /mnt/p",
+                "its disk /dev/loop3 is the backing device of /dev/loop5",
+            ]
+        );
+        // A partition of a stacked loop device is followed too.
+        fx.dev("loop9", None, "7:9");
+        fx.loop_over("loop10", "7:10", "/dev/loop9");
+        fx.dev("loop10p2", Some("loop10"), "259:7");
+        let g = fx.graph(&mount_line("259:7", "/boot", "/dev/loop10p2"), "");
+        assert_eq!(
+            g.device_hazards("/dev/loop9", "7:9"),
+            vec![
+                "/dev/loop9 is the backing device of /dev/loop10, whose partition \
+                 /dev/loop10p2 is mounted at /boot"
+            ]
+        );
+    }
+
+    #[test]
+    fn cycles_and_shared_users_end() {
+        let mut fx = Fixture::new();
+        // A cycle the kernel would not allow, and a RAID over two dm devices of one disk.
+        fx.loop_over("loop1", "7:1", "/dev/loop2");
+        fx.loop_over("loop2", "7:2", "/dev/loop1");
+        fx.dev("vdb", None, "252:16");
+        fx.dev("vdb1", Some("vdb"), "252:17");
+        fx.dev("dm-0", None, "253:0");
+        fx.dev("dm-1", None, "253:1");
+        fx.hold("block/vdb", "dm-0");
+        fx.hold("block/vdb/vdb1", "dm-1");
+        fx.dev("md0", None, "9:0");
+        fs::create_dir_all(fx.dir.path().join("block/md0/md")).unwrap();
+        fx.hold("block/dm-0", "md0");
+        fx.hold("block/dm-1", "md0");
+        let g = fx.graph(&mount_line("9:0", "/data", "/dev/md0"), "");
+        assert_eq!(
+            g.device_hazards("/dev/loop1", "7:1"),
+            vec![
+                "/dev/loop1 is the backing device of /dev/loop2, which is the backing device of /dev/loop1"
+            ]
+        );
+        assert_eq!(
+            g.device_hazards("/dev/vdb", "252:16"),
+            vec![
+                "/dev/vdb is held by /dev/dm-0, which is held by RAID device /dev/md0, which is mounted at /data",
+                "/dev/vdb1 is held by /dev/dm-1, which is held by RAID device /dev/md0",
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_devices_unbound_loops_and_stale_paths() {
+        let mut fx = Fixture::new();
+        // An unbound loop device has no loop/backing_file.
+        fx.dev("loop0", None, "7:0");
+        // A backing path that no longer resolves, named as /dev/NAME.
+        fx.loop_over("loop1", "7:1", "/dev/loop0");
+        fx.paths.remove("/dev/loop0");
+        let g = fx.graph(&mount_line("7:99", "/m", "/dev/nowhere"), "");
+        assert_eq!(
+            g.device_hazards("/dev/loop0", "7:0"),
+            vec!["/dev/loop0 is the backing device of /dev/loop1"]
+        );
+        // A device sysfs does not list: its own mounts still count.
+        assert_eq!(
+            g.device_hazards("/dev/odd", "7:99"),
+            vec!["/dev/odd is mounted at /m"]
+        );
+        assert!(g.device_hazards("/dev/loop1", "7:1").is_empty());
+    }
+
+    #[test]
+    fn kernel_device_numbers_decode() {
+        // new_encode_dev: minor's low byte, major << 8, minor's high bits << 12.
+        assert_eq!(decode_kernel_dev(0x0703), (7, 3));
+        assert_eq!(
+            decode_kernel_dev((259 << 8) | 0x34 | (0x12 << 20)),
+            (259, 0x1234)
+        );
+        assert_eq!(std::mem::size_of::<LoopInfo64>(), 232);
+    }
+
+    #[test]
+    fn mountinfo_escapes() {
+        assert_eq!(unescape("/mnt/a\\040b\\011c"), "/mnt/a b\tc");
+        assert_eq!(unescape("/x\\04"), "/x\\04");
+        assert_eq!(unescape("\\134"), "\\");
     }
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use csdchar_core::pattern::{DataSpec, PatternGenerator};
 use csdchar_core::result::block::{BlockSpec, EngineKind, TargetInfo, TargetKind};
+use csdchar_core::units::format_bytes;
 
 use crate::run::BlockError;
 use crate::safety::write_hazards;
@@ -26,6 +27,9 @@ pub struct PreparedTarget {
     pub size: u64,
     /// The block device holding the target, when there is one.
     pub device: Option<BlockDevice>,
+    /// Whether `prepare` created the file (it did not exist before): only
+    /// such a file may be removed when the run fails before any I/O.
+    pub created: bool,
 }
 
 impl PreparedTarget {
@@ -85,6 +89,7 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
             },
             size: size / spec.bs * spec.bs,
             device: None,
+            created: false,
         });
     };
     let path = Path::new(path_str);
@@ -95,6 +100,11 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
     };
     let (kind, cur_size, lbs, dev) = match &meta {
         None => {
+            if spec.verify_only {
+                return Err(usage(format!(
+                    "--verify-only: TARGET {path_str} does not exist; it re-checks data an earlier --verify run wrote"
+                )));
+            }
             if spec.size == 0 {
                 return Err(usage(format!(
                     "--size: required when TARGET {path_str} does not exist (e.g. --size 1g)"
@@ -155,6 +165,16 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
             spec.bs
         )));
     }
+    let end = spec.offset + size;
+    if spec.verify_only && cur_size < end {
+        return Err(usage(format!(
+            "--verify-only: TARGET {path_str} holds {cur_size} bytes, less than --offset + --size ({end}); \
+             it re-checks data an earlier --verify run wrote there"
+        )));
+    }
+    if kind == TargetKind::File && cur_size < end {
+        check_room(path, path_str, cur_size, end)?;
+    }
     if spec.direct
         && (!spec.bs.is_multiple_of(u64::from(lbs)) || !spec.offset.is_multiple_of(u64::from(lbs)))
     {
@@ -163,8 +183,12 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
         )));
     }
 
-    if kind == TargetKind::BlockDevice && writes && !spec.force {
-        let hazards = write_hazards(path, dev);
+    if writes && !spec.force {
+        let hazards = if kind == TargetKind::BlockDevice {
+            write_hazards(path, dev)
+        } else {
+            crate::safety::file_write_hazards(path)
+        };
         if !hazards.is_empty() {
             return Err(BlockError::Refused(format!(
                 "refusing to write to {path_str}: {}; pass --force to write anyway",
@@ -173,11 +197,18 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
         }
     }
 
-    // Nothing above wrote anything. From here on the target is touched.
-    let end = spec.offset + size;
+    // Nothing above wrote anything. From here on the target is touched; a
+    // file created here is removed again if setting it up fails.
+    let created = meta.is_none();
+    let remove_created = |e: BlockError| {
+        if created {
+            let _ = std::fs::remove_file(path);
+        }
+        e
+    };
     let mut laid_out = false;
     if kind == TargetKind::File && cur_size < end {
-        lay_out(path, cur_size, end, reads_existing, spec)?;
+        lay_out(path, cur_size, end, reads_existing, spec).map_err(remove_created)?;
         laid_out = true;
     }
 
@@ -200,7 +231,8 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
             "refusing to write to {path_str}: the device is busy (mounted or claimed); pass --force to write anyway"
         )),
         _ => BlockError::Io(format!("{path_str}: {e}")),
-    })?;
+    })
+    .map_err(remove_created)?;
 
     let device = Sysfs::from_env().by_number(libc::major(dev), libc::minor(dev));
     Ok(PreparedTarget {
@@ -215,7 +247,63 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
         },
         size,
         device,
+        created,
     })
+}
+
+/// Refuses to grow a file to `end` bytes when its file system cannot hold
+/// that (free space plus what the file already has) or the process may not
+/// write a file that large: the run would fail part-way with nothing learned.
+fn check_room(path: &Path, path_str: &str, cur_size: u64, end: u64) -> Result<(), BlockError> {
+    // Safety: getrlimit only writes into the struct we own.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // Safety: valid pointer to an rlimit struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } == 0
+        && lim.rlim_cur != libc::RLIM_INFINITY
+        && end > lim.rlim_cur as u64
+    {
+        return Err(usage(format!(
+            "--size: {path_str} would grow to {end} bytes, beyond the largest file this process may write ({} bytes, ulimit -f)",
+            lim.rlim_cur
+        )));
+    }
+    let dir = if cur_size == 0 && !path.exists() {
+        path.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    } else {
+        path
+    };
+    let Some(free) = free_bytes(dir) else {
+        return Ok(());
+    };
+    if end - cur_size > free {
+        return Err(usage(format!(
+            "--size: {path_str} would grow to {} ({end} bytes), but its file system has only {} free{}",
+            format_bytes(end as f64),
+            format_bytes(free as f64),
+            if cur_size > 0 {
+                format!(" beyond the file's {cur_size} bytes")
+            } else {
+                String::new()
+            }
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes available on the file system holding `path`, as `df` shows them:
+/// root's reserve is left alone (filling it hurts the whole system).
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // Safety: statvfs only writes into the struct we own; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // Safety: as above.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
 /// Extends a file to `end`. When the job reads, the new part gets real data

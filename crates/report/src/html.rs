@@ -56,18 +56,15 @@ fn table_html(t: &Table) -> String {
 /// The page.
 pub fn render(title: &str, inputs: &[ReportInput], tables: &[Table], plots: &[Plot]) -> String {
     let mut body = format!("<h1>{}</h1>\n", escape(title));
-    body.push_str("<h2 id=\"inputs\">Inputs</h2>\n<div class=\"scroll\"><table><thead><tr><th>label</th><th>kind</th><th>file</th></tr></thead><tbody>\n");
+    body.push_str("<h2 id=\"inputs\">Inputs</h2>\n<div class=\"scroll\"><table><thead><tr><th>label</th><th>kind</th><th>file</th><th>status</th></tr></thead><tbody>\n");
     for i in inputs {
-        let kind = match &i.result {
-            crate::load::LoadedResult::Block(_) => "block",
-            crate::load::LoadedResult::Db(_) => "db",
-            crate::load::LoadedResult::Study(_) => "study",
-            crate::load::LoadedResult::Capacity(_) => "capacity",
-            crate::load::LoadedResult::Estimate(_) => "estimate",
-        };
+        let status = i.status_note().map_or("complete".to_string(), |n| {
+            format!("<strong>{}</strong>", escape(&n))
+        });
         body.push_str(&format!(
-            "<tr><td>{}</td><td>{kind}</td><td><code>{}</code></td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{status}</td></tr>\n",
             escape(&i.label),
+            i.kind(),
             escape(&i.path.display().to_string())
         ));
     }

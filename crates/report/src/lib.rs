@@ -67,6 +67,9 @@ pub struct Report {
     pub terminal: String,
     /// Labels in first-seen order; the first is the baseline of comparisons.
     pub labels: Vec<String>,
+    /// One line per input that did not run to its end ("FILE (LABEL): why"),
+    /// for the caller to show; the tables and the page mark them too.
+    pub notes: Vec<String>,
 }
 
 /// Reads the inputs and builds every artifact. Nothing is written.
@@ -84,6 +87,15 @@ pub fn build_report(specs: &[InputSpec]) -> Result<Report, ReportError> {
         }
     }
     let mut tables = Vec::new();
+    // First, so nobody reads a partial run's figures as a whole one's.
+    tables.extend(tables::incomplete_table(&inputs));
+    let notes: Vec<String> = inputs
+        .iter()
+        .filter_map(|i| {
+            i.status_note()
+                .map(|n| format!("{} ({}): {n}", i.path.display(), i.label))
+        })
+        .collect();
     if !stats.is_empty() {
         tables.push(tables::db_summary_table(&stats, &latency));
         if let Some((base, others)) = labels.split_first() {
@@ -141,6 +153,7 @@ pub fn build_report(specs: &[InputSpec]) -> Result<Report, ReportError> {
         files,
         terminal,
         labels,
+        notes,
     })
 }
 

@@ -46,6 +46,56 @@ pub struct ReportInput {
     pub result: LoadedResult,
 }
 
+impl ReportInput {
+    /// "block", "db", "study", "capacity" or "estimate".
+    pub fn kind(&self) -> &'static str {
+        match &self.result {
+            LoadedResult::Block(_) => "block",
+            LoadedResult::Db(_) => "db",
+            LoadedResult::Study(_) => "study",
+            LoadedResult::Capacity(_) => "capacity",
+            LoadedResult::Estimate(_) => "estimate",
+        }
+    }
+
+    /// Why the result does not cover the whole planned run (interrupted,
+    /// stopped by an error, verification failed, estimate incomplete), in
+    /// one line; None when it ran to its end.
+    pub fn status_note(&self) -> Option<String> {
+        use csdchar_core::result::RunStatus;
+        let db_like = |interrupted: bool, error: &Option<String>| match error {
+            Some(e) => Some(format!("failed: {}; partial result", one_line(e))),
+            None => interrupted.then(|| "interrupted: partial result".to_string()),
+        };
+        match &self.result {
+            LoadedResult::Block(b) => match b.status {
+                RunStatus::Completed => None,
+                RunStatus::Interrupted => Some("interrupted: partial result".into()),
+                RunStatus::IoError => Some(format!(
+                    "stopped by an I/O error: {}; partial result",
+                    b.error
+                        .as_ref()
+                        .map_or("unknown error".to_string(), |e| one_line(&e.message))
+                )),
+                RunStatus::VerifyFailed => Some(format!(
+                    "verification failed: {} bad blocks",
+                    b.verify.as_ref().map_or(0, |v| v.bad_block_count)
+                )),
+            },
+            LoadedResult::Db(d) => db_like(d.interrupted, &d.error),
+            LoadedResult::Study(s) => db_like(s.interrupted, &s.error),
+            LoadedResult::Estimate(e) => (!e.complete)
+                .then(|| "incomplete: not every chunk was read; figures extrapolated".into()),
+            LoadedResult::Capacity(_) => None,
+        }
+    }
+}
+
+/// Error texts from results can span lines; a note is one.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// A path to read, with the label given to everything under it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputSpec {

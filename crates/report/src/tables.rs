@@ -474,3 +474,30 @@ pub fn slug(s: &str) -> String {
         .collect();
     if out.is_empty() { "_".into() } else { out }
 }
+
+/// The inputs that did not run to their end, one row each (see
+/// [`ReportInput::status_note`](crate::load::ReportInput::status_note)); None when all did.
+pub fn incomplete_table(inputs: &[crate::load::ReportInput]) -> Option<Table> {
+    let rows: Vec<Vec<Cell>> = inputs
+        .iter()
+        .filter_map(|i| {
+            i.status_note().map(|note| {
+                vec![
+                    Cell::Text(i.label.clone()),
+                    Cell::Text(i.kind().to_string()),
+                    Cell::Text(i.path.display().to_string()),
+                    Cell::Text(note),
+                ]
+            })
+        })
+        .collect();
+    (!rows.is_empty()).then(|| Table {
+        name: "incomplete".into(),
+        title: "Incomplete inputs".into(),
+        note: "These runs stopped early; their figures below cover only the part that ran.".into(),
+        columns: ["label", "kind", "file", "status"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    })
+}

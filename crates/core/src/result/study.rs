@@ -26,6 +26,12 @@ pub struct StudyResult {
     pub spec: DbSpec,
     /// Fillfactors in the order they were studied.
     pub fillfactors: Vec<u8>,
+    /// How `physical_bytes` was measured, as the table's footnote says it: the
+    /// drive's counters' change over each load with the WAL in steady state
+    /// (unmeasured warm-up loads first, so measured loads reuse WAL segments
+    /// instead of adding new ones), or the estimator's prediction.
+    #[serde(default)]
+    pub physical_method: String,
     /// The table: one row per fillfactor and thread count.
     pub rows: Vec<StudyRow>,
     /// Every run step in full (intervals, snapshots), per fillfactor.
@@ -45,6 +51,13 @@ pub struct StudyRow {
     pub threads: u32,
     /// Seconds the load (prepare) took.
     pub load_s: f64,
+    /// WAL the server wrote during the load (change of its WAL position), bytes; null when not readable.
+    #[serde(default)]
+    pub load_wal_bytes: Option<i64>,
+    /// Change of the pg_wal directory's size over the load (after its checkpoint), bytes: near 0
+    /// when the load reused WAL segments, so the device's change is the data's; null when not readable.
+    #[serde(default)]
+    pub wal_dir_growth_bytes: Option<i64>,
     /// Logical size: the workload's tables, indexes and TOAST after the load and a checkpoint, bytes.
     pub relation_bytes: i64,
     /// Bytes of all files in the data directory, when it is local and readable.

@@ -1,0 +1,306 @@
+//! The database side as a careless or hostile user would try it: tables of
+//! the same name in other schemas, Ctrl-C during a load, `csdchar db` with no
+//! step, connection errors that must say what the server said.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
+
+mod common;
+use common::psql;
+
+fn db(args: &[&str]) -> common::Ran {
+    let mut a = vec!["db"];
+    a.extend_from_slice(args);
+    common::csdchar(&a)
+}
+
+#[test]
+fn cleanup_and_prepare_touch_only_the_workload_schema() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let url = cluster.conninfo("postgres");
+    // The user's own table of the same name, found first on the search path.
+    psql(
+        &cluster,
+        "CREATE SCHEMA other; CREATE TABLE other.sbtest1 (id int); INSERT INTO other.sbtest1 VALUES (42); \
+         ALTER DATABASE postgres SET search_path = other, public",
+    );
+    let common_args = ["--url", url.as_str(), "--tables", "1"];
+    let with = |step: &str, extra: &[&str]| {
+        let mut a = vec![step];
+        a.extend_from_slice(&common_args);
+        a.extend_from_slice(extra);
+        db(&a)
+    };
+    let ran = with("prepare", &["--table-size", "100"]);
+    assert_eq!(
+        ran.outcome.exit_code, 0,
+        "other.sbtest1 is not ours: {}",
+        ran.stderr
+    );
+    assert_eq!(psql(&cluster, "SELECT count(*) FROM public.sbtest1"), "100");
+    let ran = with("run", &["--time", "1s", "--table-size", "100"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert_eq!(psql(&cluster, "SELECT id FROM other.sbtest1"), "42");
+    let ran = with("cleanup", &[]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert_eq!(
+        ran.stdout.trim(),
+        "dropped 1 table(s) from schema public: sbtest1"
+    );
+    assert_eq!(
+        psql(&cluster, "SELECT id FROM other.sbtest1"),
+        "42",
+        "the user's table survives"
+    );
+    let ran = with("cleanup", &[]);
+    assert!(ran.stdout.starts_with("dropped 0 tables"), "{}", ran.stdout);
+    assert_eq!(psql(&cluster, "SELECT id FROM other.sbtest1"), "42");
+
+    // --schema: created when missing, used by every step, dropped with the
+    // tables because csdchar created it; a schema csdchar did not create stays.
+    let ran = with("prepare", &["--schema", "bench", "--table-size", "50"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert_eq!(psql(&cluster, "SELECT count(*) FROM bench.sbtest1"), "50");
+    let ran = with(
+        "run",
+        &[
+            "--schema",
+            "bench",
+            "--time",
+            "1s",
+            "--output-format",
+            "json",
+        ],
+    );
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert!(v["steps"][0]["transactions"].as_u64().unwrap() > 0);
+    let ran = with("prepare", &["--schema", "other", "--table-size", "50"]);
+    assert_eq!(ran.outcome.exit_code, 2, "{}", ran.stderr);
+    assert!(ran.stderr.contains("in schema other"), "{}", ran.stderr);
+    let ran = with("cleanup", &["--schema", "bench"]);
+    assert_eq!(
+        ran.stdout.trim(),
+        "dropped 1 table(s) from schema bench: sbtest1"
+    );
+    assert_eq!(
+        psql(
+            &cluster,
+            "SELECT count(*) FROM pg_namespace WHERE nspname IN ('bench', 'other')"
+        ),
+        "1",
+        "bench (csdchar's) is gone, other (the user's) stays"
+    );
+    psql(&cluster, "ALTER DATABASE postgres RESET search_path");
+}
+
+#[test]
+fn db_without_a_step_runs_and_the_loaded_fillfactor_is_recorded() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    // The card's own command: a temporary cluster, prepared and run.
+    let ran = db(&[
+        "--fillfactor",
+        "70",
+        "--table-size",
+        "500",
+        "--time",
+        "1s",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(v["server"], "ephemeral");
+    assert_eq!(v["spec"]["fillfactor"], 70);
+    common::assert_matches_schema(&v, "db");
+
+    // run records what prepare loaded, not what run was told.
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let url = cluster.conninfo("postgres");
+    let ran = db(&[
+        "prepare",
+        "--url",
+        &url,
+        "--fillfactor",
+        "60",
+        "--table-size",
+        "300",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    for (extra, note) in [(&[][..], false), (&["--fillfactor", "80"][..], true)] {
+        let mut a = vec![
+            "run",
+            "--url",
+            &url,
+            "--table-size",
+            "300",
+            "--time",
+            "1s",
+            "--output-format",
+            "json",
+        ];
+        a.extend_from_slice(extra);
+        let ran = db(&a);
+        assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+        let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+        assert_eq!(v["spec"]["fillfactor"], 60, "{extra:?}");
+        assert_eq!(
+            ran.stderr.contains("--fillfactor 80 ignored"),
+            note,
+            "{}",
+            ran.stderr
+        );
+        assert!(!ran.stderr.contains("--scale"), "{}", ran.stderr);
+    }
+}
+
+/// The newest `/var/tmp/csdchar-pg*/pgdata` that was not in `before`, once it has one.
+fn new_temporary_pgdata(before: &[std::path::PathBuf]) -> std::path::PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = temporary_pgdatas()
+            .into_iter()
+            .find(|d| !before.contains(d) && d.join("postmaster.pid").exists());
+        if let Some(d) = found {
+            return d;
+        }
+        assert!(Instant::now() < deadline, "no temporary cluster appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn temporary_pgdatas() -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/var/tmp")
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("csdchar-pg"))
+                .map(|e| e.path().join("pgdata"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn ctrl_c_during_a_load_stops_promptly_and_stops_the_server() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-loadint")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pgdata");
+    let p = pgdata.to_str().unwrap().to_string();
+    // prepare on --pgdata, and the load `db run` does on a temporary cluster.
+    for step in ["prepare", "run"] {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f2 = Arc::clone(&flag);
+        let raised = Arc::new(std::sync::Mutex::new(None));
+        let r2 = Arc::clone(&raised);
+        let (known, watched) = (temporary_pgdatas(), pgdata.clone());
+        let t = std::thread::spawn(move || {
+            let ready = if step == "prepare" {
+                watched
+            } else {
+                new_temporary_pgdata(&known)
+            };
+            common::after_server_ready(&ready, Duration::from_millis(1500));
+            *r2.lock().unwrap() = Some(Instant::now());
+            f2.store(true, Ordering::Relaxed);
+        });
+        // Two tables of 3 million rows: tens of seconds of loading.
+        let mut args = vec![
+            "db",
+            step,
+            "--tables",
+            "2",
+            "--table-size",
+            "3000000",
+            "--threads",
+            "2",
+        ];
+        if step == "prepare" {
+            args.extend(["--pgdata", p.as_str()]);
+        }
+        let ran = common::csdchar_with_interrupt(&args, flag);
+        let ended = Instant::now();
+        t.join().unwrap();
+        assert_eq!(ran.outcome.exit_code, 130, "{step}: {}", ran.stderr);
+        assert!(
+            ran.stderr.contains("interrupted: the load stopped after"),
+            "{step}: {}",
+            ran.stderr
+        );
+        let raised = raised.lock().unwrap().expect("the interrupt was raised");
+        let took = ended.duration_since(raised);
+        assert!(
+            took < Duration::from_secs(10),
+            "{step}: stopped {took:?} after Ctrl-C"
+        );
+        if step == "run" {
+            continue;
+        }
+        // The server csdchar started is stopped.
+        assert!(
+            !pgdata.join("postmaster.pid").exists(),
+            "the managed server still runs"
+        );
+        // Every table is complete or absent: each loads in one transaction.
+        let cluster = ManagedCluster::start(&ClusterSpec {
+            pgdata: Some(pgdata.clone()),
+            ..ClusterSpec::default()
+        })
+        .unwrap();
+        for t in psql(
+            &cluster,
+            "SELECT relname FROM pg_class WHERE relname LIKE 'sbtest%' AND relkind = 'r'",
+        )
+        .lines()
+        {
+            assert_eq!(
+                psql(&cluster, &format!("SELECT count(*) FROM {t}")),
+                "3000000",
+                "{t} is half-loaded"
+            );
+        }
+    }
+}
+
+#[test]
+fn connection_errors_carry_the_servers_words() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let base = cluster.conninfo("postgres");
+    for (extra, said) in [
+        (" dbname=nope", "database \"nope\" does not exist"),
+        (" user=ghost", "role \"ghost\" does not exist"),
+    ] {
+        let url = format!("{base}{extra}");
+        let ran = db(&["cleanup", "--url", &url]);
+        assert_eq!(ran.outcome.exit_code, 1, "{}", ran.stderr);
+        assert!(ran.stderr.contains(said), "{extra}: {}", ran.stderr);
+        assert_eq!(ran.stderr.trim_end().lines().count(), 1, "{}", ran.stderr);
+    }
+    // Port 1 on loopback: nothing listens.
+    let ran = db(&[
+        "cleanup",
+        "--url",
+        "host=127.0.0.1 port=1 user=postgres dbname=postgres",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.to_lowercase().contains("connection refused"),
+        "{}",
+        ran.stderr
+    );
+}
