@@ -193,6 +193,8 @@ pub fn run_settings(
         pipeline: false,
         reconnect: false,
         interrupt: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        warmup: std::time::Duration::ZERO,
+        rate: None,
     }
 }
 

@@ -732,6 +732,8 @@ async fn run_steps(
             pipeline: o.run.pipeline,
             reconnect: o.run.reconnect,
             interrupt: Arc::clone(&io.interrupt),
+            warmup: o.run.warmup,
+            rate: o.run.rate,
         };
         let tpcb = matches!(bench, Bench::Tpcb(_));
         let out = runner::run(conninfo, Arc::clone(workload), &settings, |iv, th| {
@@ -766,6 +768,25 @@ async fn run_steps(
             qps: (t.reads + t.writes + t.others) as f64 / secs,
             errors: t.errors.clone(),
             reconnects: t.reconnects,
+            rollbacks: t.rollbacks,
+            // BenchmarkSQL's tpmC: New-Orders (rollbacks included) per minute.
+            tpmc: out
+                .by_kind
+                .iter()
+                .find(|k| k.name == "new_order")
+                .map(|k| k.transactions as f64 * 60.0 / secs),
+            tpm_total: (!out.by_kind.is_empty()).then(|| t.transactions as f64 * 60.0 / secs),
+            by_type: out
+                .by_kind
+                .iter()
+                .map(|k| csdchar_core::result::db::DbTxType {
+                    name: k.name.to_string(),
+                    transactions: k.transactions,
+                    rollbacks: k.rollbacks,
+                    share_pct: 100.0 * k.transactions as f64 / t.transactions.max(1) as f64,
+                    latency: k.latency.clone(),
+                })
+                .collect(),
             latency: out.latency.clone(),
             intervals: out
                 .intervals
@@ -982,6 +1003,11 @@ fn db_spec(
         percentiles: o.run.percentile.clone(),
         pipeline: o.run.pipeline,
         reconnect: o.run.reconnect,
+        warmup_s: o.run.warmup.as_secs_f64(),
+        rate: o.run.rate,
+        db_schema: o.server.schema.clone(),
+        warehouses: None,
+        mix: Default::default(),
     }
 }
 

@@ -247,6 +247,12 @@ pub struct RunArgs {
     /// Duration of each step (e.g. 30s, 5m; at least 1s).
     #[arg(long, default_value = "10s", value_parser = duration_arg)]
     pub time: std::time::Duration,
+    /// Run this long before each step's measured --time, counting nothing (sysbench's --warmup-time; e.g. 30s).
+    #[arg(long, default_value = "0s", value_parser = duration_arg)]
+    pub warmup: std::time::Duration,
+    /// At most this many transactions per second, all clients together (sysbench's --rate; default: unlimited).
+    #[arg(long, value_parser = rate_arg)]
+    pub rate: Option<f64>,
     /// Interval lines every DURATION (sysbench's --report-interval; 0 = none).
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub report_interval: std::time::Duration,
@@ -394,6 +400,15 @@ pub enum RandArg {
     Zipfian,
 }
 
+fn rate_arg(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
+        _ => Err(format!(
+            "'{s}' is not a rate (transactions per second above 0)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,5 +426,63 @@ mod tests {
             assert_eq!(WorkloadArg::from_str(theirs, false), Ok(a), "{theirs}");
         }
         assert!(WorkloadArg::from_str("oltp_read_writ", false).is_err());
+    }
+
+    fn parse(args: &[&str]) -> Result<(&'static str, DbOpts), String> {
+        let mut argv = vec!["csdchar", "db"];
+        argv.extend_from_slice(args);
+        match crate::opts::Cli::try_parse_from(argv) {
+            Ok(cli) => match cli.command {
+                crate::opts::Command::Db(d) => Ok(d.step()),
+                _ => unreachable!(),
+            },
+            Err(e) => Err(crate::one_line(&e)),
+        }
+    }
+
+    use clap::Parser;
+
+    #[test]
+    fn no_step_is_run_and_each_step_takes_only_its_options() {
+        let (step, o) = parse(&["--fillfactor", "70"]).unwrap();
+        assert_eq!((step, o.fillfactor()), ("run", Some(70)));
+        assert_eq!(parse(&["run"]).unwrap().0, "run");
+        for (args, bad) in [
+            (&["cleanup", "--time", "5s"][..], "--time"),
+            (&["cleanup", "--table-size", "5"][..], "--table-size"),
+            (
+                &["alter", "--threads", "4", "--fillfactor", "70"][..],
+                "--threads",
+            ),
+            (&["prepare", "--time", "5s"][..], "--time"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(bad), "{args:?}: {e}");
+        }
+        let (step, o) = parse(&["alter", "--fillfactor", "70", "--tables", "3"]).unwrap();
+        assert_eq!(
+            (step, o.fillfactor(), o.tables.tables),
+            ("alter", Some(70), 3)
+        );
+        // Steps that do not take an option get its declared default.
+        let (_, o) = parse(&["cleanup"]).unwrap();
+        assert_eq!(o.run.time, std::time::Duration::from_secs(10));
+        assert_eq!(o.server.schema, "public");
+        assert!(o.load.create_secondary);
+    }
+
+    #[test]
+    fn booleans_and_durations_take_what_their_help_says() {
+        for (v, want) in [("true", true), ("false", false), ("1", true), ("no", false)] {
+            let (_, o) = parse(&["prepare", "--create-secondary", v]).unwrap();
+            assert_eq!(o.load.create_secondary, want, "{v}");
+        }
+        let (_, o) = parse(&["run", "--time", "2m"]).unwrap();
+        assert_eq!(o.run.time, std::time::Duration::from_secs(120));
+        assert_eq!(
+            parse(&["run", "--scale", "3"]).unwrap().1.load.scale,
+            Some(3)
+        );
+        assert_eq!(parse(&["run"]).unwrap().1.load.scale, None);
     }
 }

@@ -511,7 +511,7 @@ pub fn estimate_text(r: &EstimateResult) -> Vec<u8> {
         if r.complete {
             ""
         } else {
-            "; INTERRUPTED: figures extrapolated from the part read"
+            "; INCOMPLETE (interrupted or a read failed): figures extrapolated from the part read"
         }
     );
     out.into_bytes()

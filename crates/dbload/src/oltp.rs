@@ -399,6 +399,8 @@ pub fn workload(spec: &OltpSpec) -> Workload {
             })
         }),
         retry_codes: SYSBENCH_RETRY,
+        rollback_codes: &[],
+        kinds: Vec::new(),
         protocol: Protocol::Prepared,
         seed: spec.seed,
     }

@@ -78,6 +78,7 @@ pub struct Event {
     calls: Vec<Call>,
     params: Vec<Param>,
     block: bool,
+    kind: usize,
 }
 
 impl Event {
@@ -86,6 +87,13 @@ impl Event {
         self.calls.clear();
         self.params.clear();
         self.block = false;
+        self.kind = 0;
+    }
+
+    /// Sets the event's kind: an index into [`Workload::kinds`], counted and
+    /// timed on its own (TPC-C's five transactions).
+    pub fn set_kind(&mut self, kind: usize) {
+        self.kind = kind;
     }
 
     /// Appends statement `statement` with `params`.
@@ -184,6 +192,13 @@ pub struct Workload {
     pub sources: Box<dyn Fn() -> Box<dyn EventSource> + Send + Sync>,
     /// SQLSTATEs after which the transaction is rolled back, counted and restarted.
     pub retry_codes: &'static [&'static str],
+    /// SQLSTATEs that end a transaction as an intended rollback (TPC-C's 1%
+    /// of New-Orders): counted as completed and as a rollback, not retried,
+    /// not an error.
+    pub rollback_codes: &'static [&'static str],
+    /// Names of the event kinds ([`Event::set_kind`]), counted and timed on
+    /// their own; empty for workloads with one kind.
+    pub kinds: Vec<&'static str>,
     /// How statements travel.
     pub protocol: Protocol,
     /// Seed of the clients' random streams.
@@ -205,6 +220,8 @@ pub struct Tally {
     pub errors: BTreeMap<String, u64>,
     /// Reconnects.
     pub reconnects: u64,
+    /// Transactions that ended in an intended rollback (counted in `transactions` too).
+    pub rollbacks: u64,
 }
 
 impl Tally {
@@ -217,6 +234,7 @@ impl Tally {
             *self.errors.entry(k.clone()).or_default() += v;
         }
         self.reconnects += o.reconnects;
+        self.rollbacks += o.rollbacks;
     }
 
     fn count(&mut self, c: QueryClass) {
@@ -272,6 +290,28 @@ pub struct OltpOutcome {
     pub intervals: Vec<OltpInterval>,
     /// The error that stopped the run early, if any.
     pub error: Option<String>,
+    /// Per event kind ([`Workload::kinds`]), in that order; empty for one-kind workloads.
+    pub by_kind: Vec<KindOutcome>,
+}
+
+/// Totals of one event kind.
+#[derive(Debug, Clone)]
+pub struct KindOutcome {
+    /// The kind's name.
+    pub name: &'static str,
+    /// Transactions completed (rollbacks included).
+    pub transactions: u64,
+    /// Of those, intended rollbacks.
+    pub rollbacks: u64,
+    /// Their latency (ns), retries included.
+    pub latency: LatencyStats,
+}
+
+/// Latency of every measured transaction, overall and per kind.
+struct Latencies {
+    total: LatencyRecorder,
+    /// (transactions, rollbacks, latency) per kind.
+    kinds: Vec<(u64, u64, LatencyRecorder)>,
 }
 
 /// Counts what completed, the way sysbench does; the first error, if any, fails the event.
@@ -315,6 +355,11 @@ pub struct RunSettings {
     pub reconnect: bool,
     /// Set on Ctrl-C: clients stop after their current transaction.
     pub interrupt: Arc<AtomicBool>,
+    /// Run this long before the measured `time` starts; nothing done in it is counted.
+    pub warmup: Duration,
+    /// At most this many transactions per second, all clients together, each
+    /// client on an even schedule; None: as fast as they go.
+    pub rate: Option<f64>,
 }
 
 /// Where clients wait until all are connected; then the clock starts.
@@ -389,7 +434,14 @@ pub async fn run(
     let error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let gate = Arc::new(StartGate::default());
     // One precise histogram for all clients: 256 of them would cost ~70 MB.
-    let total_lat = Arc::new(Mutex::new(LatencyRecorder::precise()));
+    let total_lat = Arc::new(Mutex::new(Latencies {
+        total: LatencyRecorder::precise(),
+        kinds: workload
+            .kinds
+            .iter()
+            .map(|_| (0, 0, LatencyRecorder::precise()))
+            .collect(),
+    }));
     let mut stats = Vec::new();
     let mut tasks = Vec::new();
     for i in 0..threads as usize {
@@ -445,13 +497,17 @@ pub async fn run(
             }
         }
     }
-    // The clock starts when every client is connected (or has failed to).
+    // The clock starts when every client is connected (or has failed to),
+    // and the measurement after the warm-up.
     let start = {
         let gate = Arc::clone(&gate);
         tokio::task::spawn_blocking(move || gate.open_when(threads as usize))
             .await
             .map_err(|e| DbError(format!("client start: {e}")))?
-    };
+    } + settings.warmup;
+    while Instant::now() < start && tasks.iter().any(|t| !t.is_finished()) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     // Reporter: sysbench-style interval lines.
     let mut intervals = Vec::new();
     let mut last = start;
@@ -504,13 +560,25 @@ pub async fn run(
         }
     }
     ps.sort_by(f64::total_cmp);
+    let lat = total_lat.lock().expect("not poisoned");
     Ok(OltpOutcome {
         threads,
         elapsed_s: elapsed,
         tally,
-        latency: total_lat.lock().expect("not poisoned").summary(&ps),
+        latency: lat.total.summary(&ps),
         intervals,
         error: error.lock().expect("not poisoned").clone(),
+        by_kind: workload
+            .kinds
+            .iter()
+            .zip(&lat.kinds)
+            .map(|(name, (n, rb, l))| KindOutcome {
+                name,
+                transactions: *n,
+                rollbacks: *rb,
+                latency: l.summary(&ps),
+            })
+            .collect(),
     })
 }
 
@@ -525,9 +593,17 @@ fn client_loop(
     halt: &AtomicBool,
     start: Instant,
     st: &Mutex<ClientStats>,
-    total_lat: &Mutex<LatencyRecorder>,
+    total_lat: &Mutex<Latencies>,
 ) -> ClientEnd {
-    let deadline = start + settings.time;
+    // `start` is the gate's opening: warm-up first, then the measured time.
+    let measured = start + settings.warmup;
+    let deadline = measured + settings.time;
+    // Each client's share of --rate, as an even schedule.
+    let pace = settings
+        .rate
+        .filter(|r| *r > 0.0)
+        .map(|r| Duration::from_secs_f64(f64::from(settings.threads.max(1)) / r));
+    let mut next_start = start;
     let interrupt = &settings.interrupt;
     let stopped = || halt.load(Ordering::Relaxed) || interrupt.load(Ordering::Relaxed);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(
@@ -536,6 +612,20 @@ fn client_loop(
     let mut source = (workload.sources)();
     let mut event = Event::default();
     while Instant::now() < deadline && !stopped() {
+        if let Some(p) = pace {
+            // Sleep in short steps so Ctrl-C and the deadline still end the wait.
+            while Instant::now() < next_start.min(deadline) && !stopped() {
+                std::thread::sleep(
+                    next_start
+                        .saturating_duration_since(Instant::now())
+                        .min(Duration::from_millis(50)),
+                );
+            }
+            next_start += p;
+            if Instant::now() >= deadline || stopped() {
+                break;
+            }
+        }
         let t0 = Instant::now();
         let mut local = Tally::default();
         loop {
@@ -552,6 +642,17 @@ fn client_loop(
                 Err(e) => e,
             };
             let err = match err {
+                WireError::Db { code, .. } if workload.rollback_codes.contains(&code.as_str()) => {
+                    // An intended rollback ends the transaction: it counts as done.
+                    match conn.simple("ROLLBACK") {
+                        Ok(_) => {
+                            local.others += 1;
+                            local.rollbacks += 1;
+                            break;
+                        }
+                        Err(e) => e,
+                    }
+                }
                 WireError::Db { code, .. } if workload.retry_codes.contains(&code.as_str()) => {
                     *local.errors.entry(code).or_default() += 1;
                     match conn.simple("ROLLBACK") {
@@ -598,6 +699,9 @@ fn client_loop(
                 e => return ClientEnd::Failed(format!("transaction: {e}")),
             }
         }
+        if t0 < measured {
+            continue; // warm-up: done, not counted
+        }
         local.transactions += 1;
         let ns = t0.elapsed().as_nanos() as u64;
         let mut s = st.lock().expect("not poisoned");
@@ -605,7 +709,13 @@ fn client_loop(
         s.interval.merge(&local);
         s.interval_lat.record(ns);
         drop(s);
-        total_lat.lock().expect("not poisoned").record(ns);
+        let mut lat = total_lat.lock().expect("not poisoned");
+        lat.total.record(ns);
+        if let Some(k) = lat.kinds.get_mut(event.kind) {
+            k.0 += 1;
+            k.1 += local.rollbacks;
+            k.2.record(ns);
+        }
     }
     ClientEnd::Normal
 }

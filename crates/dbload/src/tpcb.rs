@@ -396,6 +396,8 @@ pub fn workload(spec: &TpcbSpec) -> Workload {
         statements,
         sources: Box::new(move || Box::new(TpcbSource { script, scale })),
         retry_codes: PGBENCH_RETRY,
+        rollback_codes: &[],
+        kinds: Vec::new(),
         protocol: spec.protocol,
         seed: spec.seed,
     }

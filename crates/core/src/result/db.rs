@@ -65,6 +65,25 @@ pub struct DbSpec {
     pub pipeline: bool,
     /// Whether lost connections were re-established (`--reconnect`).
     pub reconnect: bool,
+    /// Seconds each step ran before its measured time, uncounted (`--warmup`).
+    #[serde(default)]
+    pub warmup_s: f64,
+    /// Transactions per second the clients were limited to, all together (`--rate`); null: unlimited.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// The database schema the tables live in (`--schema`).
+    #[serde(default = "default_db_schema")]
+    pub db_schema: String,
+    /// TPC-C: warehouses (taken from the tables); null for other workloads.
+    #[serde(default)]
+    pub warehouses: Option<u32>,
+    /// TPC-C: the transaction mix in percent by transaction type (new_order, payment, …); empty for other workloads.
+    #[serde(default)]
+    pub mix: BTreeMap<String, f64>,
+}
+
+fn default_db_schema() -> String {
+    "public".into()
 }
 
 /// One thread count.
@@ -90,6 +109,18 @@ pub struct DbStep {
     pub errors: BTreeMap<String, u64>,
     /// Reconnects.
     pub reconnects: u64,
+    /// Transactions that ended in an intended rollback (TPC-C's 1% of New-Orders); included in `transactions`.
+    #[serde(default)]
+    pub rollbacks: u64,
+    /// TPC-C: New-Order transactions per minute of measured time, rollbacks included (BenchmarkSQL's count); null for other workloads.
+    #[serde(default)]
+    pub tpmc: Option<f64>,
+    /// TPC-C: transactions of every type per minute (BenchmarkSQL's tpmTOTAL); null for other workloads.
+    #[serde(default)]
+    pub tpm_total: Option<f64>,
+    /// Per transaction type (TPC-C's five), in the workload's order; empty for one-type workloads.
+    #[serde(default)]
+    pub by_type: Vec<DbTxType>,
     /// Transaction latency, retries included, ns.
     pub latency: LatencyStats,
     /// Per-interval series.
@@ -98,6 +129,21 @@ pub struct DbStep {
     pub before: Option<DbSnapshot>,
     /// Database and device state after the step.
     pub after: Option<DbSnapshot>,
+}
+
+/// One transaction type of a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DbTxType {
+    /// Its name (new_order, payment, order_status, delivery, stock_level).
+    pub name: String,
+    /// Transactions completed, rollbacks included.
+    pub transactions: u64,
+    /// Of those, intended rollbacks.
+    pub rollbacks: u64,
+    /// Share of all the step's transactions, percent.
+    pub share_pct: f64,
+    /// Latency of this type, retries included, ns (HDR histogram, no cap).
+    pub latency: LatencyStats,
 }
 
 /// What the database and its drive looked like at one moment — the figures
