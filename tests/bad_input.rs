@@ -295,6 +295,16 @@ const CASES: &[Case] = &[
         option: "cleanup",
         says: "needs --url or --pgdata",
     },
+    Case {
+        args: &["db", "run", "--listen", "not an address!"],
+        option: "--listen",
+        says: "IP address",
+    },
+    Case {
+        args: &["db", "run", "--rate", "0"],
+        option: "--rate",
+        says: "above 0",
+    },
 ];
 
 /// The files every case starts from.

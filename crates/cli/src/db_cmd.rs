@@ -313,6 +313,10 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
                     );
                     return code(EXIT_USAGE);
                 }
+                Err(e @ csdchar_dbload::cluster::ClusterError::BadListen(_)) => {
+                    let _ = writeln!(io.stderr, "error: {e}");
+                    return code(EXIT_USAGE);
+                }
                 Err(e) => {
                     let _ = writeln!(io.stderr, "error: {e}");
                     return code(1);

@@ -1486,6 +1486,34 @@ mod tests {
     }
 
     #[test]
+    fn listen_beyond_loopback_adds_password_lines_once() {
+        let d = tempfile::tempdir().unwrap();
+        let hba = d.path().join("pg_hba.conf");
+        fs::write(
+            &hba,
+            "local all all trust\nhost all all 127.0.0.1/32 trust\n",
+        )
+        .unwrap();
+        let mut notes = Vec::new();
+        secure_hba(d.path(), "scram-sha-256", true, None, &mut notes).unwrap();
+        let text = fs::read_to_string(&hba).unwrap();
+        assert!(
+            text.contains("host all all 127.0.0.1/32 scram-sha-256\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("host all all 0.0.0.0/0 scram-sha-256\n"),
+            "{text}"
+        );
+        assert!(text.contains("host all all ::/0 scram-sha-256\n"), "{text}");
+        assert!(text.starts_with("local all all trust\n"), "{text}");
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        secure_hba(d.path(), "scram-sha-256", true, None, &mut notes).unwrap();
+        assert_eq!(fs::read_to_string(&hba).unwrap(), text, "nothing twice");
+        assert_eq!(notes.len(), 2, "{notes:?}");
+    }
+
+    #[test]
     fn passwords_are_random_and_read_back() {
         let a = random_password().unwrap();
         let b = random_password().unwrap();

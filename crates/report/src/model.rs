@@ -235,6 +235,46 @@ pub struct DbStepRow {
     pub lat_p99_ms: Option<f64>,
 }
 
+/// One TPC-C step (a step that recorded tpmC): throughput and per-type latency.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TpccRow {
+    /// Grouping key (threads are the terminals).
+    pub key: DbKey,
+    /// Warehouses of the run, when recorded.
+    pub warehouses: Option<u32>,
+    /// Result file.
+    pub source: String,
+    /// Measured seconds.
+    pub elapsed_s: f64,
+    /// Transactions of every type, rollbacks included.
+    pub transactions: u64,
+    /// New-Orders per minute, rollbacks included.
+    pub tpmc: f64,
+    /// Transactions of every type per minute, when recorded.
+    pub tpm_total: Option<f64>,
+    /// Per transaction type, in the result's order.
+    pub by_type: Vec<TpccTypeRow>,
+}
+
+/// One transaction type of a [`TpccRow`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TpccTypeRow {
+    /// Type name (new_order, payment, order_status, delivery, stock_level).
+    pub name: String,
+    /// Transactions, rollbacks included.
+    pub transactions: u64,
+    /// Of those, intended rollbacks.
+    pub rollbacks: u64,
+    /// Share of the step's transactions, percent.
+    pub share_pct: f64,
+    /// Mean latency, ms.
+    pub avg_ms: f64,
+    /// 95th percentile, ms, when recorded.
+    pub p95_ms: Option<f64>,
+    /// 99th percentile, ms, when recorded.
+    pub p99_ms: Option<f64>,
+}
+
 /// Block results: per job, plus the whole run (`job` None).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BlockRow {
@@ -319,6 +359,8 @@ pub struct Flattened {
     pub intervals: Vec<IntervalRow>,
     /// Database steps.
     pub db_steps: Vec<DbStepRow>,
+    /// TPC-C steps (those with tpmC), also among `db_steps`.
+    pub tpcc: Vec<TpccRow>,
     /// Block results.
     pub block: Vec<BlockRow>,
     /// Space measurements.
@@ -454,6 +496,30 @@ fn add_db(
             lat_p95_ms: step.latency.at(95.0).map(ms),
             lat_p99_ms: step.latency.at(99.0).map(ms),
         });
+        if let Some(tpmc) = step.tpmc {
+            f.tpcc.push(TpccRow {
+                key: key.clone(),
+                warehouses: spec.warehouses,
+                source: source.to_string(),
+                elapsed_s: step.elapsed_s,
+                transactions: step.transactions,
+                tpmc,
+                tpm_total: step.tpm_total,
+                by_type: step
+                    .by_type
+                    .iter()
+                    .map(|t| TpccTypeRow {
+                        name: t.name.clone(),
+                        transactions: t.transactions,
+                        rollbacks: t.rollbacks,
+                        share_pct: t.share_pct,
+                        avg_ms: t.latency.mean_ns / 1e6,
+                        p95_ms: t.latency.at(95.0).map(ms),
+                        p99_ms: t.latency.at(99.0).map(ms),
+                    })
+                    .collect(),
+            });
+        }
         let mut prev_t = 0.0;
         for iv in &step.intervals {
             f.intervals.push(IntervalRow {
