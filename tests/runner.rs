@@ -20,7 +20,7 @@ struct Alternate {
 impl EventSource for Alternate {
     fn draw(&mut self, _: &mut Xoshiro256PlusPlus, ev: &mut Event) {
         self.n += 1;
-        if self.n % 4 == 0 {
+        if self.n.is_multiple_of(4) {
             ev.set_kind(1);
             ev.push(1, &[]);
         } else {
