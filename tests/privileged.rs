@@ -738,12 +738,12 @@ fn study_with_default_wal_settings_measures_comparable_rows() {
     assert!(pg > -0.05 && pg < lg, "physical growth {pg} (logical {lg})");
     assert!(f(&rows[1], "ratio") > f(&rows[0], "ratio"), "{rows:?}");
     for r in rows {
-        // The measured loads reused WAL segments: pg_wal did not grow by a
-        // share of the data that would distort the device's change.
+        // The measured loads reused WAL segments: pg_wal grew by at most one
+        // 16 MiB segment (its granularity), not by a load's worth (~80 MiB here).
         let growth = r["wal_dir_growth_bytes"].as_i64().unwrap();
         let rel = r["relation_bytes"].as_i64().unwrap();
         assert!(
-            growth < rel / 10,
+            growth <= 16 << 20,
             "pg_wal grew {growth} over a load of {rel}"
         );
         assert!(r["load_wal_bytes"].as_i64().unwrap() > 0, "{r}");

@@ -129,6 +129,33 @@ fn plot_names(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Every chart is also a PNG, of the SVG's size, with its caption drawn (the
+/// font is compiled in) and a plot below it.
+fn assert_pngs_match_svgs(dir: &Path) {
+    let plots = plot_names(dir);
+    for svg_name in plots.iter().filter(|p| p.ends_with(".svg")) {
+        let stem = svg_name.trim_end_matches(".svg");
+        let svg = std::fs::read_to_string(dir.join("plots").join(svg_name)).unwrap();
+        let img = Image::read(&dir.join("plots").join(format!("{stem}.png")));
+        assert!(
+            svg.contains(&format!(
+                "width=\"{}\" height=\"{}\"",
+                img.width, img.height
+            )),
+            "{stem}: PNG is {}x{}",
+            img.width,
+            img.height
+        );
+        let caption = img.non_white(0..30);
+        let body = img.non_white(40..img.height);
+        assert!(
+            caption > 200,
+            "{stem}: caption not drawn ({caption} pixels)"
+        );
+        assert!(body > 2000, "{stem}: chart not drawn ({body} pixels)");
+    }
+}
+
 #[test]
 fn golden_statistics_and_device_comparison() {
     let (_out, dir, ran) = report_two_devices(&[]);
@@ -215,29 +242,10 @@ fn golden_statistics_and_device_comparison() {
             "{prefix}: {plots:?}"
         );
     }
-    // Every chart also as PNG, of the SVG's size, with its caption drawn (the
-    // font is compiled in) and a plot below it.
-    for svg_name in plots.iter().filter(|p| p.ends_with(".svg")) {
-        let stem = svg_name.trim_end_matches(".svg");
-        let svg = std::fs::read_to_string(dir.join("plots").join(svg_name)).unwrap();
-        let img = Image::read(&dir.join("plots").join(format!("{stem}.png")));
-        assert!(
-            svg.contains(&format!(
-                "width=\"{}\" height=\"{}\"",
-                img.width, img.height
-            )),
-            "{stem}: PNG is {}x{}",
-            img.width,
-            img.height
-        );
-        let caption = img.non_white(0..30);
-        let body = img.non_white(40..img.height);
-        assert!(
-            caption > 200,
-            "{stem}: caption not drawn ({caption} pixels)"
-        );
-        assert!(body > 2000, "{stem}: chart not drawn ({body} pixels)");
-    }
+    assert_pngs_match_svgs(&dir);
+    // sysbench results have no TPC-C figures: no TPC-C tables or charts.
+    assert!(!dir.join("tables/tpcc.csv").exists());
+    assert!(!plots.iter().any(|p| p.starts_with("tpcc-")), "{plots:?}");
     let sweep = std::fs::read_to_string(dir.join("plots/sweep-oltp_read_write-100.svg")).unwrap();
     assert!(sweep.starts_with("<svg") || sweep.starts_with("<?xml"));
     for text in [
@@ -416,7 +424,14 @@ fn chromium() -> Option<PathBuf> {
 
 #[test]
 fn html_is_self_contained_and_renders_in_headless_chromium() {
-    let (out, dir, _) = report_two_devices(&["-q", &fixture("study.json"), &fixture("block.json")]);
+    // TPC-C results too: their tables and charts render alongside the others.
+    let (out, dir, _) = report_two_devices(&[
+        "-q",
+        &fixture("study.json"),
+        &fixture("block.json"),
+        &fixture("tpcc-ssd"),
+        &fixture("tpcc-csd"),
+    ]);
     let html_path = dir.join("report.html");
     let html = std::fs::read_to_string(&html_path).unwrap();
     // Self-contained: no scripts, stylesheets, images or fonts from elsewhere.
@@ -439,6 +454,7 @@ fn html_is_self_contained_and_renders_in_headless_chromium() {
         );
     }
     assert!(html.contains("<table") && html.contains("csd vs intel"));
+    assert!(html.contains("id=\"tpcc\"") && html.contains("id=\"tpcc-tpmc-10w-100\""));
 
     let Some(browser) = chromium() else {
         // scripts/test.sh installs Chromium when run as root and then requires
@@ -636,4 +652,224 @@ fn interrupted_and_failed_inputs_are_named_on_stderr_and_marked_in_the_report() 
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
     assert!(!ran.stderr.contains("note:"), "{}", ran.stderr);
     assert!(!dir.join("tables/incomplete.csv").exists());
+}
+
+/// A TPC-C fixture's steps as JSON.
+fn tpcc_steps(rel: &str) -> Vec<serde_json::Value> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(rel)).unwrap()).unwrap();
+    v["steps"].as_array().unwrap().clone()
+}
+
+/// One type's entry of a fixture step.
+fn of_type<'a>(step: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    step["by_type"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {step}"))
+}
+
+/// New-Orders per minute of a fixture step, from its counts (not its tpmc field).
+fn new_orders_per_minute(step: &serde_json::Value) -> f64 {
+    of_type(step, "new_order")["transactions"].as_f64().unwrap() * 60.0
+        / step["elapsed_s"].as_f64().unwrap()
+}
+
+#[test]
+fn tpcc_results_get_tpmc_tables_a_comparison_and_charts() {
+    const TYPES: [&str; 5] = [
+        "new_order",
+        "payment",
+        "order_status",
+        "delivery",
+        "stock_level",
+    ];
+    for rel in ["tpcc-ssd/db-tpcc.json", "tpcc-csd/db-tpcc.json"] {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture(rel)).unwrap()).unwrap();
+        common::assert_matches_schema(&v, "db");
+        assert_eq!(v["spec"]["workload"], "tpcc");
+    }
+    let out = tmp();
+    let dir = out.path().join("r");
+    let ssd = format!("ssd={}", fixture("tpcc-ssd"));
+    let csd = format!("csd={}", fixture("tpcc-csd"));
+    let ran = common::csdchar(&[
+        "report",
+        "--out",
+        dir.to_str().unwrap(),
+        "--label",
+        &ssd,
+        "--label",
+        &csd,
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("TPC-C: csd vs ssd"), "{}", ran.stdout);
+
+    // The tpcc table: one row per label × terminals, every figure from the steps.
+    let tpcc = read_table(&dir.join("tables/tpcc.csv"));
+    assert_eq!(tpcc.len(), 6, "{tpcc:?}");
+    for (label, rel) in [
+        ("ssd", "tpcc-ssd/db-tpcc.json"),
+        ("csd", "tpcc-csd/db-tpcc.json"),
+    ] {
+        for step in tpcc_steps(rel) {
+            let terminals = step["threads"].to_string();
+            let r = tpcc
+                .iter()
+                .find(|r| r["label"] == label && r["terminals"] == terminals)
+                .unwrap_or_else(|| panic!("no row {label}/{terminals} in {tpcc:?}"));
+            assert_eq!(r["warehouses"], "10");
+            assert_eq!(r["fillfactor"], "100 (default)");
+            let secs = step["elapsed_s"].as_f64().unwrap();
+            let tx = step["transactions"].as_f64().unwrap();
+            assert!(close(num(r, "tpmC"), new_orders_per_minute(&step)), "{r:?}");
+            assert!(close(num(r, "tpmTOTAL"), tx * 60.0 / secs), "{r:?}");
+            assert!(close(num(r, "tps"), tx / secs), "{r:?}");
+            let no = of_type(&step, "new_order");
+            assert!(close(
+                num(r, "new_order rollback %"),
+                100.0 * no["rollbacks"].as_f64().unwrap() / no["transactions"].as_f64().unwrap()
+            ));
+            for name in TYPES {
+                let t = of_type(&step, name);
+                let lat = &t["latency"];
+                let pct = |p: f64| {
+                    lat["percentiles"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|x| x["percentile"].as_f64() == Some(p))
+                        .unwrap()["value_ns"]
+                        .as_f64()
+                        .unwrap()
+                        / 1e6
+                };
+                let ms = lat["mean_ns"].as_f64().unwrap() / 1e6;
+                assert!(
+                    close(num(r, &format!("{name} avg ms")), ms),
+                    "{name}: {r:?}"
+                );
+                assert!(close(num(r, &format!("{name} p95 ms")), pct(95.0)), "{r:?}");
+                assert!(close(num(r, &format!("{name} p99 ms")), pct(99.0)), "{r:?}");
+                assert!(close(
+                    num(r, &format!("{name} share %")),
+                    100.0 * t["transactions"].as_f64().unwrap() / tx
+                ));
+            }
+        }
+    }
+    // The seed study's figures at 8 terminals.
+    let at8 = |label: &str| {
+        tpcc.iter()
+            .find(|r| r["label"] == label && r["terminals"] == "8")
+            .unwrap()
+    };
+    assert!(close(num(at8("ssd"), "tpmC"), 28731.0));
+    assert!(close(num(at8("csd"), "tpmC"), 33757.0));
+    // New-Order and Payment latency are shown; the other types are in the CSV only.
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let section = md
+        .split("## ")
+        .find(|s| s.starts_with("TPC-C: tpmC"))
+        .expect("tpcc section in report.md");
+    assert!(section.contains("| new_order p95 ms |"), "{section}");
+    assert!(section.contains("payment p99 ms"), "{section}");
+    assert!(!section.contains("stock_level avg ms"), "{section}");
+    assert!(
+        section.contains("| ssd | 10 | 100 (default) | 8 | 28,731.00 |"),
+        "{section}"
+    );
+
+    // The comparison: tpmC A | tpmC B | change %, per terminal count.
+    let cmp = read_table(&dir.join("tables/tpcc-compare-csd-vs-ssd.csv"));
+    assert_eq!(cmp.len(), 3, "{cmp:?}");
+    let (ssd_steps, csd_steps) = (
+        tpcc_steps("tpcc-ssd/db-tpcc.json"),
+        tpcc_steps("tpcc-csd/db-tpcc.json"),
+    );
+    for (a, b) in ssd_steps.iter().zip(&csd_steps) {
+        let r = cmp
+            .iter()
+            .find(|r| r["terminals"] == a["threads"].to_string())
+            .unwrap();
+        let (ta, tb) = (new_orders_per_minute(a), new_orders_per_minute(b));
+        assert!(close(num(r, "tpmC ssd"), ta), "{r:?}");
+        assert!(close(num(r, "tpmC csd"), tb), "{r:?}");
+        assert!(
+            close(num(r, "tpmC change %"), (tb / ta - 1.0) * 100.0),
+            "{r:?}"
+        );
+        let p95 = |s: &serde_json::Value| {
+            of_type(s, "new_order")["latency"]["percentiles"][1]["value_ns"]
+                .as_f64()
+                .unwrap()
+                / 1e6
+        };
+        assert!(close(
+            num(r, "new_order p95 ms change %"),
+            (p95(b) / p95(a) - 1.0) * 100.0
+        ));
+    }
+    // 33,757 against 28,731: +17.5%, as the seed study reported.
+    assert!(
+        md.contains("| 10 | 100 (default) | 8 | 28,731.00 | 33,757.00 | +17.5% |"),
+        "{md}"
+    );
+
+    // TPC-C runs are database runs too: the summary and comparison keep working.
+    let summary = read_table(&dir.join("tables/db-summary.csv"));
+    assert_eq!(summary.len(), 6);
+    for step in &ssd_steps {
+        let r = row(&summary, "ssd", &step["threads"].to_string());
+        assert_eq!(r["workload"], "tpcc");
+        assert!(
+            close(num(r, "tps avg"), step["tps"].as_f64().unwrap()),
+            "{r:?}"
+        );
+    }
+    assert!(dir.join("tables/compare-csd-vs-ssd.csv").exists());
+
+    // Charts: tpmC by terminals and latency by type, SVG and PNG, on the page.
+    let plots = plot_names(&dir);
+    for stem in ["tpcc-tpmc-10w-100", "tpcc-latency-10w-100-8t"] {
+        for ext in ["svg", "png"] {
+            assert!(
+                plots.contains(&format!("{stem}.{ext}")),
+                "{stem}.{ext}: {plots:?}"
+            );
+        }
+    }
+    assert_pngs_match_svgs(&dir);
+    let tpmc = std::fs::read_to_string(dir.join("plots/tpcc-tpmc-10w-100.svg")).unwrap();
+    for text in ["terminals", "tpmC (New-Orders per minute)", "ssd", "csd"] {
+        assert!(tpmc.contains(text), "{text} missing from the tpmC chart");
+    }
+    // Terminals are evenly spaced categories: 1, 4 and 8 labelled, nothing between.
+    for t in ["1", "4", "8"] {
+        assert!(
+            tpmc.contains(&format!("\n{t}\n")),
+            "terminals {t} not labelled"
+        );
+    }
+    assert!(!tpmc.contains("\n6\n"), "a linear terminals axis");
+    let lat = std::fs::read_to_string(dir.join("plots/tpcc-latency-10w-100-8t.svg")).unwrap();
+    for text in TYPES
+        .iter()
+        .chain(&["p95 latency (ms)", "p99 latency (ms)", "ssd", "csd"])
+    {
+        assert!(lat.contains(text), "{text} missing from the latency chart");
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for id in ["tpcc-tpmc-10w-100", "tpcc-latency-10w-100-8t", "tpcc"] {
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "{id} not on the page"
+        );
+    }
+    assert!(html.contains("TPC-C: csd vs ssd"));
+    let svg_files = plots.iter().filter(|p| p.ends_with(".svg")).count();
+    assert_eq!(html.matches("<svg").count(), svg_files);
 }

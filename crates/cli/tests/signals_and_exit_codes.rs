@@ -95,3 +95,72 @@ fn help_and_version_exit_0() {
     let out = csdchar().arg("--version").output().unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// A second Ctrl-C while the first is being handled exits at once, says so,
+/// and the managed server still goes away (its watchdog stops it).
+#[test]
+fn second_sigint_during_a_load_exits_at_once_and_the_server_stops() {
+    if let Err(e) = csdchar_dbload::cluster::PgBinaries::find(None) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-sigint2")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pgdata");
+    let mut child = csdchar()
+        .args(["db", "prepare", "--tables", "2", "--table-size", "3000000"])
+        .arg("--pgdata")
+        .arg(&pgdata)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the server is up and the load has begun.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let pid_file = std::fs::read_to_string(pgdata.join("postmaster.pid")).unwrap_or_default();
+        if pid_file.lines().nth(7).is_some_and(|l| l.trim() == "ready") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let postmaster: i32 = std::fs::read_to_string(pgdata.join("postmaster.pid"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    for _ in 0..2 {
+        // Safety: signalling our own child process.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "stderr: {stderr}");
+    assert!(
+        stderr.contains("interrupted again") || stderr.contains("interrupted: the load stopped"),
+        "{stderr}"
+    );
+    // Whichever way it exited, the server it started must be gone soon.
+    let gone = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // Safety: kill with signal 0 only asks whether the process exists.
+    while unsafe { libc::kill(postmaster, 0) } == 0 {
+        assert!(
+            std::time::Instant::now() < gone,
+            "the managed server {postmaster} still runs: {stderr}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

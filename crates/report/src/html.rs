@@ -37,13 +37,13 @@ fn table_html(t: &Table) -> String {
         escape(&t.title),
         escape(&t.note)
     );
-    for c in &t.columns {
+    for c in t.shown_columns() {
         out.push_str(&format!("<th>{}</th>", escape(c)));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for row in &t.rows {
         out.push_str("<tr>");
-        for c in row {
+        for c in t.shown_cells(row) {
             let class = if c.is_numeric() { " class=\"n\"" } else { "" };
             out.push_str(&format!("<td{class}>{}</td>", escape(&c.display())));
         }

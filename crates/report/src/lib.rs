@@ -11,6 +11,7 @@ pub mod load;
 pub mod model;
 pub mod plots;
 pub mod tables;
+pub mod tpcc;
 
 use std::path::{Path, PathBuf};
 
@@ -79,6 +80,7 @@ pub fn build_report(specs: &[InputSpec]) -> Result<Report, ReportError> {
     let frame = analysis::interval_frame(&flat.intervals)?;
     let stats = analysis::db_group_stats(&frame)?;
     let latency = tables::group_latency(&flat.db_steps);
+    let tpcc = tpcc::tpcc_groups(&flat.tpcc);
 
     let mut labels: Vec<String> = Vec::new();
     for i in &inputs {
@@ -106,13 +108,21 @@ pub fn build_report(specs: &[InputSpec]) -> Result<Report, ReportError> {
             }
         }
     }
+    if !tpcc.is_empty() {
+        tables.push(tpcc::tpcc_table(&tpcc));
+        if let Some((base, others)) = labels.split_first() {
+            for other in others {
+                tables.extend(tpcc::tpcc_comparison_table(base, other, &tpcc));
+            }
+        }
+    }
     if !flat.space.is_empty() {
         tables.push(tables::space_table(&flat.space));
     }
     if !flat.block.is_empty() {
         tables.push(tables::block_table(&flat.block));
     }
-    let plots = plots::all_plots(&flat, &latency)?;
+    let plots = plots::all_plots(&flat, &latency, &tpcc)?;
 
     let title = format!("csdchar report: {}", labels.join(" vs "));
     let page = html::render(&title, &inputs, &tables, &plots);

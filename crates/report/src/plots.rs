@@ -11,6 +11,7 @@ use plotters::prelude::*;
 use crate::ReportError;
 use crate::model::{DbKey, Flattened, IntervalRow, SpaceRow};
 use crate::tables::{GroupLatency, human_bytes, slug};
+use crate::tpcc::TpccGroup;
 
 /// One chart, rendered.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +50,30 @@ pub enum Chart {
         /// One group of bars per category.
         bars: Vec<SpaceBar>,
     },
+    /// Grouped-bar panels side by side (one or two).
+    Bars(Vec<BarPanel>),
+}
+
+/// A grouped-bar chart's content: per category, one bar per series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarPanel {
+    /// Caption.
+    pub title: String,
+    /// Y axis description, with unit.
+    pub y_desc: String,
+    /// Categories along x, in order.
+    pub categories: Vec<String>,
+    /// Series (legend entries), each with one value per category (None: no bar).
+    pub series: Vec<BarSeries>,
+}
+
+/// One series of a [`BarPanel`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarSeries {
+    /// Legend entry.
+    pub name: String,
+    /// Values by category.
+    pub values: Vec<Option<f64>>,
 }
 
 /// One category of a space chart. The data's logical size and the logical size
@@ -134,6 +159,7 @@ impl Chart {
     fn size(&self) -> (u32, u32) {
         match self {
             Chart::Lines(panels) if panels.len() > 1 => (1280, SIZE.1),
+            Chart::Bars(panels) if panels.len() > 1 => (1280, SIZE.1),
             _ => SIZE,
         }
     }
@@ -149,6 +175,12 @@ impl Chart {
                 }
             }
             Chart::SpaceBars { title, bars } => draw_space_bars(root, title, bars)?,
+            Chart::Bars(panels) => {
+                let areas = root.split_evenly((1, panels.len().max(1)));
+                for (area, panel) in areas.iter().zip(panels) {
+                    draw_bars(area, panel)?;
+                }
+            }
         }
         root.present().map_err(draw_error)
     }
@@ -371,10 +403,12 @@ fn ff_name(ff: Option<i64>) -> String {
 pub fn all_plots(
     flat: &Flattened,
     latency: &BTreeMap<DbKey, GroupLatency>,
+    tpcc: &[TpccGroup],
 ) -> Result<Vec<Plot>, ReportError> {
     let mut plots = Vec::new();
     db_time_plots(&flat.intervals, &mut plots)?;
     sweep_plots(flat, latency, &mut plots)?;
+    tpcc_plots(tpcc, &mut plots)?;
     space_plots(&flat.space, &mut plots)?;
     block_plots(&flat.intervals, &mut plots)?;
     // Names become file names: two charts must never share one (labels that
@@ -564,6 +598,179 @@ fn sweep_plots(
             title,
             &chart,
         )?);
+    }
+    Ok(())
+}
+
+/// TPC-C, per warehouses × fillfactor: tpmC by terminals (one line per
+/// label), and p95/p99 latency by transaction type (one bar per label) at the
+/// largest terminal count every label ran (else the largest any ran).
+fn tpcc_plots(groups: &[TpccGroup], plots: &mut Vec<Plot>) -> Result<(), ReportError> {
+    let effective_ff = |g: &TpccGroup| g.key.fillfactor.unwrap_or(100);
+    let mut configs: Vec<(Option<u32>, i64)> = Vec::new();
+    for g in groups {
+        let c = (g.key.warehouses, effective_ff(g));
+        if !configs.contains(&c) {
+            configs.push(c);
+        }
+    }
+    for (warehouses, ff) in configs {
+        let of: Vec<&TpccGroup> = groups
+            .iter()
+            .filter(|g| g.key.warehouses == warehouses && effective_ff(g) == ff)
+            .collect();
+        let mut labels: Vec<&str> = Vec::new();
+        for g in &of {
+            if !labels.contains(&g.key.label.as_str()) {
+                labels.push(&g.key.label);
+            }
+        }
+        let what = match warehouses {
+            Some(w) => format!(
+                "TPC-C, {w} warehouse{}, {}",
+                if w == 1 { "" } else { "s" },
+                ff_name(Some(ff))
+            ),
+            None => format!("TPC-C, {}", ff_name(Some(ff))),
+        };
+        let stem = format!(
+            "{}-{ff}",
+            warehouses.map_or("w_".to_string(), |w| format!("{w}w"))
+        );
+        let lines = labels
+            .iter()
+            .map(|l| {
+                let mut pts: BTreeMap<i64, f64> = BTreeMap::new();
+                for g in of.iter().filter(|g| g.key.label == *l) {
+                    pts.insert(g.key.terminals, g.tpmc);
+                }
+                Line {
+                    name: l.to_string(),
+                    points: pts.into_iter().map(|(t, v)| (t as f64, v)).collect(),
+                }
+            })
+            .collect();
+        let title = format!("{what}: tpmC by terminals");
+        let chart = Chart::Lines(vec![LinePanel {
+            title: title.clone(),
+            x_desc: "terminals".into(),
+            y_desc: "tpmC (New-Orders per minute)".into(),
+            lines,
+            discrete_x: true,
+        }]);
+        plots.push(Plot::new(format!("tpcc-tpmc-{stem}"), title, &chart)?);
+
+        let ran = |l: &str, t: i64| of.iter().any(|g| g.key.label == l && g.key.terminals == t);
+        let all_terms = of.iter().map(|g| g.key.terminals);
+        let Some(terminals) = all_terms
+            .clone()
+            .filter(|t| labels.iter().all(|l| ran(l, *t)))
+            .max()
+            .or_else(|| all_terms.max())
+        else {
+            continue;
+        };
+        let at: Vec<&TpccGroup> = of
+            .iter()
+            .copied()
+            .filter(|g| g.key.terminals == terminals)
+            .collect();
+        let mut categories: Vec<String> = Vec::new();
+        for name in crate::tpcc::TPCC_TYPES.iter().map(|n| n.to_string()).chain(
+            at.iter()
+                .flat_map(|g| g.types.iter().map(|t| t.name.clone())),
+        ) {
+            if !categories.contains(&name) && at.iter().any(|g| g.of_type(&name).is_some()) {
+                categories.push(name);
+            }
+        }
+        if categories.is_empty() {
+            continue;
+        }
+        let panel = |pct: &str, get: fn(&crate::tpcc::TpccTypeStats) -> Option<f64>| BarPanel {
+            title: format!("{what}: {pct} latency by type, {terminals} terminals"),
+            y_desc: format!("{pct} latency (ms)"),
+            categories: categories.clone(),
+            series: labels
+                .iter()
+                .map(|l| BarSeries {
+                    name: l.to_string(),
+                    values: categories
+                        .iter()
+                        .map(|c| {
+                            at.iter()
+                                .find(|g| g.key.label == *l)
+                                .and_then(|g| g.of_type(c))
+                                .and_then(get)
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        let title =
+            format!("{what}, {terminals} terminals: p95 and p99 latency by transaction type");
+        let chart = Chart::Bars(vec![panel("p95", |t| t.p95_ms), panel("p99", |t| t.p99_ms)]);
+        plots.push(Plot::new(
+            format!("tpcc-latency-{stem}-{terminals}t"),
+            title,
+            &chart,
+        )?);
+    }
+    Ok(())
+}
+
+/// Grouped bars: per category, one bar per series, side by side.
+fn draw_bars<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &BarPanel,
+) -> Result<(), ReportError> {
+    let n = panel.categories.len().max(1);
+    let max = panel
+        .series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten().copied())
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let (_, y1) = range(std::iter::once(max), true);
+    let y1 = with_legend_room(0.0, y1, panel.series.len());
+    let y_ticks = TickFormat::new(0.0, y1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, (FONT, 17))
+        .margin(12)
+        .x_label_area_size(42)
+        .y_label_area_size(78)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..y1)
+        .map_err(draw_error)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| category_label(*x, |i| panel.categories.get(i).cloned()))
+        .y_label_formatter(&|v| y_ticks.label(*v))
+        .y_desc(&panel.y_desc)
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .draw()
+        .map_err(draw_error)?;
+    // As the space bars: the group takes 0.76 of a category's width.
+    let width = 0.76 / panel.series.len().max(1) as f64;
+    let left = |i: usize, k: usize| i as f64 - 0.38 + k as f64 * width;
+    for (k, s) in panel.series.iter().enumerate() {
+        let color = series_color(k);
+        chart
+            .draw_series(s.values.iter().enumerate().filter_map(|(i, v)| {
+                let v = v.filter(|v| v.is_finite())?;
+                Some(Rectangle::new(
+                    [(left(i, k) + 0.01, 0.0), (left(i, k) + width - 0.01, v)],
+                    color.filled(),
+                ))
+            }))
+            .map_err(draw_error)?
+            .label(s.name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    if !panel.series.is_empty() {
+        draw_legend(&mut chart)?;
     }
     Ok(())
 }

@@ -19,14 +19,26 @@ pub enum Cell {
     Pct(f64),
     /// A byte count, shown in binary units.
     Bytes(f64),
+    /// A change already in percent, shown signed (17.49 → +17.5%); CSV keeps the percent.
+    Change(f64),
     /// No value.
     Empty,
 }
 
 impl Cell {
-    fn num(v: Option<f64>, decimals: usize) -> Cell {
+    pub(crate) fn num(v: Option<f64>, decimals: usize) -> Cell {
         match v {
             Some(v) if v.is_finite() => Cell::Num(v, decimals),
+            _ => Cell::Empty,
+        }
+    }
+
+    /// The change from `a` to `b` in percent; empty when `a` is zero or either is missing.
+    pub(crate) fn change(a: Option<f64>, b: Option<f64>) -> Cell {
+        match (a, b) {
+            (Some(a), Some(b)) if a != 0.0 && (b / a).is_finite() => {
+                Cell::Change((b / a - 1.0) * 100.0)
+            }
             _ => Cell::Empty,
         }
     }
@@ -46,6 +58,7 @@ impl Cell {
             Cell::Ratio(v) => format!("{v:.3}x"),
             Cell::Pct(v) => format!("{:+.1}%", v * 100.0),
             Cell::Bytes(v) => human_bytes(*v),
+            Cell::Change(v) => format!("{v:+.1}%"),
             Cell::Empty => "-".to_string(),
         }
     }
@@ -54,7 +67,9 @@ impl Cell {
     pub fn raw(&self) -> String {
         match self {
             Cell::Text(s) => s.clone(),
-            Cell::Num(v, _) | Cell::Ratio(v) | Cell::Pct(v) | Cell::Bytes(v) => format!("{v}"),
+            Cell::Num(v, _) | Cell::Ratio(v) | Cell::Pct(v) | Cell::Bytes(v) | Cell::Change(v) => {
+                format!("{v}")
+            }
             Cell::Empty => String::new(),
         }
     }
@@ -113,16 +128,34 @@ pub struct Table {
     pub columns: Vec<String>,
     /// Rows, each as long as `columns`.
     pub rows: Vec<Vec<Cell>>,
+    /// Columns from this index on are written to the CSV only, keeping the
+    /// terminal, Markdown and HTML tables readable; None: every column is shown.
+    pub csv_only_from: Option<usize>,
 }
 
 impl Table {
+    /// The columns shown outside the CSV.
+    pub fn shown_columns(&self) -> &[String] {
+        &self.columns[..self.shown()]
+    }
+
+    /// The cells of `row` shown outside the CSV.
+    pub fn shown_cells<'a>(&self, row: &'a [Cell]) -> &'a [Cell] {
+        &row[..self.shown().min(row.len())]
+    }
+
+    fn shown(&self) -> usize {
+        self.csv_only_from
+            .map_or(self.columns.len(), |n| n.min(self.columns.len()))
+    }
+
     /// For the terminal.
     pub fn to_terminal(&self) -> String {
         let mut t = comfy_table::Table::new();
         t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
-        t.set_header(self.columns.clone());
+        t.set_header(self.shown_columns().to_vec());
         for row in &self.rows {
-            t.add_row(row.iter().map(|c| {
+            t.add_row(self.shown_cells(row).iter().map(|c| {
                 let cell = comfy_table::Cell::new(c.display());
                 if c.is_numeric() {
                     cell.set_alignment(comfy_table::CellAlignment::Right)
@@ -140,13 +173,13 @@ impl Table {
         let mut out = format!("## {}\n\n{}\n\n", self.title, self.note);
         out.push_str(&format!(
             "| {} |\n",
-            self.columns
+            self.shown_columns()
                 .iter()
                 .map(|c| esc(c))
                 .collect::<Vec<_>>()
                 .join(" | ")
         ));
-        let align: Vec<&str> = (0..self.columns.len())
+        let align: Vec<&str> = (0..self.shown())
             .map(|i| {
                 if self.rows.iter().any(|r| r[i].is_numeric()) {
                     "---:"
@@ -159,7 +192,8 @@ impl Table {
         for row in &self.rows {
             out.push_str(&format!(
                 "| {} |\n",
-                row.iter()
+                self.shown_cells(row)
+                    .iter()
                     .map(|c| esc(&c.display()))
                     .collect::<Vec<_>>()
                     .join(" | ")
@@ -191,7 +225,7 @@ impl Table {
     }
 }
 
-fn ff_text(ff: Option<i64>) -> Cell {
+pub(crate) fn ff_text(ff: Option<i64>) -> Cell {
     Cell::Text(ff.map_or("100 (default)".to_string(), |f| f.to_string()))
 }
 
@@ -288,6 +322,7 @@ pub fn db_summary_table(stats: &[DbGroupStats], latency: &BTreeMap<DbKey, GroupL
         note: "Moments over the per-interval samples; variance is the sample variance (n-1), cv = stddev/avg. Latency is over all transactions of the step.".into(),
         columns: columns.iter().map(|s| s.to_string()).collect(),
         rows,
+        csv_only_from: None,
     }
 }
 
@@ -353,6 +388,7 @@ pub fn db_comparison_table(
         ),
         columns,
         rows,
+        csv_only_from: None,
     })
 }
 
@@ -396,6 +432,7 @@ pub fn space_table(rows: &[SpaceRow]) -> Table {
                 ]
             })
             .collect(),
+        csv_only_from: None,
     }
 }
 
@@ -457,6 +494,7 @@ pub fn block_table(rows: &[BlockRow]) -> Table {
                 row
             })
             .collect(),
+        csv_only_from: None,
     }
 }
 
@@ -499,5 +537,6 @@ pub fn incomplete_table(inputs: &[crate::load::ReportInput]) -> Option<Table> {
             .map(String::from)
             .to_vec(),
         rows,
+        csv_only_from: None,
     })
 }
