@@ -301,6 +301,30 @@ const CASES: &[Case] = &[
         says: "IP address",
     },
     Case {
+        args: &["db", "run", "--workload", "tpcc", "--mix", "50,43,4,4,4"],
+        option: "--mix",
+        says: "what the other four leave",
+    },
+    Case {
+        args: &[
+            "db",
+            "prepare",
+            "--workload",
+            "tpcc",
+            "--pgdata",
+            "{dir}/pg",
+            "--warehouse-range",
+            "3-1",
+        ],
+        option: "--warehouse-range",
+        says: "FROM-TO",
+    },
+    Case {
+        args: &["db", "check", "--url", "host=/nonexistent"],
+        option: "--workload",
+        says: "tpcc",
+    },
+    Case {
         args: &["db", "run", "--rate", "0"],
         option: "--rate",
         says: "above 0",

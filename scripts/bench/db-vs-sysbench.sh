@@ -18,10 +18,12 @@ PGDATA=$DIR/pgdata
 "$CSD" db prepare --pgdata "$PGDATA" --keep-running --tables "$TABLES" --table-size "$TABLE_SIZE" \
   --pg-set shared_buffers=256MB --pg-set max_connections=300 >/dev/null
 PORT=$(sed -n 4p "$PGDATA/postmaster.pid")
+# Managed clusters listen on their private Unix socket only; every client uses it.
+SOCK=$(sed -n 5p "$PGDATA/postmaster.pid")
 BIN=$(pg_config --bindir)
 stop() { if [ "$(id -u)" = 0 ]; then su postgres -c "$BIN/pg_ctl stop -m fast -D $PGDATA" >/dev/null; else "$BIN/pg_ctl" stop -m fast -D "$PGDATA" >/dev/null; fi; rm -rf "$DIR"; }
 trap stop EXIT
-URL="host=127.0.0.1 port=$PORT user=postgres dbname=postgres"
+URL="host=$SOCK port=$PORT user=postgres dbname=postgres"
 
 # Prints "tps cpu_seconds transactions max_rss_kb".
 csd_run() { # workload threads [extra options]
@@ -31,7 +33,7 @@ csd_run() { # workload threads [extra options]
   python3 -c "import json; r=json.load(open('$DIR/o')); t=open('$DIR/t').read().split(); print(r['steps'][0]['tps'], float(t[0])+float(t[1]), r['steps'][0]['transactions'], t[2])"
 }
 sb_run() { # workload threads
-  /usr/bin/time -f "%U %S %M" -o "$DIR/t" sysbench "$1" --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$PORT" \
+  /usr/bin/time -f "%U %S %M" -o "$DIR/t" sysbench "$1" --db-driver=pgsql --pgsql-host="$SOCK" --pgsql-port="$PORT" \
     --pgsql-user=postgres --pgsql-db=postgres --tables="$TABLES" --table-size="$TABLE_SIZE" --threads="$2" \
     --time="$TIME" --rand-type=uniform run > "$DIR/o"
   python3 - "$DIR" <<'PY'

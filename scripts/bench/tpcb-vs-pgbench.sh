@@ -16,12 +16,14 @@ PGDATA=$DIR/pgdata
 "$CSD" db prepare --workload tpcb --scale 1 --pgdata "$PGDATA" --keep-running \
   --pg-set shared_buffers=512MB --pg-set max_wal_size=4GB --pg-set checkpoint_timeout=30min >/dev/null 2>&1
 PORT=$(sed -n 4p "$PGDATA/postmaster.pid")
+# Managed clusters listen on their private Unix socket only; every client uses it.
+SOCK=$(sed -n 5p "$PGDATA/postmaster.pid")
 BIN=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 PGBENCH=$BIN/pgbench
 stop() { if [ "$(id -u)" = 0 ]; then su postgres -c "$BIN/pg_ctl stop -m fast -D $PGDATA" >/dev/null; else "$BIN/pg_ctl" stop -m fast -D "$PGDATA" >/dev/null; fi; rm -rf "$DIR"; }
 trap stop EXIT
-URL="host=127.0.0.1 port=$PORT user=postgres dbname=postgres"
-export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
+URL="host=$SOCK port=$PORT user=postgres dbname=postgres"
+export PGHOST=$SOCK PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 ratio() { python3 -c "print(f'{$1:.3f}')"; }
 med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }
 secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); python3 -c "print(f'{$t1-$t0:.3f}')"; }

@@ -10,10 +10,12 @@ use csdchar_core::result::ToolInfo;
 use csdchar_core::result::db::{DB_SCHEMA, DbInterval, DbResult, DbSpec, DbStep};
 use csdchar_core::result::study::{STUDY_SCHEMA, StudyResult, StudyRow, StudyRun};
 use csdchar_core::tpcb::TpcbScript;
+use csdchar_core::tpcc::TpccMix;
 use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
 use csdchar_dbload::oltp::{self, OltpInterval, OltpSpec};
 use csdchar_dbload::runner::{self, Protocol, Workload};
 use csdchar_dbload::tpcb::{self, TpcbSpec};
+use csdchar_dbload::tpcc::{self, TpccSpec};
 
 use crate::db_opts::{DbArgs, DbOpts, InitModeArg, ProtocolArg, RandArg, WorkloadArg};
 use crate::opts::OutputFormat;
@@ -30,7 +32,10 @@ fn sysbench_workload(w: WorkloadArg) -> Option<(OltpWorkload, &'static str)> {
         WorkloadArg::OltpUpdateNonIndex => (OltpWorkload::UpdateNonIndex, "oltp_update_non_index"),
         WorkloadArg::OltpInsert => (OltpWorkload::Insert, "oltp_insert"),
         WorkloadArg::OltpDelete => (OltpWorkload::Delete, "oltp_delete"),
-        WorkloadArg::Tpcb | WorkloadArg::TpcbSimpleUpdate | WorkloadArg::TpcbSelectOnly => {
+        WorkloadArg::Tpcb
+        | WorkloadArg::TpcbSimpleUpdate
+        | WorkloadArg::TpcbSelectOnly
+        | WorkloadArg::Tpcc => {
             return None;
         }
     })
@@ -44,14 +49,43 @@ fn protocol_of(p: ProtocolArg) -> Protocol {
     }
 }
 
-/// The workload family: sysbench's tables and scripts, or pgbench's.
+/// The workload family: sysbench's tables and scripts, pgbench's, or BenchmarkSQL's TPC-C.
 enum Bench {
     Sysbench(OltpSpec, &'static str),
     Tpcb(TpcbSpec),
+    Tpcc(TpccSpec),
+}
+
+/// `--mix` as BenchmarkSQL's five weights (validated up front).
+fn tpcc_mix(m: &[f64]) -> Result<TpccMix, String> {
+    let [new_order, payment, order_status, delivery, stock_level] = m else {
+        return Err(format!("five percentages, not {}", m.len()));
+    };
+    let mix = TpccMix {
+        new_order: *new_order,
+        payment: *payment,
+        order_status: *order_status,
+        delivery: *delivery,
+        stock_level: *stock_level,
+    };
+    mix.validate()?;
+    Ok(mix)
 }
 
 impl Bench {
     fn of(o: &DbOpts) -> Bench {
+        if o.tables.workload == WorkloadArg::Tpcc {
+            return Bench::Tpcc(TpccSpec {
+                warehouses: o.load.warehouses.unwrap_or(1),
+                fillfactor: o.fillfactor(),
+                mix: tpcc_mix(&o.run.mix).unwrap_or_default(),
+                seed: o.load.seed,
+                schema: o.server.schema.clone(),
+                // BenchmarkSQL's JDBC statements are prepared.
+                protocol: o.run.protocol.map_or(Protocol::Prepared, protocol_of),
+                c_load: None,
+            });
+        }
         match sysbench_workload(o.tables.workload) {
             Some((w, name)) => Bench::Sysbench(spec_of(o, w), name),
             None => Bench::Tpcb(TpcbSpec {
@@ -74,6 +108,7 @@ impl Bench {
         match self {
             Bench::Sysbench(s, _) => s.fillfactor,
             Bench::Tpcb(t) => t.fillfactor,
+            Bench::Tpcc(t) => t.fillfactor,
         }
     }
 
@@ -91,7 +126,21 @@ impl Bench {
                 fillfactor: Some(ff),
                 ..t.clone()
             }),
+            Bench::Tpcc(t) => Bench::Tpcc(TpccSpec {
+                fillfactor: Some(ff),
+                ..t.clone()
+            }),
         }
+    }
+
+    /// The workload's tables dropped from `schema`; returns those dropped.
+    async fn drop_tables(&self, conninfo: &str, schema: &str) -> Result<Vec<String>, String> {
+        match self {
+            Bench::Sysbench(s, _) => oltp::cleanup(conninfo, schema, s.tables).await,
+            Bench::Tpcb(_) => tpcb::cleanup(conninfo, schema).await,
+            Bench::Tpcc(_) => tpcc::cleanup(conninfo, schema).await,
+        }
+        .map_err(|e| e.0)
     }
 
     /// The name in results: sysbench's script name, or `tpcb-like` etc.
@@ -99,6 +148,7 @@ impl Bench {
         match self {
             Bench::Sysbench(_, name) => name,
             Bench::Tpcb(t) => t.script.name(),
+            Bench::Tpcc(_) => "tpcc",
         }
     }
 
@@ -107,6 +157,18 @@ impl Bench {
         match self {
             Bench::Sysbench(s, _) => (1..=s.tables).map(|n| format!("sbtest{n}")).collect(),
             Bench::Tpcb(_) => tpcb::table_names(),
+            Bench::Tpcc(_) => tpcc::table_names(),
+        }
+    }
+
+    /// The table whose fillfactor the result records.
+    fn fillfactor_table(&self) -> String {
+        match self {
+            Bench::Sysbench(..) => "sbtest1".into(),
+            // pgbench's -F applies to accounts, tellers and branches, not history.
+            Bench::Tpcb(_) => "pgbench_accounts".into(),
+            // The largest table; --fillfactor sets every table's.
+            Bench::Tpcc(_) => "bmsql_stock".into(),
         }
     }
 
@@ -120,6 +182,7 @@ impl Bench {
                 w
             }
             Bench::Tpcb(t) => tpcb::workload(t),
+            Bench::Tpcc(t) => tpcc::workload(t),
         }
     }
 }
@@ -157,6 +220,39 @@ fn spec_of(o: &DbOpts, workload: OltpWorkload) -> OltpSpec {
     }
 }
 
+/// The largest `--threads` value.
+fn max_threads(o: &DbOpts) -> u32 {
+    o.threads.threads.iter().copied().max().unwrap_or(1)
+}
+
+/// `csdchar db check --workload tpcc`: TPC-C's consistency conditions 1-4,
+/// one line each; exit 1 when one fails.
+async fn check(conninfo: &str, schema: &str, io: &mut Io<'_>) -> i32 {
+    let outcomes = match tpcc::check(conninfo, schema).await {
+        Ok(o) => o,
+        Err(e) => return fail(io, &e.0),
+    };
+    let mut failed = 0;
+    for c in &outcomes {
+        let verdict = if c.violations == 0 {
+            "holds".to_string()
+        } else {
+            failed += 1;
+            format!("FAILS ({} violation(s))", c.violations)
+        };
+        let _ = writeln!(io.stdout, "{}: {verdict}: {}", c.name, c.description);
+    }
+    if failed > 0 {
+        let _ = writeln!(
+            io.stderr,
+            "error: {failed} of {} consistency conditions fail",
+            outcomes.len()
+        );
+        return 1;
+    }
+    0
+}
+
 /// Checks everything that can be checked before anything starts; the error
 /// is one line naming the option.
 fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
@@ -164,10 +260,24 @@ fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
     if step != "study" && o.load.fillfactor.len() > 1 {
         return Err("--fillfactor: one value (a list is for `csdchar db study`)".into());
     }
+    if step == "check" && o.tables.workload != WorkloadArg::Tpcc {
+        return Err(
+            "--workload: check runs TPC-C's consistency conditions: pass --workload tpcc".into(),
+        );
+    }
+    if o.tables.workload == WorkloadArg::Tpcc {
+        tpcc_mix(&o.run.mix).map_err(|e| format!("--mix: {e}"))?;
+    }
+    if step == "alter" && o.tables.workload == WorkloadArg::Tpcc {
+        return Err("--workload: alter changes sysbench tables only; for tpcc run prepare again with --fillfactor and --force".into());
+    }
     if step == "alter" && o.tables.workload.is_tpcb() {
         return Err("--workload: alter changes sysbench tables only; for tpcb run prepare again with --fillfactor and --force".into());
     }
-    if s.url.is_none() && s.pgdata.is_none() && matches!(step, "prepare" | "cleanup" | "alter") {
+    if s.url.is_none()
+        && s.pgdata.is_none()
+        && matches!(step, "prepare" | "cleanup" | "alter" | "check")
+    {
         return Err(format!(
             "{step}: needs --url or --pgdata (a temporary cluster would vanish with the command; `csdchar db run` alone uses one)"
         ));
@@ -290,14 +400,6 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
                     for n in c.notes() {
                         let _ = writeln!(io.stderr, "note: {n}");
                     }
-                    if c.attached() {
-                        let _ = writeln!(
-                            io.stderr,
-                            "attached to the server already running in {} (port {}); it keeps running",
-                            c.pgdata().display(),
-                            c.port()
-                        );
-                    }
                     let ci = c.conninfo(&o.server.db);
                     let source = if pgdata.is_some() {
                         "pgdata"
@@ -378,13 +480,9 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
                 }
             }
         }
+        "check" => rt.block_on(check(&conninfo, schema, io)),
         "cleanup" => {
-            let dropped = match &bench {
-                Bench::Sysbench(..) => {
-                    rt.block_on(oltp::cleanup(&conninfo, schema, o.tables.tables))
-                }
-                Bench::Tpcb(_) => rt.block_on(tpcb::cleanup(&conninfo, schema)),
-            };
+            let dropped = rt.block_on(bench.drop_tables(&conninfo, schema));
             match dropped {
                 Ok(names) if names.is_empty() => {
                     let _ = writeln!(
@@ -403,7 +501,7 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
                     );
                     0
                 }
-                Err(e) => fail(io, &e.0),
+                Err(e) => fail(io, &e),
             }
         }
         _ => {
@@ -458,6 +556,27 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
             let (_, _, accounts) = csdchar_core::tpcb::row_counts(t.scale);
             (accounts, format!("pgbench scale {}: accounts", t.scale))
         }
+        Bench::Tpcc(t) => {
+            let (from, to) = o.load.warehouse_range.unwrap_or((1, t.warehouses));
+            let n = to.saturating_sub(from) + 1;
+            let per_w: u64 = csdchar_core::tpcc::WAREHOUSE_TABLES
+                .iter()
+                .filter_map(|t| csdchar_core::tpcc::expected_rows(t, 1))
+                .sum::<u64>()
+                // order_line: 5-15 lines per order, 10 on average.
+                + 10 * u64::from(
+                    csdchar_core::tpcc::DISTRICTS * csdchar_core::tpcc::ORDERS_PER_DISTRICT,
+                );
+            let item = if o.load.warehouse_range.is_none() {
+                u64::from(csdchar_core::tpcc::ITEMS)
+            } else {
+                0
+            };
+            (
+                item + per_w * u64::from(n),
+                format!("TPC-C warehouses {from}..{to}: all tables"),
+            )
+        }
     };
     let loaded = Arc::new(AtomicU64::new(0));
     let l2 = Arc::clone(&loaded);
@@ -504,6 +623,26 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
                         )
                     })
             }
+            Bench::Tpcc(t) => tpcc::prepare(
+                conninfo,
+                t,
+                threads,
+                force,
+                progress,
+                o.load.warehouse_range,
+            )
+            .await
+            .map(|t| {
+                format!(
+                    " (create {:.2} s, load {:.2} s, keys {:.2} s, vacuum {:.2} s; {} warehouse(s){})",
+                    t.create_s,
+                    t.load_s,
+                    t.keys_s,
+                    t.vacuum_s,
+                    t.warehouses_loaded.len(),
+                    if t.item_loaded { " and item" } else { "" }
+                )
+            }),
         }
     };
     let Some(result) = until_interrupted(load, &io.interrupt).await else {
@@ -514,6 +653,10 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
                 "each table loads in one transaction: complete tables stay, the one being loaded was rolled back"
             }
             Bench::Tpcb(_) => "the rows being loaded were rolled back",
+            Bench::Tpcc(_) => {
+                "each warehouse loads in one transaction: complete warehouses stay, those being loaded were rolled back \
+                 (resume with --warehouse-range FROM-TO and the same --seed)"
+            }
         };
         let _ = writeln!(
             io.stderr,
@@ -576,9 +719,24 @@ fn interval_line(iv: &OltpInterval, threads: u32, pct: f64) -> String {
     )
 }
 
+/// An interval of a TPC-C run: transactions of every type per minute, like
+/// BenchmarkSQL's "Current tpmTOTAL", with sysbench's latency and errors.
+fn tpcc_interval_line(iv: &OltpInterval, terminals: u32, pct: f64) -> String {
+    let d = iv.duration_s.max(1e-9);
+    let t = &iv.tally;
+    format!(
+        "[ {:.0}s ] terminals: {terminals} tpmTOTAL: {:.0} tps: {:.2} rollbacks/s: {:.2} lat (ms,{pct}%): {:.2} err/s: {:.2}\n",
+        iv.t_s,
+        t.transactions as f64 * 60.0 / d,
+        t.transactions as f64 / d,
+        t.rollbacks as f64 / d,
+        iv.lat_pct_ms,
+        t.error_total() as f64 / d,
+    )
+}
+
 async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source: &str) -> i32 {
-    let bench_found;
-    let mut bench = bench;
+    let mut adjusted = None;
     let tables = bench.tables();
     let started_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
     let (client, version) = match open_checked(conninfo, o, io).await {
@@ -618,22 +776,64 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
                     "note: --scale {given} ignored, using the count of pgbench_branches ({found})"
                 );
             }
-            bench_found = Bench::Tpcb(TpcbSpec {
+            adjusted = Some(Bench::Tpcb(TpcbSpec {
                 scale: found as u32,
                 ..t.clone()
-            });
-            bench = &bench_found;
+            }));
         }
     }
+    // Like BenchmarkSQL: the warehouses and NURand constants are what the
+    // load recorded in bmsql_config.
+    if let Bench::Tpcc(t) = bench {
+        let cfg = match tpcc::read_config(&client, schema).await {
+            Ok(c) => c,
+            Err(e) => return fail(io, &e.0),
+        };
+        if let Some(given) = o.load.warehouses
+            && given != cfg.warehouses
+        {
+            let _ = writeln!(
+                io.stderr,
+                "note: --warehouses {given} ignored, using the {} warehouses the tables hold",
+                cfg.warehouses
+            );
+        }
+        let most = 10 * cfg.warehouses;
+        if max_threads(o) > most {
+            let _ = writeln!(
+                io.stderr,
+                "error: --threads: TPC-C allows at most 10 terminals per warehouse (BenchmarkSQL's rule); {} warehouse(s) allow {most}",
+                cfg.warehouses
+            );
+            return EXIT_USAGE;
+        }
+        adjusted = Some(Bench::Tpcc(TpccSpec {
+            warehouses: cfg.warehouses,
+            c_load: Some(cfg.constants),
+            ..t.clone()
+        }));
+    }
+    let bench = adjusted.as_ref().unwrap_or(bench);
     // The fillfactor the tables were loaded with (by this run, an earlier
     // prepare or an alter) is what the result records.
-    // pgbench's -F applies to accounts, tellers and branches, not history.
-    let ff_table = match bench {
-        Bench::Sysbench(..) => tables[0].as_str(),
-        Bench::Tpcb(_) => "pgbench_accounts",
+    let ff = match bench {
+        // BenchmarkSQL's own fillfactors differ per table: one figure only
+        // when --fillfactor set them all alike.
+        Bench::Tpcc(_) => match (
+            oltp::table_fillfactor(&client, schema, "bmsql_stock").await,
+            oltp::table_fillfactor(&client, schema, "bmsql_order_line").await,
+        ) {
+            (Ok(a), Ok(b)) if a == b => Ok(Some(a)),
+            (Ok(_), Ok(_)) => Ok(None),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        },
+        _ => oltp::table_fillfactor(&client, schema, &bench.fillfactor_table())
+            .await
+            .map(Some),
     };
-    let fillfactor = match oltp::table_fillfactor(&client, schema, ff_table).await {
-        Ok(ff) => {
+    let fillfactor = match ff {
+        Ok(None) => None,
+        Ok(Some(ff)) => {
             if let Some(given) = o.fillfactor()
                 && given != ff
             {
@@ -647,10 +847,9 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
         Err(_) => o.fillfactor(),
     };
     drop(client);
-    let workload = Arc::new(bench.workload(o.run.protocol));
-    let protocol = workload.protocol;
+    let protocol = bench.workload(o.run.protocol).protocol;
     let mut text = String::new();
-    let (steps, error) = run_steps(conninfo, bench, &workload, &tables, o, io, &mut text).await;
+    let (steps, error) = run_steps(conninfo, bench, &tables, o, io, &mut text).await;
     let interrupted = io.interrupt.load(Ordering::Relaxed) || error.is_some();
     let result = DbResult {
         schema: DB_SCHEMA.to_string(),
@@ -700,7 +899,6 @@ fn finish(
 async fn run_steps(
     conninfo: &str,
     bench: &Bench,
-    workload: &Arc<Workload>,
     tables: &[String],
     o: &DbOpts,
     io: &mut Io<'_>,
@@ -711,8 +909,10 @@ async fn run_steps(
     let mut steps = Vec::new();
     let mut error = None;
     let name = bench.name();
-    let protocol = workload.protocol;
     for &threads in &o.threads.threads {
+        // Built per step: TPC-C numbers its terminals from 0 in every step.
+        let workload = Arc::new(bench.workload(o.run.protocol));
+        let protocol = workload.protocol;
         if io.interrupt.load(Ordering::Relaxed) {
             break;
         }
@@ -739,13 +939,13 @@ async fn run_steps(
             warmup: o.run.warmup,
             rate: o.run.rate,
         };
-        let tpcb = matches!(bench, Bench::Tpcb(_));
-        let out = runner::run(conninfo, Arc::clone(workload), &settings, |iv, th| {
+        let out = runner::run(conninfo, Arc::clone(&workload), &settings, |iv, th| {
             if live {
-                let line = if tpcb {
-                    progress_line(iv, o.run.percentile[0])
-                } else {
-                    interval_line(iv, th, o.run.percentile[0])
+                let pct = o.run.percentile[0];
+                let line = match bench {
+                    Bench::Tpcb(_) => progress_line(iv, pct),
+                    Bench::Tpcc(_) => tpcc_interval_line(iv, th, pct),
+                    Bench::Sysbench(..) => interval_line(iv, th, pct),
                 };
                 let _ = stdout.write_all(line.as_bytes());
                 let _ = stdout.flush();
@@ -831,6 +1031,7 @@ fn summary(out: &mut String, s: &DbStep, bench: &Bench, protocol: Protocol) {
     match bench {
         Bench::Sysbench(..) => sysbench_summary(out, s),
         Bench::Tpcb(t) => pgbench_summary(out, s, t, protocol),
+        Bench::Tpcc(t) => tpcc_summary(out, s, t),
     }
     let (Some(b), Some(a)) = (&s.before, &s.after) else {
         return;
@@ -986,21 +1187,25 @@ fn db_spec(
         table_size: match bench {
             Bench::Sysbench(s, _) => s.table_size,
             Bench::Tpcb(t) => csdchar_core::tpcb::row_counts(t.scale).2,
+            Bench::Tpcc(t) => {
+                u64::from(csdchar_core::tpcc::STOCK_PER_WAREHOUSE) * u64::from(t.warehouses)
+            }
         },
         scale: match bench {
-            Bench::Sysbench(..) => None,
             Bench::Tpcb(t) => Some(t.scale),
+            _ => None,
         },
         protocol: protocol.name().to_string(),
         time_s: o.run.time.as_secs_f64(),
         range_size: o.run.range_size,
         options: match bench {
             Bench::Sysbench(s, _) => s.options.clone(),
-            Bench::Tpcb(_) => Default::default(),
+            _ => Default::default(),
         },
         rand_type: match bench {
             Bench::Sysbench(..) => format!("{:?}", o.run.rand_type).to_lowercase(),
             Bench::Tpcb(_) => "uniform".into(),
+            Bench::Tpcc(_) => "nurand".into(),
         },
         fillfactor,
         string_dup: o.load.string_dup,
@@ -1010,8 +1215,61 @@ fn db_spec(
         warmup_s: o.run.warmup.as_secs_f64(),
         rate: o.run.rate,
         db_schema: o.server.schema.clone(),
-        warehouses: None,
-        mix: Default::default(),
+        warehouses: match bench {
+            Bench::Tpcc(t) => Some(t.warehouses),
+            _ => None,
+        },
+        mix: match bench {
+            Bench::Tpcc(t) => csdchar_core::tpcc::TpccKind::ALL
+                .iter()
+                .map(|k| (k.name().to_string(), t.mix.share(*k)))
+                .collect(),
+            _ => Default::default(),
+        },
+    }
+}
+
+/// BenchmarkSQL's end-of-run figures (tpmC, tpmTOTAL), then per transaction
+/// type the counts and the latency percentiles BenchmarkSQL 5.x lacks.
+fn tpcc_summary(out: &mut String, s: &DbStep, t: &TpccSpec) {
+    let ms = |ns: f64| ns / 1e6;
+    let _ = writeln!(
+        out,
+        "TPC-C (BenchmarkSQL 5.x), {} warehouse(s), {} terminal(s), {:.0} s measured",
+        t.warehouses, s.threads, s.elapsed_s
+    );
+    let _ = writeln!(
+        out,
+        "Measured tpmC (NewOrders) = {:.2}",
+        s.tpmc.unwrap_or(0.0)
+    );
+    let _ = writeln!(out, "Measured tpmTOTAL = {:.2}", s.tpm_total.unwrap_or(0.0));
+    let _ = writeln!(
+        out,
+        "Transaction count = {} ({} rolled back, {} retried)",
+        s.transactions,
+        s.rollbacks,
+        s.errors.values().sum::<u64>()
+    );
+    let _ = writeln!(
+        out,
+        "{:<14} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "type", "count", "share", "rollback", "avg ms", "p50 ms", "p95 ms", "p99 ms"
+    );
+    for k in &s.by_type {
+        let p = |q: f64| k.latency.at(q).map_or(f64::NAN, |v| ms(v as f64));
+        let _ = writeln!(
+            out,
+            "{:<14} {:>10} {:>6.2}% {:>9} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            k.name,
+            k.transactions,
+            k.share_pct,
+            k.rollbacks,
+            ms(k.latency.mean_ns),
+            p(50.0),
+            p(95.0),
+            p(99.0)
+        );
     }
 }
 
@@ -1091,18 +1349,6 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
     let mut error = None;
     let mut text = String::new();
     let mut protocol = None;
-    let drop_tables = |b: &Bench| {
-        let b = match b {
-            Bench::Sysbench(s, _) => Some(s.tables),
-            Bench::Tpcb(_) => None,
-        };
-        async move {
-            match b {
-                Some(n) => oltp::cleanup(conninfo, schema, n).await,
-                None => tpcb::cleanup(conninfo, schema).await,
-            }
-        }
-    };
     // The drive's counters change by whatever the load writes, WAL included:
     // a first load adds new WAL segments, later ones overwrite recycled ones.
     // One unmeasured load at the lowest fillfactor (the most data, so the most
@@ -1131,9 +1377,9 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
         let warm = bench.with_fillfactor(warm_ff);
         let mut code = 0;
         for _ in 0..WARMUP_LOADS {
-            code = match drop_tables(&warm).await {
+            code = match warm.drop_tables(conninfo, schema).await {
                 Ok(_) => prepare(conninfo, &warm, o, true, io).await,
-                Err(e) => fail(io, &e.0),
+                Err(e) => fail(io, &e),
             };
             if code != 0 {
                 break;
@@ -1153,8 +1399,8 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
         }
         let b = bench.with_fillfactor(ff);
         // The drive's baseline without the workload's tables: what the load adds is measured against it.
-        if let Err(e) = drop_tables(&b).await {
-            error = Some(e.0);
+        if let Err(e) = b.drop_tables(conninfo, schema).await {
+            error = Some(e);
             break;
         }
         let base = settled_snapshot(&client, &tables).await.0;
@@ -1176,9 +1422,8 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
             .zip(space.wal_lsn_bytes)
             .map(|(a, b)| b - a);
         let wal_dir_growth_bytes = wal_dir_before.zip(wal_dir_after).map(|(a, b)| b - a);
-        let workload = Arc::new(b.workload(o.run.protocol));
-        protocol = Some(workload.protocol);
-        let (steps, err) = run_steps(conninfo, &b, &workload, &tables, o, io, &mut text).await;
+        protocol = Some(b.workload(o.run.protocol).protocol);
+        let (steps, err) = run_steps(conninfo, &b, &tables, o, io, &mut text).await;
         for st in &steps {
             let pct = |p: f64| st.latency.at(p).map_or(f64::NAN, |v| v as f64 / 1e6);
             let first = rows.iter().find(|r| r.threads == st.threads);

@@ -29,6 +29,8 @@ pub enum DbCommand {
     Cleanup(CleanupArgs),
     /// Change existing sysbench tables: --fillfactor N, c/pad STORAGE PLAIN, VACUUM FULL ANALYZE.
     Alter(AlterArgs),
+    /// tpcc: the TPC-C consistency conditions 1-4 (clause 3.3.2), each reported; exit 1 if one fails.
+    Check(CleanupArgs),
     /// For each --fillfactor (e.g. 100,70,50): load, checkpoint, measure logical and physical size
     /// (the drive's counters, or the estimator's prediction), run; one table of all.
     Study(DbOpts),
@@ -48,6 +50,14 @@ impl DbArgs {
                     tables: p.tables.clone(),
                     load: p.load.clone(),
                     threads: p.threads.clone(),
+                    ..DbOpts::default()
+                },
+            ),
+            Some(DbCommand::Check(c)) => (
+                "check",
+                DbOpts {
+                    server: c.server.clone(),
+                    tables: c.tables.clone(),
                     ..DbOpts::default()
                 },
             ),
@@ -210,6 +220,13 @@ pub struct LoadArgs {
     /// sysbench workloads: rows per table.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=2_000_000_000))]
     pub table_size: u64,
+    /// tpcc: warehouses to load (BenchmarkSQL's warehouses); `run` takes the count from the tables.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub warehouses: Option<u32>,
+    /// tpcc prepare: resume a load cut short by loading only warehouses FROM-TO that are missing
+    /// (into the tables it left, with the same --seed); keys and indexes are built afterwards.
+    #[arg(long, value_name = "FROM-TO", value_parser = range_arg)]
+    pub warehouse_range: Option<(u32, u32)>,
     /// tpcb: pgbench's scale factor (100,000 accounts, 10 tellers, 1 branch per unit); `run` takes it from the tables.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub scale: Option<u32>,
@@ -292,6 +309,10 @@ pub struct RunArgs {
     /// Latency percentiles of the summary, comma-separated; the first is the interval lines' one.
     #[arg(long, default_value = "95", value_delimiter = ',', value_parser = percentile_arg)]
     pub percentile: Vec<f64>,
+    /// tpcc: transaction mix in percent, NEW_ORDER,PAYMENT,ORDER_STATUS,DELIVERY,STOCK_LEVEL summing to 100
+    /// (BenchmarkSQL's sample properties: 45,43,4,4,4).
+    #[arg(long, value_delimiter = ',', default_value = "45,43,4,4,4", value_parser = mix_arg)]
+    pub mix: Vec<f64>,
     /// Protocol (pgbench's -M); default: prepared for sysbench workloads, simple for tpcb, as the peers do.
     #[arg(long, value_enum)]
     pub protocol: Option<ProtocolArg>,
@@ -353,6 +374,9 @@ pub enum WorkloadArg {
     /// pgbench's select-only (-S)
     #[value(alias = "select-only")]
     TpcbSelectOnly,
+    /// BenchmarkSQL 5.x's TPC-C (bmsql_ tables, --warehouses, --threads = terminals)
+    #[value(alias = "benchmarksql")]
+    Tpcc,
 }
 
 impl WorkloadArg {
@@ -398,6 +422,22 @@ pub enum RandArg {
     Pareto,
     /// Zipf, exponent 0.8 (sysbench HEAD).
     Zipfian,
+}
+
+fn range_arg(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("'{s}' is not FROM-TO (warehouse numbers, 1 <= FROM <= TO)");
+    let (a, b) = s.split_once('-').ok_or_else(bad)?;
+    match (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
+        (Ok(a), Ok(b)) if a >= 1 && a <= b => Ok((a, b)),
+        _ => Err(bad()),
+    }
+}
+
+fn mix_arg(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("'{s}' is not a percentage from 0 to 100")),
+    }
 }
 
 fn rate_arg(s: &str) -> Result<f64, String> {

@@ -20,4 +20,5 @@ pub mod pattern;
 pub mod result;
 pub mod stats;
 pub mod tpcb;
+pub mod tpcc;
 pub mod units;

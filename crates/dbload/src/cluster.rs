@@ -477,6 +477,9 @@ impl ManagedCluster {
         let mut password = read_password(&pgdata.join(PASSWORD_FILE));
         cluster.created = !pgdata.join("PG_VERSION").exists();
         if cluster.created {
+            if let Some(r) = run_as {
+                unreachable_ancestor(&pgdata, r)?;
+            }
             let pw = random_password()?;
             fs::create_dir_all(&pgdata).map_err(|e| io(&pgdata.display().to_string(), e))?;
             hand_over(&pgdata, run_as)?;
@@ -1329,6 +1332,38 @@ fn reap_orphaned_postgres() {
             unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         }
     }
+}
+
+/// As root the server runs as `postgres`, which must be able to enter every
+/// directory above the data directory: say which one it cannot (a 0700
+/// directory of root's, such as `mktemp -d` makes) instead of initdb's
+/// "Permission denied" after the fact.
+fn unreachable_ancestor(pgdata: &Path, r: RunAs) -> Result<(), ClusterError> {
+    use std::os::unix::fs::MetadataExt;
+    for dir in pgdata.ancestors().skip(1) {
+        let Ok(m) = fs::metadata(dir) else {
+            continue; // created below by us, handed over
+        };
+        let mode = m.mode();
+        let can_enter = if m.uid() == r.uid {
+            mode & 0o100 != 0
+        } else if m.gid() == r.gid {
+            mode & 0o010 != 0
+        } else {
+            mode & 0o001 != 0
+        };
+        if !can_enter {
+            return Err(ClusterError::Io(format!(
+                "--pgdata: the server runs as user postgres, which cannot enter {} (mode {:o}, owner uid {}); \
+                 choose a directory it can reach or allow it (chmod o+x {})",
+                dir.display(),
+                mode & 0o7777,
+                m.uid(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Gives `dir` to the server's user (mode 0700, as initdb wants).

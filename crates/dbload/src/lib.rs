@@ -8,4 +8,5 @@ pub mod oltp;
 pub mod runner;
 pub mod snapshot;
 pub mod tpcb;
+pub mod tpcc;
 pub mod wire;
