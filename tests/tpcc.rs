@@ -20,6 +20,7 @@ fn spec(warehouses: u32, fillfactor: Option<u8>) -> TpccSpec {
         schema: "public".into(),
         protocol: Protocol::Prepared,
         c_load: None,
+        load_method: Default::default(),
     }
 }
 

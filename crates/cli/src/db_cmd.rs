@@ -17,7 +17,9 @@ use csdchar_dbload::runner::{self, Protocol, Workload};
 use csdchar_dbload::tpcb::{self, TpcbSpec};
 use csdchar_dbload::tpcc::{self, TpccSpec};
 
-use crate::db_opts::{DbArgs, DbOpts, InitModeArg, ProtocolArg, RandArg, WorkloadArg};
+use crate::db_opts::{
+    DbArgs, DbOpts, InitModeArg, LoadMethodArg, ProtocolArg, RandArg, WorkloadArg,
+};
 use crate::opts::OutputFormat;
 use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit, output};
 
@@ -84,6 +86,10 @@ impl Bench {
                 // BenchmarkSQL's JDBC statements are prepared.
                 protocol: o.run.protocol.map_or(Protocol::Prepared, protocol_of),
                 c_load: None,
+                load_method: match o.load.load_method {
+                    LoadMethodArg::Copy => tpcc::LoadMethod::Copy,
+                    LoadMethodArg::Insert => tpcc::LoadMethod::InsertBatch,
+                },
             });
         }
         match sysbench_workload(o.tables.workload) {

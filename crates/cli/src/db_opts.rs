@@ -227,6 +227,10 @@ pub struct LoadArgs {
     /// (into the tables it left, with the same --seed); keys and indexes are built afterwards.
     #[arg(long, value_name = "FROM-TO", value_parser = range_arg)]
     pub warehouse_range: Option<(u32, u32)>,
+    /// tpcc prepare: copy (COPY over --threads connections, one transaction per warehouse) or insert
+    /// (BenchmarkSQL 5.0's path for comparison: one connection, batched single-row INSERTs, commit every 10,000 rows).
+    #[arg(long, value_enum, default_value = "copy")]
+    pub load_method: LoadMethodArg,
     /// tpcb: pgbench's scale factor (100,000 accounts, 10 tellers, 1 branch per unit); `run` takes it from the tables.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub scale: Option<u32>,
@@ -387,6 +391,15 @@ impl WorkloadArg {
             WorkloadArg::Tpcb | WorkloadArg::TpcbSimpleUpdate | WorkloadArg::TpcbSelectOnly
         )
     }
+}
+
+/// How tpcc prepare sends rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadMethodArg {
+    /// COPY over several connections.
+    Copy,
+    /// Batched single-row INSERTs on one connection (BenchmarkSQL 5.0's loader).
+    Insert,
 }
 
 /// pgbench's -M.

@@ -17,6 +17,7 @@ pub mod counters;
 pub mod estimate;
 pub mod oltp;
 pub mod pattern;
+pub mod pgio;
 pub mod result;
 pub mod stats;
 pub mod tpcb;

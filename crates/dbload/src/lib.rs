@@ -4,7 +4,9 @@
 
 pub mod cluster;
 pub mod conn;
+pub mod iostat;
 pub mod oltp;
+pub mod pgio;
 pub mod runner;
 pub mod snapshot;
 pub mod tpcb;

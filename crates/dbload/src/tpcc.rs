@@ -42,11 +42,30 @@ pub struct TpccSpec {
     pub schema: String,
     /// How the transaction calls travel.
     pub protocol: Protocol,
+    /// How rows reach the server at prepare.
+    pub load_method: LoadMethod,
     /// The NURand constants the tables were loaded with (`bmsql_config`, see
     /// [`read_config`]); the run's C_LAST constant keeps clause 2.1.6.1's
     /// distance from them. None: those a load with `seed` uses.
     pub c_load: Option<NurandC>,
 }
+
+/// How prepare sends rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoadMethod {
+    /// COPY text, one transaction per warehouse, over `jobs` connections.
+    #[default]
+    Copy,
+    /// BenchmarkSQL 5.0's JDBC batch path, for comparison: one connection,
+    /// single-row INSERTs sent [`INSERT_BATCH`] at a time in one round trip,
+    /// committed every [`INSERT_COMMIT_ROWS`] rows.
+    InsertBatch,
+}
+
+/// INSERT statements per round trip of [`LoadMethod::InsertBatch`].
+pub const INSERT_BATCH: usize = 1_000;
+/// Rows per commit of [`LoadMethod::InsertBatch`] (BenchmarkSQL 5.0's).
+pub const INSERT_COMMIT_ROWS: usize = 10_000;
 
 /// Seconds per load step, and what was loaded.
 #[derive(Debug, Clone, Default)]
@@ -416,6 +435,12 @@ pub async fn prepare(
     let stop = Arc::new(AtomicBool::new(false));
     let rows = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
+    // The INSERT path is the single-connection peer it is compared with.
+    let jobs = match spec.load_method {
+        LoadMethod::Copy => jobs,
+        LoadMethod::InsertBatch => 1,
+    };
+    let method = spec.load_method;
     for _ in 0..(jobs.max(1) as usize).min(todo.len()) {
         let (conninfo, schema) = (conninfo.to_string(), schema.to_string());
         let (queue, done, item_done, stop, rows, progress, data) = (
@@ -436,7 +461,16 @@ pub async fn prepare(
                 let Some(job) = queue.lock().expect("not poisoned").pop_front() else {
                     return Ok(());
                 };
-                let r = load_job(&client, &data, job, config_warehouses, &rows, &*progress).await;
+                let r = load_job(
+                    &client,
+                    &data,
+                    job,
+                    config_warehouses,
+                    method,
+                    &rows,
+                    &*progress,
+                )
+                .await;
                 match (r, job) {
                     (Ok(()), Job::Item) => item_done.store(true, Ordering::Relaxed),
                     (Ok(()), Job::Warehouse(w)) => {
@@ -611,6 +645,7 @@ async fn load_job(
     data: &Arc<TpccData>,
     job: Job,
     config_warehouses: u32,
+    method: LoadMethod,
     rows: &AtomicU64,
     progress: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<(), DbError> {
@@ -636,9 +671,11 @@ async fn load_job(
         if let Some(&t) = tables.get(i + 1) {
             next = Some(generate(data, job, t, config_warehouses));
         }
-        copy_text(client, table, text)
-            .await
-            .map_err(|e| DbError(format!("loading {what}: {}", e.0)))?;
+        match method {
+            LoadMethod::Copy => copy_text(client, table, text).await,
+            LoadMethod::InsertBatch => insert_text(client, table, &text).await,
+        }
+        .map_err(|e| DbError(format!("loading {what}: {}", e.0)))?;
         rows.fetch_add(n, Ordering::Relaxed);
         progress(n);
     }
@@ -665,6 +702,72 @@ async fn copy_text(client: &Client, table: &str, text: String) -> Result<(), DbE
     }
     sink.finish().await.map_err(tx)?;
     Ok(())
+}
+
+/// The rows of COPY text `text` as single-row INSERTs of literals,
+/// [`INSERT_BATCH`] per round trip, committing every [`INSERT_COMMIT_ROWS`]
+/// rows (the caller's transaction goes on after each commit).
+async fn insert_text(client: &Client, table: &str, text: &str) -> Result<(), DbError> {
+    let mut batch = String::with_capacity(1 << 20);
+    let (mut in_batch, mut since_commit) = (0, 0);
+    for line in text.lines() {
+        batch.push_str("INSERT INTO ");
+        batch.push_str(table);
+        batch.push_str(" VALUES (");
+        for (i, field) in line.split('\t').enumerate() {
+            if i > 0 {
+                batch.push(',');
+            }
+            push_literal(field, &mut batch);
+        }
+        batch.push_str(");");
+        in_batch += 1;
+        since_commit += 1;
+        if since_commit == INSERT_COMMIT_ROWS {
+            batch.push_str("COMMIT;BEGIN;");
+            since_commit = 0;
+        }
+        if in_batch == INSERT_BATCH {
+            client
+                .batch_execute(&batch)
+                .await
+                .map_err(|e| db_err(&format!("INSERT INTO {table}"), e))?;
+            batch.clear();
+            in_batch = 0;
+        }
+    }
+    if !batch.is_empty() {
+        client
+            .batch_execute(&batch)
+            .await
+            .map_err(|e| db_err(&format!("INSERT INTO {table}"), e))?;
+    }
+    Ok(())
+}
+
+/// A COPY text field as an SQL literal: `\N` is NULL, backslash escapes are
+/// undone, quotes doubled; the server casts the untyped literal to the column's type.
+fn push_literal(field: &str, out: &mut String) {
+    if field == "\\N" {
+        out.push_str("NULL");
+        return;
+    }
+    out.push('\'');
+    let mut chars = field.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('t') => out.push('\t'),
+                Some('n') => out.push('\n'),
+                Some('r') => out.push('\r'),
+                Some(other) => out.push(other),
+                None => {}
+            },
+            '\'' => out.push_str("''"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
 }
 
 /// The five transactions as PL/pgSQL functions, each running BenchmarkSQL
@@ -1047,6 +1150,12 @@ mod tests {
             assert!(f[*k as usize].contains(&format!("function {name}(")));
         }
         assert!(f[0].contains("errcode = 'CSD01'") && f[0].contains("> 100000"));
+        let mut lit = String::new();
+        for field in ["\\N", "O'Brien", "a\\\\b\\tc", "12.50"] {
+            push_literal(field, &mut lit);
+            lit.push(',');
+        }
+        assert_eq!(lit, "NULL,'O''Brien','a\\b\tc','12.50',");
         let w = workload(&TpccSpec {
             warehouses: 2,
             fillfactor: None,
@@ -1055,6 +1164,7 @@ mod tests {
             schema: "public".into(),
             protocol: Protocol::Prepared,
             c_load: None,
+            load_method: Default::default(),
         });
         assert_eq!(
             w.kinds,
