@@ -793,7 +793,7 @@ fn tpcc_results_get_tpmc_tables_a_comparison_and_charts() {
     for (a, b) in ssd_steps.iter().zip(&csd_steps) {
         let r = cmp
             .iter()
-            .find(|r| r["terminals"] == a["threads"].to_string())
+            .find(|r| r["terminals"] == a["threads"].as_u64().unwrap().to_string())
             .unwrap();
         let (ta, tb) = (new_orders_per_minute(a), new_orders_per_minute(b));
         assert!(close(num(r, "tpmC ssd"), ta), "{r:?}");
