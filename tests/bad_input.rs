@@ -325,6 +325,21 @@ const CASES: &[Case] = &[
         says: "tpcc",
     },
     Case {
+        args: &["db", "run", "--workload", "pgio", "--update-pct", "70"],
+        option: "--update-pct",
+        says: "0 to 50, or 100",
+    },
+    Case {
+        args: &["db", "run", "--workload", "pgio", "--pgio-size", "1m"],
+        option: "--pgio-size",
+        says: "minimum",
+    },
+    Case {
+        args: &["db", "study", "--workload", "pgio"],
+        option: "--workload",
+        says: "fillfactor 10",
+    },
+    Case {
         args: &["db", "run", "--rate", "0"],
         option: "--rate",
         says: "above 0",

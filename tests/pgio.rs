@@ -249,7 +249,7 @@ fn print_rates(label: &str, r: &IoRates) {
         r.dev_read_bytes_per_s
             .map(|v| (v / 1e6 * 10.0).round() / 10.0),
         r.dev_read_latency_ms.map(|v| (v * 1000.0).round() / 1000.0),
-        r.absorbed_ratio.map(|v| (v * 1000.0).round() / 1000.0),
+        r.reads_per_miss.map(|v| (v * 1000.0).round() / 1000.0),
     );
 }
 
@@ -537,14 +537,14 @@ fn cache_control_methods_compared() {
             "| {label} | {:.0} | {:.0} | {:.3} | {:.3} |",
             r.riops,
             r.dev_read_iops.unwrap_or(f64::NAN),
-            r.absorbed_ratio.unwrap_or(f64::NAN),
+            r.reads_per_miss.unwrap_or(f64::NAN),
             r.dev_read_latency_ms.unwrap_or(f64::NAN)
         );
         assert!(r.riops > 0.0, "{label}");
     }
     // A memory-limited server keeps the page cache out: device reads track misses.
     for (label, r) in rows.iter().filter(|(l, _)| l.starts_with("cgroup")) {
-        let ratio = r.absorbed_ratio.unwrap();
+        let ratio = r.reads_per_miss.unwrap();
         assert!((0.85..1.15).contains(&ratio), "{label}: {ratio}");
     }
 }

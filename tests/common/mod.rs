@@ -195,6 +195,7 @@ pub fn run_settings(
         interrupt: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
         warmup: std::time::Duration::ZERO,
         rate: None,
+        io_sampling: false,
     }
 }
 

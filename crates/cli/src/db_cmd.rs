@@ -13,6 +13,7 @@ use csdchar_core::tpcb::TpcbScript;
 use csdchar_core::tpcc::TpccMix;
 use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
 use csdchar_dbload::oltp::{self, OltpInterval, OltpSpec};
+use csdchar_dbload::pgio::{self, PgioSpec};
 use csdchar_dbload::runner::{self, Protocol, Workload};
 use csdchar_dbload::tpcb::{self, TpcbSpec};
 use csdchar_dbload::tpcc::{self, TpccSpec};
@@ -37,7 +38,8 @@ fn sysbench_workload(w: WorkloadArg) -> Option<(OltpWorkload, &'static str)> {
         WorkloadArg::Tpcb
         | WorkloadArg::TpcbSimpleUpdate
         | WorkloadArg::TpcbSelectOnly
-        | WorkloadArg::Tpcc => {
+        | WorkloadArg::Tpcc
+        | WorkloadArg::Pgio => {
             return None;
         }
     })
@@ -56,6 +58,7 @@ enum Bench {
     Sysbench(OltpSpec, &'static str),
     Tpcb(TpcbSpec),
     Tpcc(TpccSpec),
+    Pgio(PgioSpec),
 }
 
 /// `--mix` as BenchmarkSQL's five weights (validated up front).
@@ -76,6 +79,18 @@ fn tpcc_mix(m: &[f64]) -> Result<TpccMix, String> {
 
 impl Bench {
     fn of(o: &DbOpts) -> Bench {
+        if o.tables.workload == WorkloadArg::Pgio {
+            return Bench::Pgio(PgioSpec {
+                schemas: o.load.schemas,
+                blocks_per_schema: csdchar_core::pgio::blocks_for_bytes(o.load.pgio_size),
+                update_pct: o.run.update_pct,
+                work_unit: o.run.work_unit,
+                update_work_unit: o.run.update_work_unit,
+                seed: o.load.seed,
+                schema: o.server.schema.clone(),
+                server_side: o.load.pgio_server_side,
+            });
+        }
         if o.tables.workload == WorkloadArg::Tpcc {
             return Bench::Tpcc(TpccSpec {
                 warehouses: o.load.warehouses.unwrap_or(1),
@@ -115,6 +130,16 @@ impl Bench {
             Bench::Sysbench(s, _) => s.fillfactor,
             Bench::Tpcb(t) => t.fillfactor,
             Bench::Tpcc(t) => t.fillfactor,
+            // pgio's fillfactor 10 is its design (one row per block), not an option.
+            Bench::Pgio(_) => None,
+        }
+    }
+
+    /// Client connections for `threads`: pgio's threads are per schema.
+    fn clients(&self, threads: u32) -> u32 {
+        match self {
+            Bench::Pgio(p) => threads * p.schemas,
+            _ => threads,
         }
     }
 
@@ -136,6 +161,7 @@ impl Bench {
                 fillfactor: Some(ff),
                 ..t.clone()
             }),
+            Bench::Pgio(p) => Bench::Pgio(p.clone()),
         }
     }
 
@@ -145,6 +171,7 @@ impl Bench {
             Bench::Sysbench(s, _) => oltp::cleanup(conninfo, schema, s.tables).await,
             Bench::Tpcb(_) => tpcb::cleanup(conninfo, schema).await,
             Bench::Tpcc(_) => tpcc::cleanup(conninfo, schema).await,
+            Bench::Pgio(p) => pgio::cleanup(conninfo, schema, p.schemas).await,
         }
         .map_err(|e| e.0)
     }
@@ -155,6 +182,7 @@ impl Bench {
             Bench::Sysbench(_, name) => name,
             Bench::Tpcb(t) => t.script.name(),
             Bench::Tpcc(_) => "tpcc",
+            Bench::Pgio(_) => "pgio",
         }
     }
 
@@ -164,6 +192,7 @@ impl Bench {
             Bench::Sysbench(s, _) => (1..=s.tables).map(|n| format!("sbtest{n}")).collect(),
             Bench::Tpcb(_) => tpcb::table_names(),
             Bench::Tpcc(_) => tpcc::table_names(),
+            Bench::Pgio(p) => pgio::table_names(p.schemas),
         }
     }
 
@@ -175,6 +204,7 @@ impl Bench {
             Bench::Tpcb(_) => "pgbench_accounts".into(),
             // The largest table; --fillfactor sets every table's.
             Bench::Tpcc(_) => "bmsql_stock".into(),
+            Bench::Pgio(_) => csdchar_core::pgio::table_name(1),
         }
     }
 
@@ -189,6 +219,13 @@ impl Bench {
             }
             Bench::Tpcb(t) => tpcb::workload(t),
             Bench::Tpcc(t) => tpcc::workload(t),
+            Bench::Pgio(p) => {
+                let mut w = pgio::workload(p);
+                if let Some(proto) = protocol {
+                    w.protocol = protocol_of(proto);
+                }
+                w
+            }
         }
     }
 }
@@ -229,6 +266,16 @@ fn spec_of(o: &DbOpts, workload: OltpWorkload) -> OltpSpec {
 /// The largest `--threads` value.
 fn max_threads(o: &DbOpts) -> u32 {
     o.threads.threads.iter().copied().max().unwrap_or(1)
+}
+
+/// The most client connections a step opens (pgio's threads are per schema).
+fn max_clients(o: &DbOpts) -> u32 {
+    let per_schema = if o.tables.workload == WorkloadArg::Pgio {
+        o.load.schemas
+    } else {
+        1
+    };
+    max_threads(o) * per_schema
 }
 
 /// `csdchar db check --workload tpcc`: TPC-C's consistency conditions 1-4,
@@ -273,6 +320,31 @@ fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
     }
     if o.tables.workload == WorkloadArg::Tpcc {
         tpcc_mix(&o.run.mix).map_err(|e| format!("--mix: {e}"))?;
+    }
+    if o.tables.workload == WorkloadArg::Pgio {
+        let blocks = csdchar_core::pgio::blocks_for_bytes(o.load.pgio_size);
+        csdchar_core::pgio::check_blocks(blocks, o.run.work_unit)
+            .map_err(|e| format!("--pgio-size: {e}"))?;
+        csdchar_core::pgio::check_update_pct(o.run.update_pct)
+            .map_err(|e| format!("--update-pct: {e}"))?;
+        if matches!(step, "study" | "alter") {
+            return Err(format!(
+                "--workload: pgio's fillfactor 10 is its design (one row per block); {step} is for sysbench, pgbench and tpcc"
+            ));
+        }
+    }
+    // Safety: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if o.run.drop_caches && !root {
+        return Err("--drop-caches: needs root (writes /proc/sys/vm/drop_caches)".into());
+    }
+    if o.server.pg_memory_limit.is_some() && !root {
+        return Err(
+            "--pg-memory-limit: needs root (creates a memory cgroup for the server)".into(),
+        );
+    }
+    if o.server.pg_memory_limit.is_some_and(|m| m < 32 << 20) {
+        return Err("--pg-memory-limit: at least 32m (the server itself needs some)".into());
     }
     if step == "alter" && o.tables.workload == WorkloadArg::Tpcc {
         return Err("--workload: alter changes sysbench tables only; for tpcc run prepare again with --fillfactor and --force".into());
@@ -381,7 +453,7 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
         let _ = writeln!(io.stderr, "error: {m}");
         return code(EXIT_USAGE);
     }
-    let max_threads = o.threads.threads.iter().copied().max().unwrap_or(1);
+    let max_threads = max_clients(o);
     // A managed cluster gets enough connections for the sweep unless told otherwise.
     let mut settings = o.server.pg_set.clone();
     if !settings
@@ -400,6 +472,7 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
                 settings,
                 keep_running: o.server.keep_running,
                 listen: o.server.listen.clone(),
+                memory_limit: o.server.pg_memory_limit,
             };
             match ManagedCluster::start(&spec) {
                 Ok(c) => {
@@ -583,6 +656,15 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
                 format!("TPC-C warehouses {from}..{to}: all tables"),
             )
         }
+        Bench::Pgio(p) => (
+            u64::from(p.schemas) * csdchar_core::pgio::rows_for_blocks(p.blocks_per_schema),
+            format!(
+                "pgio {} schema(s) x {} blocks ({})",
+                p.schemas,
+                p.blocks_per_schema,
+                csdchar_core::units::format_bytes(p.data_bytes() as f64)
+            ),
+        ),
     };
     let loaded = Arc::new(AtomicU64::new(0));
     let l2 = Arc::clone(&loaded);
@@ -649,6 +731,9 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
                     if t.item_loaded { " and item" } else { "" }
                 )
             }),
+            Bench::Pgio(p) => pgio::prepare(conninfo, p, threads, force, progress)
+                .await
+                .map(|()| String::new()),
         }
     };
     let Some(result) = until_interrupted(load, &io.interrupt).await else {
@@ -662,6 +747,9 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
             Bench::Tpcc(_) => {
                 "each warehouse loads in one transaction: complete warehouses stay, those being loaded were rolled back \
                  (resume with --warehouse-range FROM-TO and the same --seed)"
+            }
+            Bench::Pgio(_) => {
+                "each table loads in one transaction: complete tables stay, the one being loaded was rolled back"
             }
         };
         let _ = writeln!(
@@ -725,6 +813,95 @@ fn interval_line(iv: &OltpInterval, threads: u32, pct: f64) -> String {
     )
 }
 
+/// The physical-I/O correlation in one line: the database's misses (pgio's
+/// RIOPS) next to the drive's reads, and how many reads each miss caused.
+fn io_line(r: &csdchar_core::result::db::IoRates) -> String {
+    let opt = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    format!(
+        "I/O: RIOPS {:.0} (hits/s {:.0}); device reads/s {}, read MiB/s {}, read latency {} ms, writes/s {}; reads per miss {}{}",
+        r.riops,
+        r.hits_per_s,
+        opt(r.dev_read_iops, 0),
+        opt(r.dev_read_bytes_per_s.map(|b| b / 1048576.0), 1),
+        opt(r.dev_read_latency_ms, 3),
+        opt(r.dev_write_iops, 0),
+        opt(r.reads_per_miss, 2),
+        match (r.logical_bytes, r.physical_bytes) {
+            (Some(l), Some(p)) => format!(
+                "; drive logical {:.1} MiB, physical {:.1} MiB",
+                l as f64 / 1048576.0,
+                p as f64 / 1048576.0
+            ),
+            _ => String::new(),
+        }
+    )
+}
+
+/// An interval of a pgio run: operations like sysbench's line, then RIOPS
+/// next to the drive's reads (what pgio users compute by hand from
+/// pg_stat_database and iostat).
+fn pgio_interval_line(iv: &OltpInterval, clients: u32, pct: f64) -> String {
+    let d = iv.duration_s.max(1e-9);
+    let t = &iv.tally;
+    let io = iv.io.as_ref().map_or(String::new(), |r| {
+        format!(
+            " RIOPS: {:.0} dev r/s: {} dev rMiB/s: {} dev r lat (ms): {} reads/miss: {}",
+            r.riops,
+            r.dev_read_iops.map_or("-".into(), |v| format!("{v:.0}")),
+            r.dev_read_bytes_per_s
+                .map_or("-".into(), |v| format!("{:.1}", v / 1048576.0)),
+            r.dev_read_latency_ms
+                .map_or("-".into(), |v| format!("{v:.3}")),
+            r.reads_per_miss.map_or("-".into(), |v| format!("{v:.2}")),
+        )
+    });
+    format!(
+        "[ {:.0}s ] thds: {clients} ops/s: {:.2} lat (ms,{pct}%): {:.2} err/s: {:.2}{io}\n",
+        iv.t_s,
+        t.transactions as f64 / d,
+        iv.lat_pct_ms,
+        t.error_total() as f64 / d,
+    )
+}
+
+/// pgio's parameters and operation counts for one step (the I/O line follows).
+fn pgio_summary(out: &mut String, s: &DbStep, p: &PgioSpec) {
+    let ms = |ns: f64| ns / 1e6;
+    let _ = writeln!(
+        out,
+        "pgio: NUM_SCHEMAS {} x SCALE {} blocks, {} client(s), UPDATE_PCT {}, WORK_UNIT {}, UPDATE_WORK_UNIT {}{}",
+        p.schemas,
+        p.blocks_per_schema,
+        s.threads,
+        p.update_pct,
+        p.work_unit,
+        p.update_work_unit,
+        if p.server_side {
+            " (server-side mypgio, 100 operations per call)"
+        } else {
+            ""
+        }
+    );
+    let by = |n: &str| {
+        s.by_type
+            .iter()
+            .find(|k| k.name == n)
+            .map_or(0, |k| k.transactions)
+    };
+    let _ = writeln!(
+        out,
+        "{} in {:.0} s: {:.1}/s ({} selects, {} updates); latency avg {:.3} ms, p95 {:.3} ms, p99 {:.3} ms",
+        if p.server_side { "calls" } else { "operations" },
+        s.elapsed_s,
+        s.tps,
+        by("select"),
+        by("update"),
+        ms(s.latency.mean_ns),
+        s.latency.at(95.0).map_or(f64::NAN, |v| ms(v as f64)),
+        s.latency.at(99.0).map_or(f64::NAN, |v| ms(v as f64)),
+    );
+}
+
 /// An interval of a TPC-C run: transactions of every type per minute, like
 /// BenchmarkSQL's "Current tpmTOTAL", with sysbench's latency and errors.
 fn tpcc_interval_line(iv: &OltpInterval, terminals: u32, pct: f64) -> String {
@@ -786,6 +963,21 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
                 scale: found as u32,
                 ..t.clone()
             }));
+        }
+    }
+    // pgio measures physical reads: say when memory could serve them instead.
+    if let Bench::Pgio(p) = bench {
+        let sb = csdchar_dbload::iostat::shared_buffers_bytes(&client).await;
+        let avail = csdchar_dbload::iostat::mem_available_bytes();
+        if let (Some(sb), Some(avail)) = (sb, avail) {
+            // A server memory limit is all the page cache its reads can use.
+            let cache = o.server.pg_memory_limit.map_or(avail, |m| m.min(avail));
+            if let Some(w) = csdchar_dbload::iostat::cache_warning(p.data_bytes(), sb, cache) {
+                let _ = writeln!(
+                    io.stderr,
+                    "note: {w} (keep the page cache out with --pg-memory-limit on a managed cluster)"
+                );
+            }
         }
     }
     // Like BenchmarkSQL: the warehouses and NURand constants are what the
@@ -915,17 +1107,28 @@ async fn run_steps(
     let mut steps = Vec::new();
     let mut error = None;
     let name = bench.name();
-    for &threads in &o.threads.threads {
+    for &per in &o.threads.threads {
         // Built per step: TPC-C numbers its terminals from 0 in every step.
         let workload = Arc::new(bench.workload(o.run.protocol));
         let protocol = workload.protocol;
+        let threads = bench.clients(per);
         if io.interrupt.load(Ordering::Relaxed) {
             break;
         }
+        if o.run.drop_caches
+            && let Err(e) = csdchar_dbload::iostat::drop_caches()
+        {
+            error = Some(format!("--drop-caches: {e}"));
+            break;
+        }
         if live {
+            let who = match bench {
+                Bench::Pgio(p) => format!("{per} thread(s) per schema x {} schema(s)", p.schemas),
+                _ => format!("{threads} thread(s)"),
+            };
             let _ = writeln!(
                 io.stdout,
-                "Running {name} with {threads} thread(s) for {:.0}s",
+                "Running {name} with {who} for {:.0}s",
                 o.run.time.as_secs_f64()
             );
         }
@@ -944,6 +1147,7 @@ async fn run_steps(
             interrupt: Arc::clone(&io.interrupt),
             warmup: o.run.warmup,
             rate: o.run.rate,
+            io_sampling: true,
         };
         let out = runner::run(conninfo, Arc::clone(&workload), &settings, |iv, th| {
             if live {
@@ -951,6 +1155,7 @@ async fn run_steps(
                 let line = match bench {
                     Bench::Tpcb(_) => progress_line(iv, pct),
                     Bench::Tpcc(_) => tpcc_interval_line(iv, th, pct),
+                    Bench::Pgio(_) => pgio_interval_line(iv, th, pct),
                     Bench::Sysbench(..) => interval_line(iv, th, pct),
                 };
                 let _ = stdout.write_all(line.as_bytes());
@@ -998,6 +1203,7 @@ async fn run_steps(
                 })
                 .collect(),
             latency: out.latency.clone(),
+            io: out.io.clone(),
             intervals: out
                 .intervals
                 .iter()
@@ -1012,6 +1218,7 @@ async fn run_steps(
                         others_per_s: iv.tally.others as f64 / d,
                         lat_pct_ms: iv.lat_pct_ms,
                         errors_per_s: iv.tally.error_total() as f64 / d,
+                        io: iv.io.clone(),
                     }
                 })
                 .collect(),
@@ -1038,6 +1245,10 @@ fn summary(out: &mut String, s: &DbStep, bench: &Bench, protocol: Protocol) {
         Bench::Sysbench(..) => sysbench_summary(out, s),
         Bench::Tpcb(t) => pgbench_summary(out, s, t, protocol),
         Bench::Tpcc(t) => tpcc_summary(out, s, t),
+        Bench::Pgio(p) => pgio_summary(out, s, p),
+    }
+    if let Some(r) = &s.io {
+        let _ = writeln!(out, "{}", io_line(r));
     }
     let (Some(b), Some(a)) = (&s.before, &s.after) else {
         return;
@@ -1196,6 +1407,7 @@ fn db_spec(
             Bench::Tpcc(t) => {
                 u64::from(csdchar_core::tpcc::STOCK_PER_WAREHOUSE) * u64::from(t.warehouses)
             }
+            Bench::Pgio(p) => csdchar_core::pgio::rows_for_blocks(p.blocks_per_schema),
         },
         scale: match bench {
             Bench::Tpcb(t) => Some(t.scale),
@@ -1212,6 +1424,7 @@ fn db_spec(
             Bench::Sysbench(..) => format!("{:?}", o.run.rand_type).to_lowercase(),
             Bench::Tpcb(_) => "uniform".into(),
             Bench::Tpcc(_) => "nurand".into(),
+            Bench::Pgio(_) => "uniform".into(),
         },
         fillfactor,
         string_dup: o.load.string_dup,
@@ -1232,7 +1445,34 @@ fn db_spec(
                 .collect(),
             _ => Default::default(),
         },
+        pgio: match bench {
+            Bench::Pgio(p) => Some(csdchar_core::result::db::PgioParams {
+                schemas: p.schemas,
+                blocks_per_schema: p.blocks_per_schema,
+                update_pct: p.update_pct,
+                work_unit: p.work_unit,
+                update_work_unit: p.update_work_unit,
+                server_side: p.server_side,
+            }),
+            _ => None,
+        },
+        cache_control: cache_control(o),
     }
+}
+
+/// What kept the page cache from absorbing reads, in the result's words.
+fn cache_control(o: &DbOpts) -> Option<String> {
+    let mut what = Vec::new();
+    if let Some(m) = o.server.pg_memory_limit {
+        what.push(format!(
+            "server memory limit {} (cgroup, page cache included)",
+            csdchar_core::units::format_bytes(m as f64)
+        ));
+    }
+    if o.run.drop_caches {
+        what.push("page cache dropped before each step".to_string());
+    }
+    (!what.is_empty()).then(|| what.join("; "))
 }
 
 /// BenchmarkSQL's end-of-run figures (tpmC, tpmTOTAL), then per transaction
@@ -1302,7 +1542,8 @@ async fn open_checked(
         .await
         .map(|r| r.get(0))
         .unwrap_or(i64::MAX);
-    let need = i64::from(o.threads.threads.iter().copied().max().unwrap_or(1));
+    // One more for the I/O sampler.
+    let need = i64::from(max_clients(o)) + 1;
     if need + 3 > max_conn {
         let _ = writeln!(
             io.stderr,

@@ -195,6 +195,10 @@ pub struct ServerArgs {
     /// (scram-sha-256) kept in a 0600 file in the data directory. Default: Unix socket only.
     #[arg(long, value_name = "ADDR", conflicts_with = "url")]
     pub listen: Option<String>,
+    /// Run a managed cluster's server in a memory cgroup of this size (page cache included; e.g. 256m),
+    /// so the OS cannot absorb the database's reads (pgio); root only.
+    #[arg(long, value_name = "SIZE", value_parser = crate::opts::size_arg, conflicts_with = "url")]
+    pub pg_memory_limit: Option<u64>,
     /// Database name.
     #[arg(long, default_value = "postgres")]
     pub db: String,
@@ -223,6 +227,16 @@ pub struct LoadArgs {
     /// tpcc: warehouses to load (BenchmarkSQL's warehouses); `run` takes the count from the tables.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub warehouses: Option<u32>,
+    /// pgio: tables pgio1..N (pgio's NUM_SCHEMAS).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub schemas: u32,
+    /// pgio: size of each table (pgio's SCALE, one row per 8 KiB block; e.g. 256m, 8g; at least 8m).
+    #[arg(long, default_value = "64m", value_parser = crate::opts::size_arg)]
+    pub pgio_size: u64,
+    /// pgio: run pgio's own PL/pgSQL loop on the server (one transaction = 100 operations)
+    /// instead of csdchar's clients sending each operation.
+    #[arg(long)]
+    pub pgio_server_side: bool,
     /// tpcc prepare: resume a load cut short by loading only warehouses FROM-TO that are missing
     /// (into the tables it left, with the same --seed); keys and indexes are built afterwards.
     #[arg(long, value_name = "FROM-TO", value_parser = range_arg)]
@@ -317,6 +331,19 @@ pub struct RunArgs {
     /// (BenchmarkSQL's sample properties: 45,43,4,4,4).
     #[arg(long, value_delimiter = ',', default_value = "45,43,4,4,4", value_parser = mix_arg)]
     pub mix: Vec<f64>,
+    /// pgio: updates per 100 operations (pgio's UPDATE_PCT: 0-50 or 100).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub update_pct: u8,
+    /// pgio: keys per select (pgio's WORK_UNIT).
+    #[arg(long, default_value_t = 255, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub work_unit: u32,
+    /// pgio: keys per update (pgio's UPDATE_WORK_UNIT).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub update_work_unit: u32,
+    /// Drop the OS page cache (sync; echo 3 > /proc/sys/vm/drop_caches) before each step; root only.
+    /// It does not keep the cache out during a step: --pg-memory-limit does.
+    #[arg(long)]
+    pub drop_caches: bool,
     /// Protocol (pgbench's -M); default: prepared for sysbench workloads, simple for tpcb, as the peers do.
     #[arg(long, value_enum)]
     pub protocol: Option<ProtocolArg>,
@@ -381,6 +408,8 @@ pub enum WorkloadArg {
     /// BenchmarkSQL 5.x's TPC-C (bmsql_ tables, --warehouses, --threads = terminals)
     #[value(alias = "benchmarksql")]
     Tpcc,
+    /// pgio (SLOB for PostgreSQL): random block reads past shared_buffers (--schemas, --pgio-size, --threads per schema)
+    Pgio,
 }
 
 impl WorkloadArg {

@@ -58,6 +58,32 @@
 //! csdchar (`csdchar-pg` plus six characters, holding only `pgdata`) are only
 //! reported. Each removal or report is one line in [`ManagedCluster::notes`].
 //!
+//! # Memory limit
+//!
+//! With [`ClusterSpec::memory_limit`] the server runs in a memory cgroup of
+//! its own, so its page cache is capped too and reads that miss shared
+//! buffers reach the device (dropping caches does not last: readahead refills
+//! them within a second). csdchar looks for the memory controller in
+//! `/proc/self/mountinfo`: a cgroup v2 mount whose `cgroup.controllers` lists
+//! `memory` first (enabling `+memory` in its `cgroup.subtree_control` when
+//! needed, with a note), else a v1 `memory` hierarchy. It creates
+//! `csdchar-pg-<pid>-<n>` at the top of that hierarchy and writes the limit
+//! (`memory.max`, v1 `memory.limit_in_bytes`).
+//!
+//! Nothing of the server escapes: `pg_ctl start` is spawned as a small `sh`
+//! that waits on a pipe; csdchar writes that shell's pid to the cgroup's
+//! `cgroup.procs`, then lets it `exec` pg_ctl, so pg_ctl, the postmaster and
+//! every backend it forks start inside (no moving of running processes, no
+//! `pre_exec` code). initdb and the watchdog run outside.
+//!
+//! The cgroup is removed (rmdir, once the server has exited) by
+//! [`ManagedCluster::stop`] and drop. It stays with a server that is kept
+//! running. The watchdog runs as the server's user and cannot remove it, so
+//! after a killed csdchar (or a kept server that stopped since) the next start
+//! as root removes `csdchar-pg-<pid>-<n>` cgroups that are empty and whose
+//! csdchar pid is gone, one note each. Needs root; when attaching, the limit
+//! is ignored with a note.
+//!
 //! # Attaching
 //!
 //! Starting on a `--pgdata` whose server already runs (live pid in
@@ -118,6 +144,9 @@ pub enum ClusterError {
     /// File-system trouble around the data directory.
     #[error("{0}")]
     Io(String),
+    /// The memory limit cannot be applied (not root, no memory controller, cgroup trouble).
+    #[error("--pg-memory-limit: {0}")]
+    MemoryLimit(String),
 }
 
 /// The server binaries of one PostgreSQL installation.
@@ -219,6 +248,13 @@ pub struct ClusterSpec {
     /// TCP logins then need the cluster's password (see [`ManagedCluster::password_file`]).
     /// None: Unix socket only.
     pub listen: Option<String>,
+    /// Run the server (and every process it starts) in a memory cgroup of its
+    /// own with this limit in bytes, page cache included, so that the OS cache
+    /// cannot absorb the server's reads (`--pg-memory-limit`). Needs root and
+    /// a memory controller; ignored with a note when attaching. The limit must
+    /// hold shared_buffers plus the backends, or the kernel's OOM killer ends
+    /// server processes. None: no limit of csdchar's.
+    pub memory_limit: Option<u64>,
 }
 
 /// The user the server runs as.
@@ -372,6 +408,10 @@ pub struct ManagedCluster {
     watchdog: Option<Watchdog>,
     /// Owns the temporary directory of an ephemeral cluster.
     ephemeral: Option<tempfile::TempDir>,
+    /// The memory limit in force (as the kernel reports it back).
+    memory_limit: Option<u64>,
+    /// The server's memory cgroup while it exists (see the module doc).
+    memory_cgroup: Option<MemCgroup>,
 }
 
 impl ManagedCluster {
@@ -397,6 +437,9 @@ impl ManagedCluster {
         let run_as = Self::run_as()?;
         let io = |what: &str, e: std::io::Error| ClusterError::Io(format!("{what}: {e}"));
         let mut notes = sweep_stale(Path::new(TEMP_ROOT));
+        if run_as.is_some() {
+            notes.extend(sweep_stale_cgroups());
+        }
 
         let user_pgdata = match &spec.pgdata {
             // The server's commands run from "/", so a relative path would point elsewhere.
@@ -404,10 +447,23 @@ impl ManagedCluster {
             None => None,
         };
         if let Some(p) = &user_pgdata
-            && let Some(c) = Self::attach(&bin, p, run_as, &settings, &listen, &mut notes)?
+            && let Some(c) = Self::attach(
+                &bin,
+                p,
+                run_as,
+                &settings,
+                &listen,
+                spec.memory_limit,
+                &mut notes,
+            )?
         {
             return Ok(c);
         }
+        // Checked before initdb, so a limit that cannot work fails at once.
+        let hierarchy = match spec.memory_limit {
+            Some(limit) => Some(MemoryHierarchy::for_limit(limit)?),
+            None => None,
+        };
 
         let (pgdata, ephemeral) = match user_pgdata {
             Some(p) => (p, None),
@@ -467,6 +523,8 @@ impl ManagedCluster {
             postmaster: None,
             watchdog: Some(watchdog),
             ephemeral,
+            memory_limit: None,
+            memory_cgroup: None,
         };
         let host_auth = if cluster.bin.major >= 10 {
             "scram-sha-256"
@@ -574,7 +632,12 @@ impl ManagedCluster {
             .arg(&log)
             .arg("-o")
             .arg(&opts);
-        let started = run(cmd, run_as, "pg_ctl start");
+        if let (Some(h), Some(limit)) = (&hierarchy, spec.memory_limit) {
+            let cg = MemCgroup::create(h, limit, &mut cluster.notes)?;
+            cluster.memory_limit = Some(cg.limit);
+            cluster.memory_cgroup = Some(cg);
+        }
+        let started = run_in(cmd, run_as, "pg_ctl start", cluster.memory_cgroup.as_ref());
         let pid_file = PidFile::read(&pgdata);
         // Whatever came up is stopped again by drop, also after a failed start.
         cluster.running = pid_file
@@ -582,8 +645,14 @@ impl ManagedCluster {
             .is_some_and(|p| process_alive(p.pid, None));
         cluster.postmaster = pid_file.as_ref().map(|p| p.pid);
         if let Err(e) = started {
+            let limit = cluster.memory_limit.map_or(String::new(), |l| {
+                format!(
+                    "\n(the server runs under a memory limit of {}: shared_buffers and the backends must fit in it)",
+                    human_bytes(l)
+                )
+            });
             return Err(ClusterError::Command(format!(
-                "{e}\nserver log: {}\n{}",
+                "{e}\nserver log: {}\n{}{limit}",
                 log.display(),
                 tail(&log, 15)
             )));
@@ -621,6 +690,7 @@ impl ManagedCluster {
         run_as: Option<RunAs>,
         settings: &[(String, String)],
         listen: &Option<String>,
+        memory_limit: Option<u64>,
         notes: &mut Vec<String>,
     ) -> Result<Option<ManagedCluster>, ClusterError> {
         let Some(mut pf) = PidFile::read(pgdata) else {
@@ -676,6 +746,13 @@ impl ManagedCluster {
                 }
             ));
         }
+        if let Some(limit) = memory_limit {
+            notes.push(format!(
+                "--pg-memory-limit {} ignored: the server already runs (pid {}) and was not started in a memory cgroup of this run (stop it to apply the limit)",
+                human_bytes(limit),
+                pf.pid
+            ));
+        }
         let password_file = pgdata.join(PASSWORD_FILE);
         if !pf.listen.is_empty() && !password_file.exists() {
             notes.push(format!(
@@ -702,6 +779,8 @@ impl ManagedCluster {
             postmaster: None,
             watchdog: None,
             ephemeral: None,
+            memory_limit: None,
+            memory_cgroup: None,
         }))
     }
 
@@ -789,9 +868,24 @@ impl ManagedCluster {
         }
     }
 
+    /// The memory limit (bytes, page cache included) the server runs under,
+    /// as the kernel reports it; None without [`ClusterSpec::memory_limit`]
+    /// or when attached.
+    pub fn memory_limit(&self) -> Option<u64> {
+        self.memory_limit
+    }
+
+    /// The server's memory cgroup directory (e.g.
+    /// `/sys/fs/cgroup/memory/csdchar-pg-<pid>-<n>`) while it exists: from
+    /// start until the server is stopped. None without a memory limit.
+    pub fn memory_cgroup(&self) -> Option<&Path> {
+        self.memory_cgroup.as_ref().map(|c| c.path.as_path())
+    }
+
     /// What happened on the way that the user should hear about: stale
-    /// temporary directories removed or left, attaching, ignored settings,
-    /// rewritten pg_hba lines. One line each, to be printed as they are.
+    /// temporary directories or cgroups removed or left, attaching, ignored
+    /// settings, rewritten pg_hba lines, the memory cgroup (and its cgroup
+    /// version) the server runs in. One line each, to be printed as they are.
     pub fn notes(&self) -> &[String] {
         &self.notes
     }
@@ -860,6 +954,8 @@ impl ManagedCluster {
         run(cmd, self.run_as, "pg_ctl stop")?;
         self.running = false;
         self.reap();
+        // The server has exited (pg_ctl -w waits for that), so it is empty now.
+        drop(self.memory_cgroup.take());
         Ok(())
     }
 
@@ -895,6 +991,10 @@ impl Drop for ManagedCluster {
             if let Some(w) = self.watchdog.take() {
                 w.finish(Some("keep"));
             }
+            // The server still runs in it; a later sweep removes it once empty.
+            if let Some(cg) = self.memory_cgroup.take() {
+                cg.keep();
+            }
             return;
         }
         if self.stop().is_err() {
@@ -913,6 +1013,8 @@ impl Drop for ManagedCluster {
                 reap_orphaned_postgres();
             }
         }
+        // Only now is the cgroup empty.
+        drop(self.memory_cgroup.take());
         // Synchronously, as before; then the watchdog has nothing left to do.
         drop(self.ephemeral.take());
         drop(self.socket_guard.take());
@@ -920,6 +1022,285 @@ impl Drop for ManagedCluster {
             w.finish(Some("done"));
         }
     }
+}
+
+/// Name prefix of the memory cgroups csdchar creates: `csdchar-pg-<pid>-<n>`.
+const CGROUP_PREFIX: &str = "csdchar-pg-";
+
+/// The cgroup interface that offers the memory controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CgroupVersion {
+    V1,
+    V2,
+}
+
+/// Where memory cgroups can be made on this machine (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MemoryHierarchy {
+    version: CgroupVersion,
+    /// The hierarchy's mount point; csdchar's cgroups go right below it.
+    root: PathBuf,
+}
+
+impl MemoryHierarchy {
+    /// The hierarchy to use: a v2 mount that offers `memory`, else a v1
+    /// memory hierarchy; None when there is neither.
+    fn detect() -> Option<MemoryHierarchy> {
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let mounts = cgroup_mounts(&mountinfo);
+        let v2 = mounts.iter().find(|h| {
+            h.version == CgroupVersion::V2
+                && fs::read_to_string(h.root.join("cgroup.controllers"))
+                    .is_ok_and(|c| c.split_whitespace().any(|w| w == "memory"))
+        });
+        let v1 = mounts.iter().find(|h| {
+            h.version == CgroupVersion::V1 && h.root.join("memory.limit_in_bytes").exists()
+        });
+        v2.or(v1).cloned()
+    }
+
+    /// The hierarchy for `limit`, or why the limit cannot be applied.
+    fn for_limit(limit: u64) -> Result<MemoryHierarchy, ClusterError> {
+        if limit == 0 {
+            return Err(ClusterError::MemoryLimit(
+                "the limit must be above 0".into(),
+            ));
+        }
+        // Safety: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(ClusterError::MemoryLimit(
+                "needs root: the server is put in a memory cgroup of its own; run as root or leave the option out".into(),
+            ));
+        }
+        Self::detect().ok_or_else(|| {
+            ClusterError::MemoryLimit(
+                "this machine offers no memory cgroup controller (no cgroup v2 mount listing memory in cgroup.controllers, no cgroup v1 memory hierarchy in /proc/self/mountinfo)".into(),
+            )
+        })
+    }
+
+    fn limit_file(&self) -> &'static str {
+        match self.version {
+            CgroupVersion::V1 => "memory.limit_in_bytes",
+            CgroupVersion::V2 => "memory.max",
+        }
+    }
+}
+
+/// The cgroup mounts in a `/proc/self/mountinfo` text: every cgroup2 mount
+/// and every v1 mount with the `memory` controller, in mount order.
+fn cgroup_mounts(mountinfo: &str) -> Vec<MemoryHierarchy> {
+    let mut out = Vec::new();
+    for line in mountinfo.lines() {
+        // "id parent maj:min root mountpoint options [optional…] - fstype source superoptions"
+        let Some((head, tail)) = line.split_once(" - ") else {
+            continue;
+        };
+        let Some(mount_point) = head.split(' ').nth(4) else {
+            continue;
+        };
+        let mut t = tail.split(' ');
+        let (fstype, superopts) = (t.next(), t.nth(1).unwrap_or(""));
+        let version = match fstype {
+            Some("cgroup2") => CgroupVersion::V2,
+            Some("cgroup") if superopts.split(',').any(|o| o == "memory") => CgroupVersion::V1,
+            _ => continue,
+        };
+        out.push(MemoryHierarchy {
+            version,
+            root: PathBuf::from(unescape_mountinfo(mount_point)),
+        });
+    }
+    out
+}
+
+/// mountinfo writes space, tab, newline and backslash as `\ooo` octal.
+fn unescape_mountinfo(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8) + (c - b'0')));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The memory cgroup of a started server; removed on drop (rmdir, which only
+/// succeeds once no process is left in it) unless kept.
+#[derive(Debug)]
+struct MemCgroup {
+    path: PathBuf,
+    /// The limit as read back from the kernel.
+    limit: u64,
+    kept: bool,
+}
+
+impl MemCgroup {
+    /// Creates `csdchar-pg-<pid>-<n>` in `h` with `limit` and notes which it is.
+    fn create(
+        h: &MemoryHierarchy,
+        limit: u64,
+        notes: &mut Vec<String>,
+    ) -> Result<MemCgroup, ClusterError> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let fail =
+            |what: String, e: std::io::Error| ClusterError::MemoryLimit(format!("{what}: {e}"));
+        if h.version == CgroupVersion::V2 {
+            // Children get memory.max only when their parent enables the controller.
+            let control = h.root.join("cgroup.subtree_control");
+            let enabled =
+                fs::read_to_string(&control).map_err(|e| fail(control.display().to_string(), e))?;
+            if !enabled.split_whitespace().any(|c| c == "memory") {
+                fs::write(&control, "+memory")
+                    .map_err(|e| fail(format!("enabling +memory in {}", control.display()), e))?;
+                notes.push(format!(
+                    "enabled the memory controller in {} (needed for --pg-memory-limit)",
+                    control.display()
+                ));
+            }
+        }
+        let me = std::process::id();
+        let path = loop {
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let p = h.root.join(format!("{CGROUP_PREFIX}{me}-{n}"));
+            match fs::create_dir(&p) {
+                Ok(()) => break p,
+                // Left by an earlier process with our pid: take the next number.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(fail(format!("creating {}", p.display()), e)),
+            }
+        };
+        let mut cg = MemCgroup {
+            path,
+            limit,
+            kept: false,
+        };
+        let file = cg.path.join(h.limit_file());
+        fs::write(&file, limit.to_string())
+            .map_err(|e| fail(format!("writing {}", file.display()), e))?;
+        // The kernel rounds down to whole pages; report what holds.
+        cg.limit = fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(limit);
+        notes.push(format!(
+            "memory cgroup {}: the server runs in {} with {}={} ({}, page cache included)",
+            match h.version {
+                CgroupVersion::V1 => "v1",
+                CgroupVersion::V2 => "v2",
+            },
+            cg.path.display(),
+            h.limit_file(),
+            cg.limit,
+            human_bytes(cg.limit)
+        ));
+        Ok(cg)
+    }
+
+    /// Moves process `pid` (all its threads) into the cgroup.
+    fn add(&self, pid: u32) -> std::io::Result<()> {
+        fs::write(self.path.join("cgroup.procs"), pid.to_string())
+    }
+
+    /// Leaves the cgroup in place (its server keeps running).
+    fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for MemCgroup {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        // Exiting processes leave the cgroup a moment after the server is
+        // reported stopped; a cgroup still busy after that is left to the
+        // next run's sweep.
+        for _ in 0..50 {
+            match fs::remove_dir(&self.path) {
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    std::thread::sleep(Duration::from_millis(100))
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+/// The csdchar pid in a cgroup name of ours (`csdchar-pg-<pid>-<n>`).
+fn cgroup_owner(name: &str) -> Option<i32> {
+    let (pid, n) = name.strip_prefix(CGROUP_PREFIX)?.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !(digits(pid) && digits(n)) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Removes memory cgroups of dead csdchar runs (see the module doc): named
+/// like ours, owner pid gone, no process inside. One note each.
+fn sweep_stale_cgroups() -> Vec<String> {
+    let mut notes = Vec::new();
+    let Some(h) = MemoryHierarchy::detect() else {
+        return notes;
+    };
+    let Ok(entries) = fs::read_dir(&h.root) else {
+        return notes;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(cgroup_owner) else {
+            continue;
+        };
+        let dir = e.path();
+        if process_alive(pid, None) || !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        // A kept server may still run in it: then it stays.
+        let empty = fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty());
+        if !empty {
+            continue;
+        }
+        match fs::remove_dir(&dir) {
+            Ok(()) => notes.push(format!(
+                "removed memory cgroup {}: left by a csdchar run (pid {pid}) that is gone",
+                dir.display()
+            )),
+            Err(e) => notes.push(format!(
+                "could not remove memory cgroup {}: {e}",
+                dir.display()
+            )),
+        }
+    }
+    notes
+}
+
+/// Bytes for people: `256 MiB`, `1.5 GiB`, or plain bytes.
+fn human_bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if n >= size {
+            let v = n as f64 / size as f64;
+            return if n % size == 0 {
+                format!("{} {unit}", n / size)
+            } else {
+                format!("{v:.1} {unit}")
+            };
+        }
+    }
+    format!("{n} B")
 }
 
 /// Splits `key=value` settings; the key must be a plain parameter name.
@@ -1382,15 +1763,64 @@ fn hand_over(dir: &Path, run_as: Option<RunAs>) -> Result<(), ClusterError> {
         .map_err(|e| ClusterError::Io(format!("{}: {e}", dir.display())))
 }
 
-fn run(mut cmd: Command, run_as: Option<RunAs>, what: &str) -> Result<Output, ClusterError> {
+fn run(cmd: Command, run_as: Option<RunAs>, what: &str) -> Result<Output, ClusterError> {
+    run_in(cmd, run_as, what, None)
+}
+
+/// Runs `cmd` like [`run`], inside `cgroup` when given: from its first
+/// instruction, so everything it starts is inside too (see the module doc).
+fn run_in(
+    cmd: Command,
+    run_as: Option<RunAs>,
+    what: &str,
+    cgroup: Option<&MemCgroup>,
+) -> Result<Output, ClusterError> {
+    let program = cmd.get_program().to_owned();
+    let mut cmd = match cgroup {
+        Some(_) => {
+            // The shell waits for "go", written once its pid is in the
+            // cgroup; EOF instead (the move failed) ends it before pg_ctl runs.
+            let mut sh = Command::new("sh");
+            sh.arg("-c")
+                .arg("IFS= read -r go && [ \"$go\" = go ] || exit 97; exec \"$@\" </dev/null")
+                .arg("csdchar-cgroup-entry")
+                .arg(cmd.get_program())
+                .args(cmd.get_args());
+            sh
+        }
+        None => cmd,
+    };
     if let Some(r) = run_as {
         cmd.uid(r.uid).gid(r.gid);
         // The server's user cannot enter root's working directory.
         cmd.current_dir("/");
     }
-    let out = cmd.output().map_err(|e| {
-        ClusterError::Command(format!("{what}: cannot run {:?}: {e}", cmd.get_program()))
-    })?;
+    let cannot =
+        |e: std::io::Error| ClusterError::Command(format!("{what}: cannot run {program:?}: {e}"));
+    let out = match cgroup {
+        None => cmd.output().map_err(cannot)?,
+        Some(cg) => {
+            let mut child = cmd
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(cannot)?;
+            let mut stdin = child.stdin.take().expect("piped");
+            if let Err(e) = cg.add(child.id()) {
+                drop(stdin);
+                let _ = child.wait();
+                return Err(ClusterError::MemoryLimit(format!(
+                    "cannot put {what} into {}: {e}",
+                    cg.path.display()
+                )));
+            }
+            // A shell that is gone already shows up in its exit status.
+            let _ = stdin.write_all(b"go\n");
+            drop(stdin);
+            child.wait_with_output().map_err(cannot)?
+        }
+    };
     if !out.status.success() {
         return Err(ClusterError::Command(format!(
             "{what} failed ({}): {}{}",
@@ -1577,6 +2007,62 @@ mod tests {
         let long = format!("/{}", "x".repeat(92));
         assert!(!socket_path_fits(Path::new(&long)));
         assert!(socket_path_fits(Path::new(&long[..92])));
+    }
+
+    #[test]
+    fn cgroup_mounts_and_names() {
+        // A hybrid machine (this VM's): v2 holds no memory, v1 does.
+        let hybrid = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n\
+                      32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n\
+                      35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n\
+                      41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        let m = cgroup_mounts(hybrid);
+        assert_eq!(
+            m,
+            [
+                MemoryHierarchy {
+                    version: CgroupVersion::V1,
+                    root: "/sys/fs/cgroup/memory".into()
+                },
+                MemoryHierarchy {
+                    version: CgroupVersion::V2,
+                    root: "/sys/fs/cgroup/unified".into()
+                }
+            ]
+        );
+        // Pure v2, optional fields, an escaped mount point.
+        let v2 = "29 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n\
+                  30 23 0:27 / /mnt/a\\040b rw master:1 - cgroup cgroup rw,cpu,memory\n";
+        let m = cgroup_mounts(v2);
+        assert_eq!(m.len(), 2);
+        assert_eq!(
+            (m[0].version, m[0].root.as_path()),
+            (CgroupVersion::V2, Path::new("/sys/fs/cgroup"))
+        );
+        assert_eq!(m[1].root, Path::new("/mnt/a b"));
+        assert_eq!(m[0].limit_file(), "memory.max");
+        assert_eq!(m[1].limit_file(), "memory.limit_in_bytes");
+        assert_eq!(unescape_mountinfo("a\\134b\\011"), "a\\b\t");
+        assert_eq!(unescape_mountinfo("x\\9"), "x\\9");
+
+        assert_eq!(cgroup_owner("csdchar-pg-123-0"), Some(123));
+        for other in [
+            "csdchar-pgio-123",
+            "csdchar-pg-123",
+            "csdchar-pg-x-1",
+            "csdchar-pg-12-",
+            "csdchar-pg-1-2-3",
+            "csdchar-pgABCDEF",
+        ] {
+            assert_eq!(cgroup_owner(other), None, "{other}");
+        }
+        assert_eq!(human_bytes(256 << 20), "256 MiB");
+        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
+        assert_eq!(human_bytes(100), "100 B");
+        assert!(matches!(
+            MemoryHierarchy::for_limit(0),
+            Err(ClusterError::MemoryLimit(_))
+        ));
     }
 
     #[test]

@@ -72,39 +72,7 @@ pub struct IoSample {
     pub device: Option<DeviceSample>,
 }
 
-/// Rates between two samples.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct IoRates {
-    /// pgio's RIOPS: shared-buffer misses per second (Δblks_read / s).
-    pub riops: f64,
-    /// Shared-buffer hits per second.
-    pub hits_per_s: f64,
-    /// Device reads per second.
-    pub dev_read_iops: Option<f64>,
-    /// Device read bytes per second.
-    pub dev_read_bytes_per_s: Option<f64>,
-    /// Mean device read latency, ms (Δread ticks / Δreads; None without reads).
-    pub dev_read_latency_ms: Option<f64>,
-    /// Device writes per second.
-    pub dev_write_iops: Option<f64>,
-    /// Device write bytes per second.
-    pub dev_write_bytes_per_s: Option<f64>,
-    /// Mean device write latency, ms.
-    pub dev_write_latency_ms: Option<f64>,
-    /// Device reads per shared-buffer miss (dev_read_iops / riops): 1.0 when
-    /// every miss reached the device as one read; below 1 the page cache
-    /// absorbed the rest (or the kernel merged reads); above 1 readahead or
-    /// other processes added reads. None without misses or a device.
-    pub absorbed_ratio: Option<f64>,
-    /// Logical bytes on the device at the later sample.
-    pub logical_bytes: Option<u64>,
-    /// Physical bytes on the device at the later sample.
-    pub physical_bytes: Option<u64>,
-    /// Change of logical bytes between the samples.
-    pub logical_delta_bytes: Option<i64>,
-    /// Change of physical bytes between the samples.
-    pub physical_delta_bytes: Option<i64>,
-}
+pub use csdchar_core::result::db::IoRates;
 
 impl IoSample {
     /// Rates from `self` to `later` over `secs` seconds. Counters that went
@@ -134,7 +102,7 @@ impl IoSample {
         r.dev_write_iops = Some(per_s(writes));
         r.dev_write_bytes_per_s = Some(per_s(b.write_bytes().saturating_sub(a.write_bytes())));
         r.dev_write_latency_ms = latency(b.write_ticks_ms.saturating_sub(a.write_ticks_ms), writes);
-        r.absorbed_ratio = (riops > 0.0).then(|| per_s(reads) / riops);
+        r.reads_per_miss = (riops > 0.0).then(|| per_s(reads) / riops);
         r.logical_bytes = b.logical_bytes;
         r.physical_bytes = b.physical_bytes;
         let delta = |x: Option<u64>, y: Option<u64>| Some(y? as i64 - x? as i64);
@@ -371,7 +339,7 @@ mod tests {
         assert_eq!(r.dev_read_iops, Some(8_000.0));
         assert_eq!(r.dev_read_bytes_per_s, Some(128_000.0 * 512.0 / 2.0));
         assert_eq!(r.dev_read_latency_ms, Some(0.25));
-        assert_eq!(r.absorbed_ratio, Some(0.8));
+        assert_eq!(r.reads_per_miss, Some(0.8));
         assert_eq!(r.dev_write_iops, Some(800.0));
         assert_eq!(r.dev_write_latency_ms, Some(0.0));
         assert_eq!(
@@ -392,7 +360,7 @@ mod tests {
         assert_eq!((r.riops, r.hits_per_s), (0.0, 4.0));
         assert_eq!(r.dev_read_iops, Some(0.0));
         assert_eq!(r.dev_read_latency_ms, None);
-        assert_eq!(r.absorbed_ratio, None);
+        assert_eq!(r.reads_per_miss, None);
         assert_eq!(r.logical_delta_bytes, None);
         // No device on one side, or another device: database figures only.
         let r = a.rates(&sample(10, 9, None), 1.0);

@@ -273,6 +273,8 @@ pub struct OltpInterval {
     pub lat_mean_ms: f64,
     /// Its standard deviation, ms (pgbench's "stddev").
     pub lat_stddev_ms: f64,
+    /// Database misses next to device I/O over the interval, when sampled.
+    pub io: Option<crate::iostat::IoRates>,
 }
 
 /// Totals of a run.
@@ -292,6 +294,8 @@ pub struct OltpOutcome {
     pub error: Option<String>,
     /// Per event kind ([`Workload::kinds`]), in that order; empty for one-kind workloads.
     pub by_kind: Vec<KindOutcome>,
+    /// Database misses next to device I/O over the measured time, when sampled.
+    pub io: Option<crate::iostat::IoRates>,
 }
 
 /// Totals of one event kind.
@@ -360,6 +364,9 @@ pub struct RunSettings {
     /// At most this many transactions per second, all clients together, each
     /// client on an even schedule; None: as fast as they go.
     pub rate: Option<f64>,
+    /// Sample `pg_stat_database` and the data directory's drive at every
+    /// interval and around the step (one more connection).
+    pub io_sampling: bool,
 }
 
 /// Where clients wait until all are connected; then the clock starts.
@@ -505,9 +512,22 @@ pub async fn run(
             .await
             .map_err(|e| DbError(format!("client start: {e}")))?
     } + settings.warmup;
+    // The I/O sampler's own connection, opened while the clients warm up.
+    let mut sampler = None;
+    if settings.io_sampling
+        && let Ok(client) = crate::oltp::connect(conninfo).await
+    {
+        let s = crate::iostat::IoSampler::new(&client).await;
+        sampler = Some((client, s));
+    }
     while Instant::now() < start && tasks.iter().any(|t| !t.is_finished()) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let first_io = match &mut sampler {
+        Some((client, s)) => Some(s.sample(client).await),
+        None => None,
+    };
+    let mut last_io = first_io.clone();
     // Reporter: sysbench-style interval lines.
     let mut intervals = Vec::new();
     let mut last = start;
@@ -526,6 +546,18 @@ pub async fn run(
                 s.interval = Tally::default();
                 s.interval_lat.reset();
             }
+            let io = match (&mut sampler, &last_io) {
+                (Some((client, s)), Some(prev)) => {
+                    let now_io = s.sample(client).await;
+                    let r = prev.rates(
+                        &now_io,
+                        now_io.taken.duration_since(prev.taken).as_secs_f64(),
+                    );
+                    last_io = Some(now_io);
+                    Some(r)
+                }
+                _ => None,
+            };
             let iv = OltpInterval {
                 t_s: now.duration_since(start).as_secs_f64(),
                 duration_s: now.duration_since(last).as_secs_f64(),
@@ -533,6 +565,7 @@ pub async fn run(
                 lat_pct_ms: lat.percentile(interval_pct) as f64 / 1e6,
                 lat_mean_ms: lat.mean() / 1e6,
                 lat_stddev_ms: lat.stddev() / 1e6,
+                io,
             };
             if report_interval.is_some() {
                 on_interval(&iv, threads);
@@ -544,6 +577,20 @@ pub async fn run(
     for t in tasks {
         let _ = t.join();
     }
+    // The step's figures: after the clients' backends have published their
+    // last counters (at exit), over the measured time.
+    let io = match (&mut sampler, &first_io) {
+        (Some((client, s)), Some(first)) => {
+            crate::iostat::settle(client, Duration::from_secs(3)).await;
+            let end = s.sample(client).await;
+            let secs = start
+                .elapsed()
+                .as_secs_f64()
+                .min(settings.time.as_secs_f64().max(0.001) + 1.0);
+            Some(first.rates(&end, secs))
+        }
+        _ => None,
+    };
     let elapsed = start
         .elapsed()
         .as_secs_f64()
@@ -579,6 +626,7 @@ pub async fn run(
                 latency: l.summary(&ps),
             })
             .collect(),
+        io,
     })
 }
 

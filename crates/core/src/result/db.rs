@@ -80,6 +80,31 @@ pub struct DbSpec {
     /// TPC-C: the transaction mix in percent by transaction type (new_order, payment, …); empty for other workloads.
     #[serde(default)]
     pub mix: BTreeMap<String, f64>,
+    /// pgio: its parameters; null for other workloads.
+    #[serde(default)]
+    pub pgio: Option<PgioParams>,
+    /// What kept the OS page cache from absorbing the database's reads: e.g.
+    /// "server memory limit 256.00MiB (cgroup v1)", "caches dropped before each step"; null: nothing.
+    #[serde(default)]
+    pub cache_control: Option<String>,
+}
+
+/// pgio's parameters, with its names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PgioParams {
+    /// NUM_SCHEMAS: tables pgio1..N.
+    pub schemas: u32,
+    /// SCALE: 8 KiB blocks (and rows) per table.
+    pub blocks_per_schema: u64,
+    /// UPDATE_PCT: updates per 100 operations.
+    pub update_pct: u8,
+    /// WORK_UNIT: keys per select.
+    pub work_unit: u32,
+    /// UPDATE_WORK_UNIT: keys per update.
+    pub update_work_unit: u32,
+    /// Whether pgio's server-side PL/pgSQL loop ran (one transaction = one call of 100 operations)
+    /// instead of csdchar's clients issuing each operation.
+    pub server_side: bool,
 }
 
 fn default_db_schema() -> String {
@@ -121,6 +146,9 @@ pub struct DbStep {
     /// Per transaction type (TPC-C's five), in the workload's order; empty for one-type workloads.
     #[serde(default)]
     pub by_type: Vec<DbTxType>,
+    /// Database misses next to device I/O over the measured time (null when not sampled).
+    #[serde(default)]
+    pub io: Option<IoRates>,
     /// Transaction latency, retries included, ns.
     pub latency: LatencyStats,
     /// Per-interval series.
@@ -129,6 +157,42 @@ pub struct DbStep {
     pub before: Option<DbSnapshot>,
     /// Database and device state after the step.
     pub after: Option<DbSnapshot>,
+}
+
+/// The physical-I/O correlation between two moments: the database's
+/// shared-buffer misses (pgio's RIOPS) next to the drive's reads and writes
+/// (diskstats) and, on a compressing drive, its logical and physical bytes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IoRates {
+    /// pgio's RIOPS: shared-buffer misses per second (Δblks_read / s).
+    pub riops: f64,
+    /// Shared-buffer hits per second.
+    pub hits_per_s: f64,
+    /// Device reads per second.
+    pub dev_read_iops: Option<f64>,
+    /// Device read bytes per second.
+    pub dev_read_bytes_per_s: Option<f64>,
+    /// Mean device read latency, ms (Δread ticks / Δreads; None without reads).
+    pub dev_read_latency_ms: Option<f64>,
+    /// Device writes per second.
+    pub dev_write_iops: Option<f64>,
+    /// Device write bytes per second.
+    pub dev_write_bytes_per_s: Option<f64>,
+    /// Mean device write latency, ms.
+    pub dev_write_latency_ms: Option<f64>,
+    /// Device reads per shared-buffer miss (dev_read_iops / riops): 1.0 when
+    /// every miss reached the device as one read; below 1 the page cache
+    /// absorbed the rest (or the kernel merged reads); above 1 readahead or
+    /// other processes added reads. None without misses or a device.
+    pub reads_per_miss: Option<f64>,
+    /// Logical bytes on the device at the later sample.
+    pub logical_bytes: Option<u64>,
+    /// Physical bytes on the device at the later sample.
+    pub physical_bytes: Option<u64>,
+    /// Change of logical bytes between the samples.
+    pub logical_delta_bytes: Option<i64>,
+    /// Change of physical bytes between the samples.
+    pub physical_delta_bytes: Option<i64>,
 }
 
 /// One transaction type of a step.
@@ -200,4 +264,7 @@ pub struct DbInterval {
     pub lat_pct_ms: f64,
     /// Ignored errors per second.
     pub errors_per_s: f64,
+    /// Database misses next to device I/O over the interval (null when not sampled).
+    #[serde(default)]
+    pub io: Option<IoRates>,
 }
