@@ -479,9 +479,20 @@ const HOLDER: &str = "CSDCHAR_TEST_HOLD_CLUSTER";
 #[test]
 fn a_killed_csdchar_leaves_no_server_or_directory() {
     if std::env::var_os(HOLDER).is_some() {
-        // The helper process: csdchar's part, killed by the test below.
-        let c = ManagedCluster::start(&ClusterSpec::default()).unwrap();
-        println!("PGDATA={}", c.pgdata().display());
+        // The helper process: csdchar's part, killed by the test below. As
+        // root, in a memory cgroup: the watchdog cannot remove that, the next
+        // start's sweep must.
+        let c = ManagedCluster::start(&ClusterSpec {
+            memory_limit: (is_root() && memory_hierarchy().is_some()).then_some(256 << 20),
+            ..Default::default()
+        })
+        .unwrap();
+        println!(
+            "PGDATA={} CGROUP={}",
+            c.pgdata().display(),
+            c.memory_cgroup()
+                .map_or(String::new(), |p| p.display().to_string())
+        );
         std::thread::sleep(Duration::from_secs(600));
         panic!("the helper was not killed");
     }
@@ -503,13 +514,18 @@ fn a_killed_csdchar_leaves_no_server_or_directory() {
             .unwrap(),
     );
     let out = helper.0.stdout.take().unwrap();
-    let pgdata = std::io::BufReader::new(out)
+    let (pgdata, cgroup) = std::io::BufReader::new(out)
         .lines()
         .map_while(Result::ok)
         // The harness may print its "test … " on the same line.
-        .find_map(|l| l.split_once("PGDATA=").map(|(_, p)| PathBuf::from(p)))
+        .find_map(|l| {
+            let (p, g) = l.split_once("PGDATA=")?.1.split_once(" CGROUP=")?;
+            Some((PathBuf::from(p), (!g.is_empty()).then(|| PathBuf::from(g))))
+        })
         .expect("the helper started a cluster");
     drop(sweep);
+    let _cgroup = cgroup.clone().map(CgroupGuard);
+    assert_eq!(cgroup.is_some(), is_root() && memory_hierarchy().is_some());
     let top = pgdata.parent().unwrap().to_path_buf();
     // Cleanup if the watchdog fails: stop the server, then remove the directory.
     let _top = scopeguard_remove(top.clone());
@@ -532,6 +548,14 @@ fn a_killed_csdchar_leaves_no_server_or_directory() {
         top.exists()
     );
     assert!(wait_until(10, || !watchdog_running(&pgdata)));
+    if let Some(cg) = cgroup {
+        assert!(cg.exists(), "only a sweep removes the cgroup");
+        let _sweep = sweep_lock();
+        let next = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+        assert!(!cg.exists(), "the next start removes {}", cg.display());
+        let notes = next.notes().join("\n");
+        assert!(notes.contains(&cg.display().to_string()), "{notes}");
+    }
 }
 
 /// Removes `dir` on drop (cleanup when an assertion fails).
@@ -668,6 +692,7 @@ fn a_running_server_is_attached_not_restarted() {
         let attached = start(&ClusterSpec {
             settings: vec!["work_mem=7MB".into()],
             keep_running: false,
+            memory_limit: Some(64 << 20),
             ..spec.clone()
         });
         assert!(attached.attached());
@@ -684,6 +709,19 @@ fn a_running_server_is_attached_not_restarted() {
                 .any(|n| n.contains("--pg-set ignored")),
             "{:?}",
             attached.notes()
+        );
+        // A running server cannot be limited: a note, not an error (also as non-root).
+        assert!(
+            attached
+                .notes()
+                .iter()
+                .any(|n| n.contains("--pg-memory-limit 64 MiB ignored")),
+            "{:?}",
+            attached.notes()
+        );
+        assert_eq!(
+            (attached.memory_limit(), attached.memory_cgroup()),
+            (None, None)
         );
         let hint = attached.connect_hint();
         assert!(hint.contains(&format!("-p {port}")), "{hint}");
@@ -718,4 +756,153 @@ fn a_running_server_is_attached_not_restarted() {
             assert!(!fresh_sock.exists());
         }
     }
+}
+
+/// The memory hierarchy csdchar uses, as the test sees it: the v2 root when
+/// it offers memory, else the v1 memory hierarchy.
+fn memory_hierarchy() -> Option<PathBuf> {
+    let v2 = Path::new("/sys/fs/cgroup");
+    if std::fs::read_to_string(v2.join("cgroup.controllers"))
+        .is_ok_and(|c| c.split_whitespace().any(|w| w == "memory"))
+    {
+        return Some(v2.to_path_buf());
+    }
+    let v1 = Path::new("/sys/fs/cgroup/memory");
+    v1.join("memory.limit_in_bytes")
+        .exists()
+        .then(|| v1.to_path_buf())
+}
+
+/// Removes a cgroup directory on drop (cleanup when an assertion fails).
+struct CgroupGuard(PathBuf);
+
+impl Drop for CgroupGuard {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if !self.0.exists() || std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("warning: could not remove {}", self.0.display());
+    }
+}
+
+/// Whether a `/proc/<pid>/cgroup` text puts the process's memory in the
+/// top-level cgroup `name` (v1 `N:…memory…:/name`, v2 `0::/name`).
+fn in_memory_cgroup(proc_cgroup: &str, name: &str) -> bool {
+    proc_cgroup.lines().any(|l| {
+        let mut f = l.splitn(3, ':');
+        let (ctl, path) = (f.nth(1).unwrap_or("-"), f.next().unwrap_or(""));
+        path == format!("/{name}") && (ctl.is_empty() || ctl.split(',').any(|c| c == "memory"))
+    })
+}
+
+#[test]
+fn memory_limit_runs_the_server_in_its_own_cgroup() {
+    if !have_postgres() {
+        return;
+    }
+    let spec = ClusterSpec {
+        memory_limit: Some(256 << 20),
+        ..Default::default()
+    };
+    // Also keeps other tests' starts from sweeping the fixtures below.
+    let sweep = sweep_lock();
+    if !is_root() {
+        let e = ManagedCluster::start(&spec).unwrap_err().to_string();
+        assert!(
+            e.contains("--pg-memory-limit") && e.contains("needs root"),
+            "{e}"
+        );
+        eprintln!("skipped the cgroup checks: not root; start says: {e}");
+        return;
+    }
+    let Some(top) = memory_hierarchy() else {
+        let e = ManagedCluster::start(&spec).unwrap_err().to_string();
+        assert!(e.contains("no memory cgroup controller"), "{e}");
+        eprintln!("skipped the cgroup checks: no memory controller; start says: {e}");
+        return;
+    };
+    // An empty cgroup of a dead run is swept; one of a live run is kept.
+    let stale = top.join(format!("csdchar-pg-{}-0", dead_pid()));
+    let live = top.join(format!("csdchar-pg-{}-999999", std::process::id()));
+    let _fixtures = (CgroupGuard(stale.clone()), CgroupGuard(live.clone()));
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::create_dir(&live).unwrap();
+
+    let c = ManagedCluster::start(&spec).unwrap();
+    drop(sweep);
+    let cg = c.memory_cgroup().expect("a memory cgroup").to_path_buf();
+    let _cleanup = CgroupGuard(cg.clone());
+    let notes = c.notes().join("\n");
+    assert!(!stale.exists(), "a dead run's cgroup is removed");
+    assert!(notes.contains(&stale.display().to_string()), "{notes}");
+    assert!(live.exists(), "a live run's cgroup stays");
+    assert!(!notes.contains(&live.display().to_string()), "{notes}");
+
+    assert_eq!(cg.parent(), Some(top.as_path()));
+    let name = cg.file_name().unwrap().to_str().unwrap().to_string();
+    assert!(
+        name.starts_with(&format!("csdchar-pg-{}-", std::process::id())),
+        "{name}"
+    );
+    assert_eq!(c.memory_limit(), Some(256 << 20));
+    let limit_file = ["memory.max", "memory.limit_in_bytes"]
+        .map(|f| cg.join(f))
+        .into_iter()
+        .find(|f| f.exists())
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&limit_file).unwrap().trim(),
+        "268435456"
+    );
+    let version = if limit_file.ends_with("memory.max") {
+        "v2"
+    } else {
+        "v1"
+    };
+    assert!(
+        notes.contains(&format!(
+            "memory cgroup {version}: the server runs in {}",
+            cg.display()
+        )),
+        "{notes}"
+    );
+
+    // The postmaster and all its children (checkpointer, walwriter, …).
+    let pm: i32 = std::fs::read_to_string(c.pgdata().join("postmaster.pid"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let children = std::fs::read_to_string(format!("/proc/{pm}/task/{pm}/children")).unwrap();
+    let children: Vec<i32> = children
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert!(!children.is_empty());
+    for pid in std::iter::once(pm).chain(children) {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+        // A child that exited meanwhile has no file left.
+        if !text.is_empty() {
+            assert!(in_memory_cgroup(&text, &name), "pid {pid}: {text}");
+        }
+    }
+    let procs = std::fs::read_to_string(cg.join("cgroup.procs")).unwrap();
+    assert!(procs.lines().any(|p| p == pm.to_string()), "{procs}");
+    // A backend reads its own /proc/self/cgroup.
+    let out = psql(
+        &c,
+        "select pg_backend_pid() || ' ' || pg_read_file('/proc/self/cgroup')",
+    );
+    let (backend, text) = out.split_once(' ').unwrap();
+    assert_ne!(backend, pm.to_string());
+    assert!(in_memory_cgroup(text, &name), "backend {backend}: {text}");
+
+    drop(c);
+    assert!(!cg.exists(), "cgroup {} left behind", cg.display());
 }

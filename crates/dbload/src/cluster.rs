@@ -1293,7 +1293,7 @@ fn human_bytes(n: u64) -> String {
     for (size, unit) in UNITS {
         if n >= size {
             let v = n as f64 / size as f64;
-            return if n % size == 0 {
+            return if n.is_multiple_of(size) {
                 format!("{} {unit}", n / size)
             } else {
                 format!("{v:.1} {unit}")
