@@ -224,6 +224,14 @@ fn golden_statistics_and_device_comparison() {
     assert_eq!(lines.count(), 20);
     let parquet = std::fs::read(dir.join("intervals.parquet")).unwrap();
     assert!(parquet.starts_with(b"PAR1") && parquet.ends_with(b"PAR1"));
+    // Results from before I/O sampling: the io columns are null, no io table or chart.
+    let riops = header.iter().position(|c| *c == "riops").unwrap();
+    assert!(
+        csv.lines()
+            .skip(1)
+            .all(|l| l.split(',').nth(riops) == Some(""))
+    );
+    assert!(!dir.join("tables/io.csv").exists());
 
     // Charts: TPS and QPS over time per run, the sweep (A vs B), space bars.
     let plots = plot_names(&dir);
@@ -246,6 +254,7 @@ fn golden_statistics_and_device_comparison() {
     // sysbench results have no TPC-C figures: no TPC-C tables or charts.
     assert!(!dir.join("tables/tpcc.csv").exists());
     assert!(!plots.iter().any(|p| p.starts_with("tpcc-")), "{plots:?}");
+    assert!(!plots.iter().any(|p| p.starts_with("pgio-")), "{plots:?}");
     let sweep = std::fs::read_to_string(dir.join("plots/sweep-oltp_read_write-100.svg")).unwrap();
     assert!(sweep.starts_with("<svg") || sweep.starts_with("<?xml"));
     for text in [
@@ -431,6 +440,8 @@ fn html_is_self_contained_and_renders_in_headless_chromium() {
         &fixture("block.json"),
         &fixture("tpcc-ssd"),
         &fixture("tpcc-csd"),
+        &fixture("pgio-disk"),
+        &fixture("pgio-zram"),
     ]);
     let html_path = dir.join("report.html");
     let html = std::fs::read_to_string(&html_path).unwrap();
@@ -455,6 +466,8 @@ fn html_is_self_contained_and_renders_in_headless_chromium() {
     }
     assert!(html.contains("<table") && html.contains("csd vs intel"));
     assert!(html.contains("id=\"tpcc\"") && html.contains("id=\"tpcc-tpmc-10w-100\""));
+    // pgio's io table and RIOPS charts too (labelled by their drives).
+    assert!(html.contains("id=\"io\"") && html.contains("id=\"pgio-riops-zram0-"));
 
     let Some(browser) = chromium() else {
         // scripts/test.sh installs Chromium when run as root and then requires
@@ -872,4 +885,239 @@ fn tpcc_results_get_tpmc_tables_a_comparison_and_charts() {
     assert!(html.contains("TPC-C: csd vs ssd"));
     let svg_files = plots.iter().filter(|p| p.ends_with(".svg")).count();
     assert_eq!(html.matches("<svg").count(), svg_files);
+}
+
+/// A pgio fixture as JSON.
+fn pgio_fixture(rel: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture(rel)).unwrap()).unwrap()
+}
+
+/// An optional number of a fixture's `io` object.
+fn io_f64(io: &serde_json::Value, field: &str) -> Option<f64> {
+    io.get(field).and_then(|v| v.as_f64())
+}
+
+/// Runs `csdchar report` on the two pgio fixtures (disk first: the baseline).
+fn report_pgio() -> (tempfile::TempDir, PathBuf, common::Ran) {
+    let out = tmp();
+    let dir = out.path().join("r");
+    let disk = format!("disk={}", fixture("pgio-disk"));
+    let zram = format!("zram={}", fixture("pgio-zram"));
+    let ran = common::csdchar(&[
+        "report",
+        "--out",
+        dir.to_str().unwrap(),
+        "--label",
+        &disk,
+        "--label",
+        &zram,
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    (out, dir, ran)
+}
+
+#[test]
+fn pgio_results_get_an_io_table_a_comparison_and_riops_charts() {
+    const FIXTURES: [(&str, &str); 2] = [
+        ("disk", "pgio-disk/db-pgio.json"),
+        ("zram", "pgio-zram/db-pgio.json"),
+    ];
+    for (_, rel) in FIXTURES {
+        let v = pgio_fixture(rel);
+        common::assert_matches_schema(&v, "db");
+        assert_eq!(v["spec"]["workload"], "pgio");
+        assert!(v["spec"]["pgio"].is_object());
+    }
+    let (_out, dir, ran) = report_pgio();
+    assert!(ran.stdout.contains("Database I/O"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("pgio I/O: zram vs disk"),
+        "{}",
+        ran.stdout
+    );
+
+    // The io table: one row per label × threads, every figure from the steps' io.
+    let io = read_table(&dir.join("tables/io.csv"));
+    assert_eq!(io.len(), 4, "{io:?}");
+    for (label, rel) in FIXTURES {
+        let v = pgio_fixture(rel);
+        let p = &v["spec"]["pgio"];
+        let config = format!(
+            "{} schemas x {} blocks; {}% updates; work unit {}/{}",
+            p["schemas"],
+            p["blocks_per_schema"],
+            p["update_pct"],
+            p["work_unit"],
+            p["update_work_unit"]
+        );
+        for step in v["steps"].as_array().unwrap() {
+            let r = row(&io, label, &step["threads"].to_string());
+            let sio = &step["io"];
+            assert_eq!(r["workload"], "pgio");
+            assert_eq!(r["config"], config, "{r:?}");
+            assert_eq!(
+                r["cache control"],
+                v["spec"]["cache_control"].as_str().unwrap()
+            );
+            let riops = io_f64(sio, "riops").unwrap();
+            let dev = io_f64(sio, "dev_read_iops").unwrap();
+            assert!(close(num(r, "RIOPS"), riops), "{r:?}");
+            assert!(close(num(r, "hits/s"), io_f64(sio, "hits_per_s").unwrap()));
+            assert!(close(num(r, "dev read IOPS"), dev), "{r:?}");
+            assert!(close(
+                num(r, "dev read MiB/s"),
+                io_f64(sio, "dev_read_bytes_per_s").unwrap() / 1048576.0
+            ));
+            assert!(close(
+                num(r, "dev read lat ms"),
+                io_f64(sio, "dev_read_latency_ms").unwrap()
+            ));
+            // What the page cache absorbed: device reads per miss.
+            assert!(close(num(r, "dev reads/miss"), dev / riops), "{r:?}");
+            assert!(close(
+                num(r, "dev write IOPS"),
+                io_f64(sio, "dev_write_iops").unwrap()
+            ));
+            assert!(close(
+                num(r, "dev write lat ms"),
+                io_f64(sio, "dev_write_latency_ms").unwrap()
+            ));
+            // Logical/physical bytes: zram has the counters, the disk does not.
+            match io_f64(sio, "physical_bytes") {
+                Some(b) => {
+                    assert!(close(num(r, "physical"), b), "{r:?}");
+                    assert!(close(
+                        num(r, "logical"),
+                        io_f64(sio, "logical_bytes").unwrap()
+                    ));
+                    assert!(close(
+                        num(r, "physical change"),
+                        io_f64(sio, "physical_delta_bytes").unwrap()
+                    ));
+                }
+                None => {
+                    assert_eq!(label, "disk");
+                    assert_eq!(r["physical"], "", "{r:?}");
+                    assert_eq!(r["logical"], "", "{r:?}");
+                }
+            }
+        }
+    }
+    // Shown outside the CSV: the bytes (zram has them), not the write latency.
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let section = md
+        .split("## ")
+        .find(|s| s.starts_with("Database I/O"))
+        .expect("io section in report.md");
+    assert!(section.contains("| dev reads/miss |"), "{section}");
+    assert!(section.contains("| physical |"), "{section}");
+    assert!(section.contains("1.00 GiB"), "{section}");
+    assert!(!section.contains("dev write lat ms"), "{section}");
+
+    // The comparison: RIOPS and device read latency, disk | zram | change %.
+    let cmp = read_table(&dir.join("tables/pgio-compare-zram-vs-disk.csv"));
+    assert_eq!(cmp.len(), 2, "{cmp:?}");
+    let (disk, zram) = (pgio_fixture(FIXTURES[0].1), pgio_fixture(FIXTURES[1].1));
+    for (a, b) in disk["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(zram["steps"].as_array().unwrap())
+    {
+        let threads = a["threads"].to_string();
+        let r = cmp
+            .iter()
+            .find(|r| r["threads"] == threads)
+            .unwrap_or_else(|| panic!("no {} threads in {cmp:?}", a["threads"]));
+        let (ra, rb) = (
+            io_f64(&a["io"], "riops").unwrap(),
+            io_f64(&b["io"], "riops").unwrap(),
+        );
+        assert!(close(num(r, "RIOPS disk"), ra), "{r:?}");
+        assert!(close(num(r, "RIOPS zram"), rb), "{r:?}");
+        assert!(
+            close(num(r, "RIOPS change %"), (rb / ra - 1.0) * 100.0),
+            "{r:?}"
+        );
+        let (la, lb) = (
+            io_f64(&a["io"], "dev_read_latency_ms").unwrap(),
+            io_f64(&b["io"], "dev_read_latency_ms").unwrap(),
+        );
+        assert!(
+            close(num(r, "dev read lat ms change %"), (lb / la - 1.0) * 100.0),
+            "{r:?}"
+        );
+        assert!(
+            num(r, "dev read lat ms change %") < -90.0,
+            "zram reads faster"
+        );
+    }
+    assert!(md.contains("## pgio I/O: zram vs disk"), "{md}");
+
+    // The charts: RIOPS and device read IOPS over time per label, SVG and PNG.
+    let plots = plot_names(&dir);
+    let stems = [
+        "pgio-riops-disk-4x4096-u10-w255-8",
+        "pgio-riops-zram-4x4096-u10-w255-8",
+    ];
+    for stem in stems {
+        for ext in ["svg", "png"] {
+            assert!(
+                plots.contains(&format!("{stem}.{ext}")),
+                "{stem}.{ext}: {plots:?}"
+            );
+        }
+        let svg = std::fs::read_to_string(dir.join(format!("plots/{stem}.svg"))).unwrap();
+        for text in [
+            "RIOPS (buffer misses/s)",
+            "device read IOPS",
+            "4, 8 clients",
+        ] {
+            assert!(svg.contains(text), "{text} missing from {stem}");
+        }
+    }
+    assert_pngs_match_svgs(&dir);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for id in stems.iter().chain(&["io", "pgio-compare-zram-vs-disk"]) {
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "{id} not on the page"
+        );
+    }
+    let svg_files = plots.iter().filter(|p| p.ends_with(".svg")).count();
+    assert_eq!(html.matches("<svg").count(), svg_files);
+
+    // The interval export carries the io columns, sample by sample.
+    let csv = std::fs::read_to_string(dir.join("intervals.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let samples: Vec<serde_json::Value> = [&disk, &zram]
+        .iter()
+        .flat_map(|v| v["steps"].as_array().unwrap().clone())
+        .flat_map(|s| s["intervals"].as_array().unwrap().clone())
+        .collect();
+    assert_eq!(rows.len(), samples.len());
+    for (r, iv) in rows.iter().zip(&samples) {
+        for (column, field) in [
+            ("riops", "riops"),
+            ("dev_read_iops", "dev_read_iops"),
+            ("dev_read_latency_ms", "dev_read_latency_ms"),
+            ("reads_per_miss", "reads_per_miss"),
+        ] {
+            let got: f64 = r[col(column)].parse().unwrap();
+            assert!(
+                close(got, io_f64(&iv["io"], field).unwrap()),
+                "{column}: {r:?}"
+            );
+        }
+    }
+    let parquet = std::fs::read(dir.join("intervals.parquet")).unwrap();
+    for name in ["riops", "dev_read_latency_ms", "reads_per_miss"] {
+        assert!(
+            parquet.windows(name.len()).any(|w| w == name.as_bytes()),
+            "{name} not in the Parquet schema"
+        );
+    }
 }

@@ -49,6 +49,10 @@ pub fn interval_frame(rows: &[IntervalRow]) -> Result<DataFrame, ReportError> {
         f("write_bw_bytes_per_s", col_f(|r| r.write_bw_bytes_per_s)),
         f("write_lat_mean_us", col_f(|r| r.write_lat_mean_us)),
         f("write_lat_p99_us", col_f(|r| r.write_lat_p99_us)),
+        f("riops", col_f(|r| r.riops)),
+        f("dev_read_iops", col_f(|r| r.dev_read_iops)),
+        f("dev_read_latency_ms", col_f(|r| r.dev_read_latency_ms)),
+        f("reads_per_miss", col_f(|r| r.reads_per_miss)),
     ];
     debug_assert_eq!(columns.len(), INTERVAL_COLUMNS.len());
     DataFrame::new(rows.len(), columns).map_err(polars_error)
@@ -195,6 +199,14 @@ mod tests {
             bs_bytes: Some(4096),
             read_iops: Some(1e5),
             ..IntervalRow::default()
+        });
+        // A db sample with physical I/O beside ones without: nulls survive.
+        rows.push(IntervalRow {
+            riops: Some(2210.0),
+            dev_read_iops: Some(2121.6),
+            dev_read_latency_ms: Some(3.9),
+            reads_per_miss: Some(0.96),
+            ..db_row("a", 4, 180.0)
         });
         let df = interval_frame(&rows).unwrap();
         let bytes = to_parquet(&df).unwrap();

@@ -7,6 +7,7 @@
 
 pub mod analysis;
 pub mod html;
+pub mod io;
 pub mod load;
 pub mod model;
 pub mod plots;
@@ -81,6 +82,7 @@ pub fn build_report(specs: &[InputSpec]) -> Result<Report, ReportError> {
     let stats = analysis::db_group_stats(&frame)?;
     let latency = tables::group_latency(&flat.db_steps);
     let tpcc = tpcc::tpcc_groups(&flat.tpcc);
+    let io = io::io_groups(&flat.io);
 
     let mut labels: Vec<String> = Vec::new();
     for i in &inputs {
@@ -113,6 +115,14 @@ pub fn build_report(specs: &[InputSpec]) -> Result<Report, ReportError> {
         if let Some((base, others)) = labels.split_first() {
             for other in others {
                 tables.extend(tpcc::tpcc_comparison_table(base, other, &tpcc));
+            }
+        }
+    }
+    if !io.is_empty() {
+        tables.push(io::io_table(&io));
+        if let Some((base, others)) = labels.split_first() {
+            for other in others {
+                tables.extend(io::io_comparison_table(base, other, &io));
             }
         }
     }

@@ -3,7 +3,7 @@
 //! space measurement.
 
 use csdchar_core::result::block::{BlockResult, DirectionSummary, IntervalDirection};
-use csdchar_core::result::db::{DbSpec, DbStep};
+use csdchar_core::result::db::{DbSpec, DbStep, IoRates, PgioParams};
 
 use crate::load::{LoadedResult, ReportInput};
 
@@ -161,6 +161,26 @@ pub const INTERVAL_COLUMNS: &[ColumnDoc] = &[
         dtype: "float64",
         doc: "block: 99th percentile write latency, µs.",
     },
+    ColumnDoc {
+        name: "riops",
+        dtype: "float64",
+        doc: "db: shared-buffer misses per second (pgio's RIOPS, Δpg_stat_database.blks_read / s); null when the run did not sample I/O.",
+    },
+    ColumnDoc {
+        name: "dev_read_iops",
+        dtype: "float64",
+        doc: "db: reads per second of the drive holding the data directory; null without its counters.",
+    },
+    ColumnDoc {
+        name: "dev_read_latency_ms",
+        dtype: "float64",
+        doc: "db: the drive's mean read latency, ms (Δread ticks / Δreads); null without reads.",
+    },
+    ColumnDoc {
+        name: "reads_per_miss",
+        dtype: "float64",
+        doc: "db: dev_read_iops / riops: 1 when every miss reached the drive, below 1 what the page cache absorbed.",
+    },
 ];
 
 /// One interval sample, database or block (see [`INTERVAL_COLUMNS`]).
@@ -195,6 +215,10 @@ pub struct IntervalRow {
     pub write_bw_bytes_per_s: Option<f64>,
     pub write_lat_mean_us: Option<f64>,
     pub write_lat_p99_us: Option<f64>,
+    pub riops: Option<f64>,
+    pub dev_read_iops: Option<f64>,
+    pub dev_read_latency_ms: Option<f64>,
+    pub reads_per_miss: Option<f64>,
 }
 
 /// Which run a database step belongs to: the grouping key of the tables.
@@ -273,6 +297,42 @@ pub struct TpccTypeRow {
     pub p95_ms: Option<f64>,
     /// 99th percentile, ms, when recorded.
     pub p99_ms: Option<f64>,
+}
+
+/// One database step that sampled physical I/O: its rates over the step and
+/// per interval, with what the I/O depends on besides the key (pgio's
+/// parameters, what limited the page cache).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IoStepRow {
+    /// Grouping key.
+    pub key: DbKey,
+    /// pgio's parameters (pgio runs only).
+    pub pgio: Option<PgioParams>,
+    /// What kept the page cache from absorbing reads; None: nothing.
+    pub cache_control: Option<String>,
+    /// Result file.
+    pub source: String,
+    /// Run start, RFC 3339.
+    pub started_at: String,
+    /// Measured seconds.
+    pub elapsed_s: f64,
+    /// Rates over the whole step (None when only the intervals have them).
+    pub io: Option<IoRates>,
+    /// Rates per interval, for the intervals that have them.
+    pub intervals: Vec<IoPoint>,
+}
+
+/// One interval of an [`IoStepRow`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IoPoint {
+    /// Seconds since the step started, at the interval's end.
+    pub t_s: f64,
+    /// Length of the interval, seconds.
+    pub duration_s: f64,
+    /// Shared-buffer misses per second.
+    pub riops: f64,
+    /// Device reads per second, when the device was sampled.
+    pub dev_read_iops: Option<f64>,
 }
 
 /// Block results: per job, plus the whole run (`job` None).
@@ -361,6 +421,8 @@ pub struct Flattened {
     pub db_steps: Vec<DbStepRow>,
     /// TPC-C steps (those with tpmC), also among `db_steps`.
     pub tpcc: Vec<TpccRow>,
+    /// Database steps that sampled physical I/O, also among `db_steps`.
+    pub io: Vec<IoStepRow>,
     /// Block results.
     pub block: Vec<BlockRow>,
     /// Space measurements.
@@ -520,8 +582,18 @@ fn add_db(
                     .collect(),
             });
         }
+        let mut io_points = Vec::new();
         let mut prev_t = 0.0;
         for iv in &step.intervals {
+            let io = iv.io.as_ref();
+            if let Some(io) = io {
+                io_points.push(IoPoint {
+                    t_s: iv.t_s,
+                    duration_s: iv.t_s - prev_t,
+                    riops: io.riops,
+                    dev_read_iops: io.dev_read_iops,
+                });
+            }
             f.intervals.push(IntervalRow {
                 source: source.to_string(),
                 label: label.to_string(),
@@ -541,9 +613,25 @@ fn add_db(
                 errors_per_s: Some(iv.errors_per_s),
                 lat_percentile: pct,
                 lat_pct_ms: Some(iv.lat_pct_ms),
+                riops: io.map(|io| io.riops),
+                dev_read_iops: io.and_then(|io| io.dev_read_iops),
+                dev_read_latency_ms: io.and_then(|io| io.dev_read_latency_ms),
+                reads_per_miss: io.and_then(|io| io.reads_per_miss),
                 ..IntervalRow::default()
             });
             prev_t = iv.t_s;
+        }
+        if step.io.is_some() || !io_points.is_empty() {
+            f.io.push(IoStepRow {
+                key: key.clone(),
+                pgio: spec.pgio.clone(),
+                cache_control: spec.cache_control.clone(),
+                source: source.to_string(),
+                started_at: started_at.to_string(),
+                elapsed_s: step.elapsed_s,
+                io: step.io.clone(),
+                intervals: io_points,
+            });
         }
     }
 }

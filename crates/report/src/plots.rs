@@ -9,7 +9,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::ReportError;
-use crate::model::{DbKey, Flattened, IntervalRow, SpaceRow};
+use crate::model::{DbKey, Flattened, IntervalRow, IoStepRow, SpaceRow};
 use crate::tables::{GroupLatency, human_bytes, slug};
 use crate::tpcc::TpccGroup;
 
@@ -409,6 +409,7 @@ pub fn all_plots(
     db_time_plots(&flat.intervals, &mut plots)?;
     sweep_plots(flat, latency, &mut plots)?;
     tpcc_plots(tpcc, &mut plots)?;
+    pgio_io_plots(&flat.io, &mut plots)?;
     space_plots(&flat.space, &mut plots)?;
     block_plots(&flat.intervals, &mut plots)?;
     // Names become file names: two charts must never share one (labels that
@@ -712,6 +713,85 @@ fn tpcc_plots(groups: &[TpccGroup], plots: &mut Vec<Plot>) -> Result<(), ReportE
         let chart = Chart::Bars(vec![panel("p95", |t| t.p95_ms), panel("p99", |t| t.p99_ms)]);
         plots.push(Plot::new(
             format!("tpcc-latency-{stem}-{terminals}t"),
+            title,
+            &chart,
+        )?);
+    }
+    Ok(())
+}
+
+/// pgio, per label × configuration (pgio's parameters and what limited the
+/// page cache): RIOPS and the drive's read IOPS over the measured time, one
+/// line each on one axis, the steps of a sweep one after another as they ran.
+/// Where the two lines part, the page cache (or readahead) is at work.
+fn pgio_io_plots(rows: &[IoStepRow], plots: &mut Vec<Plot>) -> Result<(), ReportError> {
+    type Config = (String, csdchar_core::result::db::PgioParams, Option<String>);
+    let mut groups: Vec<(Config, Vec<&IoStepRow>)> = Vec::new();
+    for r in rows.iter().filter(|r| !r.intervals.is_empty()) {
+        let Some(p) = &r.pgio else {
+            continue;
+        };
+        let key = (r.key.label.clone(), p.clone(), r.cache_control.clone());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((key, vec![r])),
+        }
+    }
+    for ((label, p, cache), steps) in &groups {
+        let (mut riops, mut dev) = (Vec::new(), Vec::new());
+        let mut offset = 0.0;
+        let mut clients: Vec<String> = Vec::new();
+        for s in steps {
+            // As full_intervals: a step's short last interval is noise here.
+            let longest = s.intervals.iter().map(|i| i.duration_s).fold(0.0, f64::max);
+            for i in s.intervals.iter().filter(|i| i.duration_s >= longest / 2.0) {
+                riops.push((offset + i.t_s, i.riops));
+                if let Some(d) = i.dev_read_iops {
+                    dev.push((offset + i.t_s, d));
+                }
+            }
+            let last = s.intervals.last().map_or(0.0, |i| i.t_s);
+            offset += s.elapsed_s.max(last);
+            let c = s.key.threads.to_string();
+            if !clients.contains(&c) {
+                clients.push(c);
+            }
+        }
+        let mut lines = vec![Line {
+            name: "RIOPS (buffer misses/s)".into(),
+            points: riops,
+        }];
+        if !dev.is_empty() {
+            lines.push(Line {
+                name: "device read IOPS".into(),
+                points: dev,
+            });
+        }
+        let date = date_of(&steps[0].started_at);
+        let clients = clients.join(", ");
+        let title = format!(
+            "pgio ({}) on {label}, cache control: {}, {clients} clients: RIOPS vs device read IOPS ({date})",
+            crate::io::pgio_config(p),
+            cache.as_deref().unwrap_or("none")
+        );
+        let chart = Chart::Lines(vec![LinePanel {
+            title: format!("pgio on {label}: RIOPS vs device read IOPS ({clients} clients)"),
+            x_desc: "measured time (s), steps in the order run".into(),
+            y_desc: "per second".into(),
+            lines,
+            discrete_x: false,
+        }]);
+        let stem = format!(
+            "{}x{}-u{}-w{}-{}{}",
+            p.schemas,
+            p.blocks_per_schema,
+            p.update_pct,
+            p.work_unit,
+            p.update_work_unit,
+            if p.server_side { "-ss" } else { "" }
+        );
+        plots.push(Plot::new(
+            format!("pgio-riops-{}-{stem}", slug(label)),
             title,
             &chart,
         )?);
