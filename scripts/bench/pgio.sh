@@ -3,7 +3,10 @@
 # RIOPS next to the drive's read IOPS as csdchar reports them, and an independent
 # /proc/diskstats delta taken around the same run (the drive's reads over the whole
 # command) to check the reported figure. The server runs in a memory cgroup
-# (--pg-memory-limit) so the page cache cannot absorb the reads; shared_buffers is small.
+# (--pg-memory-limit, page cache included) and the cache is dropped before each run: pages
+# cached before the server's cgroup existed (by the load) would otherwise still serve its reads.
+# The server is started once per drive and kept running, so each run's command does little
+# besides the measured time and the independent delta brackets it closely.
 # Needs root (cgroup, zram, mount).
 # Usage: scripts/bench/pgio.sh   env: SCHEMAS=2 SIZE=512m THREADS="1 2 4" TIME=20 MEMLIMIT=256m
 #        SHARED_BUFFERS=32MB UPDATE_PCT=0
@@ -17,12 +20,18 @@ CSD=$PWD/target/release/csdchar
 DISK=$(mktemp -d /var/tmp/csdchar-pgiobench.XXXX)
 chmod 755 "$DISK"
 . scripts/bench/zram-ext4.sh
-extra_cleanup() { rm -rf "$DISK"; }
+BIN=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+stop_cluster() { [ -f "$1/postmaster.pid" ] && su postgres -c "$BIN/pg_ctl stop -m fast -D $1" >/dev/null || true; }
+# Servers stopped behind csdchar's back leave their (empty) memory cgroups: remove them.
+extra_cleanup() {
+  stop_cluster "$DISK/pgdata"; [ -n "${MNT:-}" ] && stop_cluster "$MNT/pgdata"; rm -rf "$DISK"
+  for c in /sys/fs/cgroup/memory/csdchar-pg-* /sys/fs/cgroup/csdchar-pg-*; do [ -d "$c" ] && rmdir "$c" 2>/dev/null; done; true
+}
 zram_ext4_mount pgio
 common=(--workload pgio --schemas "$SCHEMAS" --pgio-size "$SIZE" --pg-set "shared_buffers=$SHARED_BUFFERS")
 for dev in disk zram; do
   if [ $dev = disk ]; then pg=$DISK/pgdata; else pg=$MNT/pgdata; fi
-  "$CSD" db prepare "${common[@]}" --pgdata "$pg" >/dev/null 2>&1
+  "$CSD" db prepare "${common[@]}" --pgdata "$pg" --keep-running --pg-memory-limit "$MEMLIMIT" >/dev/null 2>&1
   # The data directory's drive, as csdchar resolves it: a partition's whole disk.
   sys=$(readlink -f "/sys/dev/block/$(mountpoint -d "$(df --output=target "$pg" | tail -1)")")
   [ -e "$sys/partition" ] && sys=$(dirname "$sys")
@@ -30,7 +39,7 @@ for dev in disk zram; do
   for t in $THREADS; do
     before=$(awk -v d="$devname" '$3 == d {print $4}' /proc/diskstats)
     "$CSD" db run "${common[@]}" --pgdata "$pg" --threads "$t" --time "${TIME}s" --update-pct "$UPDATE_PCT" \
-      --pg-memory-limit "$MEMLIMIT" --report-interval 0 --output-format json > "$DISK/run.json" 2>"$DISK/err" \
+      --drop-caches --report-interval 0 --output-format json > "$DISK/run.json" 2>"$DISK/err" \
       || { cat "$DISK/err" >&2; exit 1; }
     after=$(awk -v d="$devname" '$3 == d {print $4}' /proc/diskstats)
     python3 - "$DISK/run.json" "$before" "$after" "$dev" "$devname" "$t" <<'PY'
@@ -46,4 +55,5 @@ print(f"  {sys.argv[4]:>4} ({sys.argv[5]}) {sys.argv[6]} thread(s)/schema: ops/s
          if io.get("physical_bytes") else ""))
 PY
   done
+  stop_cluster "$pg"
 done
