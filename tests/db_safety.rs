@@ -304,3 +304,61 @@ fn connection_errors_carry_the_servers_words() {
         ran.stderr
     );
 }
+
+#[test]
+fn a_kept_running_cluster_is_attached_by_the_next_step_and_says_how_to_connect() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-keep")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pgdata");
+    let p = pgdata.to_str().unwrap();
+    let ran = db(&[
+        "prepare",
+        "--pgdata",
+        p,
+        "--table-size",
+        "100",
+        "--keep-running",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    // Stop the server at the end whatever happens.
+    struct Stop(std::path::PathBuf);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            if let Ok(mut c) = ManagedCluster::start(&ClusterSpec {
+                pgdata: Some(self.0.clone()),
+                ..ClusterSpec::default()
+            }) {
+                let _ = c.stop();
+            }
+        }
+    }
+    let _stop = Stop(pgdata.clone());
+    assert!(
+        ran.stderr.contains("left running") && ran.stderr.contains("psql -h "),
+        "the way in is printed: {}",
+        ran.stderr
+    );
+    let port = std::fs::read_to_string(pgdata.join("postmaster.pid"))
+        .unwrap()
+        .lines()
+        .nth(3)
+        .unwrap()
+        .to_string();
+    assert!(ran.stderr.contains(&port), "{}", ran.stderr);
+    for step in [&["run", "--time", "1s", "--table-size", "100"][..], &["cleanup"][..]] {
+        let mut a = step.to_vec();
+        a.extend(["--pgdata", p]);
+        let ran = db(&a);
+        assert_eq!(ran.outcome.exit_code, 0, "{step:?}: {}", ran.stderr);
+        assert!(ran.stderr.contains("attached"), "{step:?}: {}", ran.stderr);
+        assert!(
+            pgdata.join("postmaster.pid").exists(),
+            "{step:?} left the server it attached to running"
+        );
+    }
+}

@@ -195,8 +195,9 @@ pub struct ServerArgs {
     /// (scram-sha-256) kept in a 0600 file in the data directory. Default: Unix socket only.
     #[arg(long, value_name = "ADDR", conflicts_with = "url")]
     pub listen: Option<String>,
-    /// Run a managed cluster's server in a memory cgroup of this size (page cache included; e.g. 256m),
-    /// so the OS cannot absorb the database's reads (pgio); root only.
+    /// Run a managed cluster's server in a memory cgroup of this size (page cache included; e.g. 64m),
+    /// so the OS cannot absorb the database's reads (pgio); root only. Pages cached before the server
+    /// started still serve it: add --drop-caches. Load without it (a small limit makes loads crawl).
     #[arg(long, value_name = "SIZE", value_parser = crate::opts::size_arg, conflicts_with = "url")]
     pub pg_memory_limit: Option<u64>,
     /// Database name.
