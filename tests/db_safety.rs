@@ -350,7 +350,10 @@ fn a_kept_running_cluster_is_attached_by_the_next_step_and_says_how_to_connect()
         .unwrap()
         .to_string();
     assert!(ran.stderr.contains(&port), "{}", ran.stderr);
-    for step in [&["run", "--time", "1s", "--table-size", "100"][..], &["cleanup"][..]] {
+    for step in [
+        &["run", "--time", "1s", "--table-size", "100"][..],
+        &["cleanup"][..],
+    ] {
         let mut a = step.to_vec();
         a.extend(["--pgdata", p]);
         let ran = db(&a);
