@@ -16,7 +16,7 @@ use csdchar_dbload::pgio::{self, PgioSpec};
 use csdchar_dbload::runner;
 
 mod common;
-use common::psql;
+use common::{Mounted, Zram, psql};
 
 const SCHEMA: &str = "csdchar";
 
@@ -289,86 +289,6 @@ fn riops_and_device_reads_with_small_shared_buffers_and_dropped_caches() {
     }
 }
 
-/// A zram device of its own (hot-added), removed on drop (as in privileged.rs).
-struct Zram {
-    id: u32,
-}
-
-impl Zram {
-    fn new(disksize: &str) -> Option<Zram> {
-        if !Path::new("/sys/class/zram-control/hot_add").exists() {
-            let _ = Command::new("modprobe").arg("zram").status();
-        }
-        let id: u32 = match std::fs::read_to_string("/sys/class/zram-control/hot_add") {
-            Ok(s) => s.trim().parse().unwrap(),
-            Err(e) => {
-                eprintln!("skipped: zram unavailable ({e})");
-                return None;
-            }
-        };
-        let z = Zram { id };
-        std::fs::write(z.sys("comp_algorithm"), "lz4").unwrap();
-        std::fs::write(z.sys("disksize"), disksize).unwrap();
-        Some(z)
-    }
-    fn sys(&self, f: &str) -> PathBuf {
-        PathBuf::from(format!("/sys/block/zram{}/{f}", self.id))
-    }
-    fn dev(&self) -> String {
-        format!("/dev/zram{}", self.id)
-    }
-}
-
-impl Drop for Zram {
-    fn drop(&mut self) {
-        // udev may still hold the device for a moment: retry rather than leave it configured.
-        let retry = |what: &dyn Fn() -> std::io::Result<()>| {
-            for _ in 0..100 {
-                if what().is_ok() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            eprintln!("warning: could not reset/remove zram{}", self.id);
-        };
-        retry(&|| std::fs::write(self.sys("reset"), "1"));
-        retry(&|| std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string()));
-    }
-}
-
-/// A mount point unmounted on drop (retrying while busy).
-struct Mounted(PathBuf);
-
-impl Mounted {
-    fn new(dev: &str, dir: &Path) -> Option<Mounted> {
-        let ok = Command::new("mount")
-            .arg(dev)
-            .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipped: cannot mount {dev}");
-            return None;
-        }
-        Some(Mounted(dir.to_path_buf()))
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        for _ in 0..50 {
-            if Command::new("umount")
-                .arg(&self.0)
-                .status()
-                .is_ok_and(|s| s.success())
-            {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
 #[test]
 fn sampler_reports_logical_and_physical_bytes_on_zram() {
     if !common::postgres_or_skip() || !common::is_root_or_skip("pgio on zram") {
@@ -379,7 +299,7 @@ fn sampler_reports_logical_and_physical_bytes_on_zram() {
         return;
     }
     // Guards drop in reverse order: cluster, then umount, then zram reset.
-    let Some(z) = Zram::new("1G") else {
+    let Some(z) = Zram::new("1G", "lz4") else {
         return;
     };
     let mkfs = Command::new("mkfs.ext4")
@@ -391,7 +311,7 @@ fn sampler_reports_logical_and_physical_bytes_on_zram() {
         .prefix("csdchar-pgio")
         .tempdir_in("/var/tmp")
         .unwrap();
-    let Some(_m) = Mounted::new(&z.dev(), mnt.path()) else {
+    let Some(_m) = Mounted::new(&z.dev(), mnt.path(), &[]) else {
         return;
     };
     let cluster = ManagedCluster::start(&ClusterSpec {

@@ -5,24 +5,9 @@
 mod common;
 
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{csdchar, is_root_or_skip};
-use csdchar_core::counters::ZramMmStat;
-
-fn sh(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use common::{Mounted, Zram, csdchar, is_root_or_skip, sh};
 
 /// A loop device over a temporary file; detached on drop.
 struct LoopDev {
@@ -70,90 +55,34 @@ impl Drop for LoopDev {
     }
 }
 
-/// A mount point that is unmounted on drop (retrying while busy).
-struct Mounted(PathBuf);
+/// ext4 on a zram device of its own (2 GiB, lz4), mounted with discard so a
+/// dropped table's blocks leave the drive; None (reason printed) when
+/// mkfs.ext4, zram or mount is missing. Fields drop in order: unmount, then
+/// the directory, then the zram reset.
+struct ZramExt4 {
+    _mounted: Mounted,
+    dir: tempfile::TempDir,
+    zram: Zram,
+}
 
-impl Mounted {
-    /// Mounts `dev` at `dir` with `options`; None (reason printed) when mount fails.
-    fn new(dev: &str, dir: &Path, options: &[&str]) -> Option<Mounted> {
-        let ok = Command::new("mount")
-            .args(options)
-            .arg(dev)
-            .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipped: cannot mount {dev} {options:?}");
+impl ZramExt4 {
+    fn new(prefix: &str) -> Option<ZramExt4> {
+        if Command::new("mkfs.ext4").arg("-V").output().is_err() {
+            eprintln!("skipped: mkfs.ext4 not installed");
             return None;
         }
-        Some(Mounted(dir.to_path_buf()))
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        for _ in 0..50 {
-            if Command::new("umount")
-                .arg(&self.0)
-                .status()
-                .is_ok_and(|s| s.success())
-            {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    }
-}
-
-/// A zram device of its own (hot-added), removed on drop.
-struct Zram {
-    id: u32,
-}
-
-impl Zram {
-    /// None (with a printed reason) when zram is not available.
-    fn new(disksize: &str, algo: &str) -> Option<Zram> {
-        if !Path::new("/sys/class/zram-control/hot_add").exists() {
-            let _ = Command::new("modprobe").arg("zram").status();
-        }
-        let id: u32 = match std::fs::read_to_string("/sys/class/zram-control/hot_add") {
-            Ok(s) => s.trim().parse().unwrap(),
-            Err(e) => {
-                eprintln!("skipped: zram unavailable ({e})");
-                return None;
-            }
-        };
-        let z = Zram { id };
-        std::fs::write(z.sys("comp_algorithm"), algo).unwrap();
-        std::fs::write(z.sys("disksize"), disksize).unwrap();
-        Some(z)
-    }
-    fn sys(&self, f: &str) -> PathBuf {
-        PathBuf::from(format!("/sys/block/zram{}/{f}", self.id))
-    }
-    fn dev(&self) -> String {
-        format!("/dev/zram{}", self.id)
-    }
-    fn mm_stat(&self) -> ZramMmStat {
-        ZramMmStat::parse(&std::fs::read_to_string(self.sys("mm_stat")).unwrap()).unwrap()
-    }
-}
-
-impl Drop for Zram {
-    fn drop(&mut self) {
-        // udev may still hold the device open to probe it after our writes:
-        // retry for a few seconds instead of leaving it configured.
-        let retry = |what: &dyn Fn() -> std::io::Result<()>| {
-            for _ in 0..100 {
-                if what().is_ok() {
-                    return;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            eprintln!("warning: could not reset/remove zram{}", self.id);
-        };
-        retry(&|| std::fs::write(self.sys("reset"), "1"));
-        retry(&|| std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string()));
+        let zram = Zram::new("2G", "lz4")?;
+        sh("mkfs.ext4", &["-q", "-F", &zram.dev()]);
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let _mounted = Mounted::new(&zram.dev(), dir.path(), &["-o", "discard"])?;
+        Some(ZramExt4 {
+            _mounted,
+            dir,
+            zram,
+        })
     }
 }
 
@@ -590,24 +519,11 @@ fn fillfactor_study_on_zram_ext4_grows_logical_much_more_than_physical() {
     if !common::postgres_or_skip() {
         return;
     }
-    if Command::new("mkfs.ext4").arg("-V").output().is_err() {
-        eprintln!("skipped: mkfs.ext4 not installed");
-        return;
-    }
-    // Guards drop in reverse order: the cluster stops (csdchar), then umount, then zram reset.
-    let Some(z) = Zram::new("2G", "lz4") else {
+    let Some(fs) = ZramExt4::new("csdchar-study") else {
         return;
     };
-    sh("mkfs.ext4", &["-q", "-F", &z.dev()]);
-    let mnt = tempfile::Builder::new()
-        .prefix("csdchar-study")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    // discard: the previous load's dropped files leave zram instead of lingering there.
-    let Some(_m) = Mounted::new(&z.dev(), mnt.path(), &["-o", "discard"]) else {
-        return;
-    };
-    let pgdata = mnt.path().join("pgdata");
+    let z = &fs.zram;
+    let pgdata = fs.dir.path().join("pgdata");
     let p = pgdata.to_str().unwrap();
     let ran = csdchar(&[
         "db",
@@ -682,22 +598,10 @@ fn study_with_default_wal_settings_measures_comparable_rows() {
     if !common::postgres_or_skip() {
         return;
     }
-    if Command::new("mkfs.ext4").arg("-V").output().is_err() {
-        eprintln!("skipped: mkfs.ext4 not installed");
-        return;
-    }
-    let Some(z) = Zram::new("2G", "lz4") else {
+    let Some(fs) = ZramExt4::new("csdchar-study-wal") else {
         return;
     };
-    sh("mkfs.ext4", &["-q", "-F", &z.dev()]);
-    let mnt = tempfile::Builder::new()
-        .prefix("csdchar-study-wal")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    let Some(_m) = Mounted::new(&z.dev(), mnt.path(), &["-o", "discard"]) else {
-        return;
-    };
-    let pgdata = mnt.path().join("pgdata");
+    let pgdata = fs.dir.path().join("pgdata");
     let ran = csdchar(&[
         "db",
         "study",

@@ -15,21 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{csdchar, is_root_or_skip};
+use common::{Mounted, csdchar, is_root_or_skip, sh};
 use csdchar_fio_like::safety::{Backing, loop_backing};
-
-fn sh(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// Runs `what` until it succeeds, up to ~5 s (udev or a lazy release may
 /// hold a device for a moment); warns when it never does.
@@ -94,23 +81,6 @@ impl Drop for Loop {
     }
 }
 
-/// A file system mounted by this test; unmounted on drop.
-struct Mounted(PathBuf);
-
-impl Mounted {
-    fn new(dev: &str, dir: &Path) -> Mounted {
-        sh("mount", &[dev, dir.to_str().unwrap()]);
-        Mounted(dir.to_path_buf())
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        let dir = self.0.to_str().unwrap().to_string();
-        retry(&format!("unmount {dir}"), || ok("umount", &[&dir]));
-    }
-}
-
 /// A device-mapper device this test created; removed on drop.
 struct Dm {
     name: String,
@@ -156,7 +126,7 @@ fn assert_intact(dev: &str, mnt: &Path) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let _m = Mounted::new(dev, mnt);
+    let _m = Mounted::new(dev, mnt, &[]).expect("the file system mounts");
     assert_eq!(std::fs::read(mnt.join("marker")).unwrap(), b"still here");
 }
 
@@ -195,7 +165,7 @@ fn lower_loop_of_a_mounted_stack_is_refused_and_the_file_system_survives() {
     let upper = Loop::attach(&lower.dev, &["-o", "1M"]);
     mkfs(&upper.dev);
     let mnt = scratch("csdchar-mnt");
-    let mounted = Mounted::new(&upper.dev, mnt.path());
+    let mounted = Mounted::new(&upper.dev, mnt.path(), &[]).expect("the file system mounts");
     put_marker(mnt.path());
 
     // What the kernel says each loop device sits on (LOOP_GET_STATUS64).
@@ -250,7 +220,7 @@ fn three_loops_deep_names_the_whole_chain_and_force_overrides_on_a_fresh_stack()
     let c = Loop::attach(&b.dev, &["-o", "1M"]);
     mkfs(&c.dev);
     let mnt = scratch("csdchar-mnt");
-    let mounted = Mounted::new(&c.dev, mnt.path());
+    let mounted = Mounted::new(&c.dev, mnt.path(), &[]).expect("the file system mounts");
     put_marker(mnt.path());
 
     let at = mnt.path().display();
@@ -338,7 +308,7 @@ fn a_loop_over_a_partition_of_the_target_is_followed() {
     let upper = Loop::attach(&part, &[]);
     mkfs(&upper.dev);
     let mnt = scratch("csdchar-mnt");
-    let mounted = Mounted::new(&upper.dev, mnt.path());
+    let mounted = Mounted::new(&upper.dev, mnt.path(), &[]).expect("the file system mounts");
     put_marker(mnt.path());
 
     let chain = format!(
@@ -440,7 +410,7 @@ fn device_mapper_over_a_loop_device_is_followed_to_its_mount() {
     let dm_dev = format!("/dev/dm-{minor}");
     mkfs(&dm_dev);
     let mnt = scratch("csdchar-mnt");
-    let mounted = Mounted::new(&dm_dev, mnt.path());
+    let mounted = Mounted::new(&dm_dev, mnt.path(), &[]).expect("the file system mounts");
     put_marker(mnt.path());
 
     let want = format!(

@@ -225,3 +225,113 @@ pub fn after_server_ready(pgdata: &std::path::Path, then: std::time::Duration) {
     }
     std::thread::sleep(then);
 }
+
+// Privileged fixtures: commands, mounts and zram devices that clean up after themselves.
+
+/// Runs `cmd args`; panics with its stderr unless it succeeds; returns stdout trimmed.
+pub fn sh(cmd: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A mount point that is unmounted on drop (retrying while busy).
+pub struct Mounted(std::path::PathBuf);
+
+impl Mounted {
+    /// Mounts `dev` at `dir` with `options`; None (reason printed) when mount fails.
+    pub fn new(dev: &str, dir: &std::path::Path, options: &[&str]) -> Option<Mounted> {
+        let ok = std::process::Command::new("mount")
+            .args(options)
+            .arg(dev)
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: cannot mount {dev} {options:?}");
+            return None;
+        }
+        Some(Mounted(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::process::Command::new("umount")
+                .arg(&self.0)
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+/// A zram device of its own (hot-added), removed on drop.
+pub struct Zram {
+    /// The N of /dev/zramN.
+    pub id: u32,
+}
+
+impl Zram {
+    /// None (with a printed reason) when zram is not available.
+    pub fn new(disksize: &str, algo: &str) -> Option<Zram> {
+        if !std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
+            let _ = std::process::Command::new("modprobe").arg("zram").status();
+        }
+        let id: u32 = match std::fs::read_to_string("/sys/class/zram-control/hot_add") {
+            Ok(s) => s.trim().parse().unwrap(),
+            Err(e) => {
+                eprintln!("skipped: zram unavailable ({e})");
+                return None;
+            }
+        };
+        let z = Zram { id };
+        std::fs::write(z.sys("comp_algorithm"), algo).unwrap();
+        std::fs::write(z.sys("disksize"), disksize).unwrap();
+        Some(z)
+    }
+    /// A file of its sysfs directory.
+    pub fn sys(&self, f: &str) -> std::path::PathBuf {
+        std::path::PathBuf::from(format!("/sys/block/zram{}/{f}", self.id))
+    }
+    /// Its device node.
+    pub fn dev(&self) -> String {
+        format!("/dev/zram{}", self.id)
+    }
+    /// Its mm_stat counters.
+    pub fn mm_stat(&self) -> csdchar_core::counters::ZramMmStat {
+        csdchar_core::counters::ZramMmStat::parse(
+            &std::fs::read_to_string(self.sys("mm_stat")).unwrap(),
+        )
+        .unwrap()
+    }
+}
+
+impl Drop for Zram {
+    fn drop(&mut self) {
+        // udev may still hold the device open to probe it after our writes:
+        // retry for a few seconds instead of leaving it configured.
+        let retry = |what: &dyn Fn() -> std::io::Result<()>| {
+            for _ in 0..100 {
+                if what().is_ok() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            eprintln!("warning: could not reset/remove zram{}", self.id);
+        };
+        retry(&|| std::fs::write(self.sys("reset"), "1"));
+        retry(&|| std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string()));
+    }
+}
