@@ -41,24 +41,10 @@ impl TpccKey {
     }
 }
 
-/// One transaction type over a group's steps.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TpccTypeStats {
-    /// Type name.
-    pub name: String,
-    /// Transactions, rollbacks included.
-    pub transactions: u64,
-    /// Intended rollbacks.
-    pub rollbacks: u64,
-    /// Share of the group's transactions, percent.
-    pub share_pct: f64,
-    /// Mean latency, ms (exact over several steps: transaction-weighted).
-    pub avg_ms: f64,
-    /// 95th percentile, ms (several steps: transaction-weighted, an approximation).
-    pub p95_ms: Option<f64>,
-    /// 99th percentile, ms (as p95).
-    pub p99_ms: Option<f64>,
-}
+/// One transaction type over a group's steps: a step's row, combined
+/// (mean exact, transaction-weighted; percentiles weighted the same way, an
+/// approximation).
+pub type TpccTypeStats = crate::model::TpccTypeRow;
 
 /// TPC-C figures of one group; several steps in one group (repeated runs)
 /// are combined over their measured time.
