@@ -225,8 +225,14 @@ impl Table {
     }
 }
 
-pub(crate) fn ff_text(ff: Option<i64>) -> Cell {
-    Cell::Text(ff.map_or("100 (default)".to_string(), |f| f.to_string()))
+/// A fillfactor cell: none set is PostgreSQL's 100, except for TPC-C, whose
+/// tables then have BenchmarkSQL's own per-table fillfactors.
+pub(crate) fn ff_text(workload: &str, ff: Option<i64>) -> Cell {
+    Cell::Text(match ff {
+        Some(f) => f.to_string(),
+        None if workload == "tpcc" => "BenchmarkSQL's per table".to_string(),
+        None => "100 (default)".to_string(),
+    })
 }
 
 /// Whole-step latency of a group; several runs in one group are combined
@@ -298,7 +304,7 @@ pub fn db_summary_table(stats: &[DbGroupStats], latency: &BTreeMap<DbKey, GroupL
             let mut row = vec![
                 Cell::Text(g.key.label.clone()),
                 Cell::Text(g.key.workload.clone()),
-                ff_text(g.key.fillfactor),
+                ff_text(&g.key.workload, g.key.fillfactor),
                 Cell::Num(g.key.threads as f64, 0),
                 Cell::Num(g.intervals as f64, 0),
             ];
@@ -357,7 +363,7 @@ pub fn db_comparison_table(
         };
         let mut row = vec![
             Cell::Text(a.key.workload.clone()),
-            ff_text(a.key.fillfactor),
+            ff_text(&a.key.workload, a.key.fillfactor),
             Cell::Num(a.key.threads as f64, 0),
         ];
         row.extend(trio(Some(a.tps.mean), Some(b.tps.mean), 2));

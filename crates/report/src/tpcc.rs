@@ -245,7 +245,7 @@ pub fn tpcc_table(groups: &[TpccGroup]) -> Table {
             let mut row = vec![
                 Cell::Text(g.key.label.clone()),
                 warehouses_cell(g.key.warehouses),
-                ff_text(g.key.fillfactor),
+                ff_text("tpcc", g.key.fillfactor),
                 Cell::Num(g.key.terminals as f64, 0),
                 Cell::num(Some(g.tpmc), 2),
                 Cell::num(g.tpm_total, 2),
@@ -299,7 +299,7 @@ pub fn tpcc_comparison_table(base: &str, other: &str, groups: &[TpccGroup]) -> O
         };
         let mut row = vec![
             warehouses_cell(a.key.warehouses),
-            ff_text(a.key.fillfactor),
+            ff_text("tpcc", a.key.fillfactor),
             Cell::Num(a.key.terminals as f64, 0),
         ];
         let trio = |x: Option<f64>, y: Option<f64>, d: usize| {
