@@ -22,11 +22,27 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
 fi
 # Headless Chromium renders the report's HTML page in tests/report.rs.
 command -v chromium >/dev/null || need+=(chromium)
+# Python with venv for py-opengauss (below).
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 # As root Chromium is installed above, so the report's browser check must run, not skip.
 if [ "$(id -u)" = 0 ]; then export CSDCHAR_REQUIRE_BROWSER=1; fi
+# py-opengauss, an independent implementation of openGauss's SHA256 proof that
+# tests/opengauss_auth.rs checks csdchar's against; in a venv under target/, as
+# Debian's Python refuses pip installs outside one (PEP 668). Once it is there the
+# comparison must run, not skip.
+py_venv="${CARGO_TARGET_DIR:-target}/py-opengauss"
+if ! "$py_venv/bin/python" -c 'import py_opengauss' 2>/dev/null; then
+  { python3 -m venv --clear "$py_venv" && "$py_venv/bin/python" -m pip install --quiet \
+      --disable-pip-version-check py-opengauss==1.3.11; } ||
+    echo "note: could not install py-opengauss; tests/opengauss_auth.rs will not compare with it"
+fi
+if "$py_venv/bin/python" -c 'import py_opengauss' 2>/dev/null; then
+  CSDCHAR_PY_OPENGAUSS_PYTHON="$(cd "$py_venv/bin" && pwd)/python"
+  export CSDCHAR_PY_OPENGAUSS_PYTHON CSDCHAR_REQUIRE_PY_OPENGAUSS=1
+fi
 if ! command -v cargo >/dev/null; then
   echo "cargo not found: install Rust (rustup) first" >&2
   exit 1

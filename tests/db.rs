@@ -658,3 +658,37 @@ fn estimate_names_relations_and_tells_toast_from_heap_with_url() {
     assert!(named("pg_catalog.pg_class").is_some());
     assert!(named("pg_catalog.pg_database").is_some());
 }
+
+/// Both clients start with protocol 3.51 once a target is known to want it
+/// (an openGauss server, for its SHA256 iteration count); PostgreSQL answers
+/// with NegotiateProtocolVersion and the session goes on with 3.0.
+#[test]
+fn protocol_351_is_negotiated_down_by_postgresql() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let conninfo = cluster.conninfo("postgres");
+    let target =
+        csdchar_dbload::conn::ConnTarget::parse(&conninfo, &csdchar_dbload::conn::ProcessEnv)
+            .unwrap();
+    csdchar_dbload::auth::remember_351(&target.describe());
+    assert_eq!(
+        csdchar_dbload::auth::protocol_for(&target.describe()),
+        csdchar_dbload::auth::PROTOCOL_3_51
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let version: String = rt.block_on(async {
+        let client = oltp::connect(&conninfo).await.unwrap();
+        client
+            .query_one("SELECT current_setting('server_version_num')", &[])
+            .await
+            .unwrap()
+            .get(0)
+    });
+    assert!(version.parse::<u32>().unwrap() >= 90000, "{version}");
+    let mut wire = csdchar_dbload::wire::WireConn::connect(&target, None).unwrap();
+    let reply = wire.simple("SELECT 1").unwrap();
+    assert!(reply.error.is_none());
+    assert_eq!(reply.completed.len(), 1);
+}
