@@ -12,6 +12,7 @@ use csdchar_core::result::study::{STUDY_SCHEMA, StudyResult, StudyRow, StudyRun}
 use csdchar_core::tpcb::TpcbScript;
 use csdchar_core::tpcc::TpccMix;
 use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
+use csdchar_dbload::dialect::{Dialect, ServerKind};
 use csdchar_dbload::oltp::{self, OltpInterval, OltpSpec};
 use csdchar_dbload::pgio::{self, PgioSpec};
 use csdchar_dbload::runner::{self, Protocol, Workload};
@@ -308,7 +309,7 @@ async fn check(conninfo: &str, schema: &str, io: &mut Io<'_>) -> i32 {
 
 /// Checks everything that can be checked before anything starts; the error
 /// is one line naming the option.
-fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
+pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
     let s = &o.server;
     if step != "study" && o.load.fillfactor.len() > 1 {
         return Err("--fillfactor: one value (a list is for `csdchar db study`)".into());
@@ -530,7 +531,12 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
     let bench = Bench::of(o);
     let schema = o.server.schema.as_str();
     let exit = match step {
-        "prepare" => rt.block_on(prepare(&conninfo, &bench, o, o.load.force, io)),
+        "prepare" => rt.block_on(async {
+            match probe_dialect(&conninfo, io).await {
+                Ok(d) => prepare(&conninfo, &d, &bench, o, o.load.force, io).await,
+                Err(code) => code,
+            }
+        }),
         "study" => rt.block_on(study(&conninfo, &bench, o, io, source)),
         "alter" => {
             let ff = o.fillfactor().unwrap_or(100);
@@ -583,16 +589,20 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
                 Err(e) => fail(io, &e),
             }
         }
-        _ => {
+        _ => rt.block_on(async {
+            let d = match probe_dialect(&conninfo, io).await {
+                Ok(d) => d,
+                Err(code) => return code,
+            };
             let mut c = 0;
             if source == "ephemeral" {
-                c = rt.block_on(prepare(&conninfo, &bench, o, o.load.force, io));
+                c = prepare(&conninfo, &d, &bench, o, o.load.force, io).await;
             }
             if c == 0 {
-                c = rt.block_on(run(&conninfo, &bench, o, io, source));
+                c = run(&conninfo, &d, &bench, o, io, source).await;
             }
             c
-        }
+        }),
     };
     // Loader and client tasks end before the server they talk to stops.
     rt.shutdown_timeout(std::time::Duration::from_secs(2));
@@ -625,7 +635,31 @@ fn fail(io: &mut Io<'_>, m: &str) -> i32 {
     1
 }
 
-async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mut Io<'_>) -> i32 {
+/// Connects, probes the server's dialect (once per step: loaders, snapshots
+/// and the study use it) and notes what the loaders do differently there;
+/// on failure the message is written and the exit code returned.
+async fn probe_dialect(conninfo: &str, io: &mut Io<'_>) -> Result<Dialect, i32> {
+    let client = oltp::connect(conninfo).await.map_err(|e| fail(io, &e.0))?;
+    let d = Dialect::probe(&client).await.map_err(|e| fail(io, &e.0))?;
+    note_dialect(&d, io);
+    Ok(d)
+}
+
+/// A note on servers that are not a current PostgreSQL, saying what they lack.
+fn note_dialect(d: &Dialect, io: &mut Io<'_>) {
+    if d.kind != ServerKind::PostgreSql || !d.copy_freeze {
+        let _ = writeln!(io.stderr, "note: server: {}", d.describe());
+    }
+}
+
+async fn prepare(
+    conninfo: &str,
+    dialect: &Dialect,
+    bench: &Bench,
+    o: &DbOpts,
+    force: bool,
+    io: &mut Io<'_>,
+) -> i32 {
     let (total, what) = match bench {
         Bench::Sysbench(spec, _) => (
             spec.table_size * u64::from(spec.tables),
@@ -694,15 +728,17 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
     });
     let load = async {
         match bench {
-            Bench::Sysbench(spec, _) => oltp::prepare(conninfo, spec, threads, force, progress)
-                .await
-                .map(|()| String::new()),
+            Bench::Sysbench(spec, _) => {
+                oltp::prepare_with(conninfo, spec, dialect, threads, force, progress)
+                    .await
+                    .map(|()| String::new())
+            }
             Bench::Tpcb(t) => {
                 let mode = match o.load.init_mode {
                     InitModeArg::Client => tpcb::InitMode::Client,
                     InitModeArg::Server => tpcb::InitMode::Server,
                 };
-                tpcb::prepare(conninfo, t, mode, threads, force, progress)
+                tpcb::prepare_with(conninfo, t, dialect, mode, threads, force, progress)
                     .await
                     .map(|t| {
                         format!(
@@ -711,9 +747,10 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
                         )
                     })
             }
-            Bench::Tpcc(t) => tpcc::prepare(
+            Bench::Tpcc(t) => tpcc::prepare_with(
                 conninfo,
                 t,
+                dialect,
                 threads,
                 force,
                 progress,
@@ -731,7 +768,7 @@ async fn prepare(conninfo: &str, bench: &Bench, o: &DbOpts, force: bool, io: &mu
                     if t.item_loaded { " and item" } else { "" }
                 )
             }),
-            Bench::Pgio(p) => pgio::prepare(conninfo, p, threads, force, progress)
+            Bench::Pgio(p) => pgio::prepare_with(conninfo, p, dialect, threads, force, progress)
                 .await
                 .map(|()| String::new()),
         }
@@ -918,7 +955,14 @@ fn tpcc_interval_line(iv: &OltpInterval, terminals: u32, pct: f64) -> String {
     )
 }
 
-async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source: &str) -> i32 {
+async fn run(
+    conninfo: &str,
+    dialect: &Dialect,
+    bench: &Bench,
+    o: &DbOpts,
+    io: &mut Io<'_>,
+    source: &str,
+) -> i32 {
     let mut adjusted = None;
     let tables = bench.tables();
     let started_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
@@ -1047,7 +1091,7 @@ async fn run(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, source:
     drop(client);
     let protocol = bench.workload(o.run.protocol).protocol;
     let mut text = String::new();
-    let (steps, error) = run_steps(conninfo, bench, &tables, o, io, &mut text).await;
+    let (steps, error) = run_steps(conninfo, dialect, bench, &tables, o, io, &mut text).await;
     let interrupted = io.interrupt.load(Ordering::Relaxed) || error.is_some();
     let result = DbResult {
         schema: DB_SCHEMA.to_string(),
@@ -1096,6 +1140,7 @@ fn finish(
 /// One step per `--threads` value, each between two snapshots; summaries go to `text`.
 async fn run_steps(
     conninfo: &str,
+    dialect: &Dialect,
     bench: &Bench,
     tables: &[String],
     o: &DbOpts,
@@ -1134,7 +1179,7 @@ async fn run_steps(
         }
         let stdout = &mut *io.stdout;
         let before = match oltp::connect(conninfo).await {
-            Ok(c) => Some(csdchar_dbload::snapshot::take(&c, tables).await),
+            Ok(c) => Some(csdchar_dbload::snapshot::take(&c, dialect, tables).await),
             Err(_) => None,
         };
         let settings = oltp::RunSettings {
@@ -1148,6 +1193,8 @@ async fn run_steps(
             warmup: o.run.warmup,
             rate: o.run.rate,
             io_sampling: true,
+            // An instant already past (every step after the first) starts at once.
+            start_at: o.run.start_at,
         };
         let out = runner::run(conninfo, Arc::clone(&workload), &settings, |iv, th| {
             if live {
@@ -1218,13 +1265,14 @@ async fn run_steps(
                         others_per_s: iv.tally.others as f64 / d,
                         lat_pct_ms: iv.lat_pct_ms,
                         errors_per_s: iv.tally.error_total() as f64 / d,
+                        lat_hdr_histogram: Some(iv.lat_hdr_histogram.clone()),
                         io: iv.io.clone(),
                     }
                 })
                 .collect(),
             before,
             after: match oltp::connect(conninfo).await {
-                Ok(c) => Some(csdchar_dbload::snapshot::take(&c, tables).await),
+                Ok(c) => Some(csdchar_dbload::snapshot::take(&c, dialect, tables).await),
                 Err(_) => None,
             },
         };
@@ -1457,6 +1505,10 @@ fn db_spec(
             _ => None,
         },
         cache_control: cache_control(o),
+        start_at: o
+            .run
+            .start_at
+            .map(csdchar_core::start_at::format_rfc3339_millis),
     }
 }
 
@@ -1572,6 +1624,12 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
         Ok(x) => x,
         Err(code) => return code,
     };
+    let dialect = match Dialect::probe(&client).await {
+        Ok(d) => d,
+        Err(e) => return fail(io, &e.0),
+    };
+    note_dialect(&dialect, io);
+    let dialect = &dialect;
     let tables = bench.tables();
     let schema = o.server.schema.as_str();
     match oltp::existing_tables(&client, schema, &tables).await {
@@ -1601,7 +1659,7 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
     // One unmeasured load at the lowest fillfactor (the most data, so the most
     // WAL) first puts the WAL in the steady state every measured load then
     // finds, whatever the server's WAL settings.
-    let counters = settled_snapshot(&client, &tables)
+    let counters = settled_snapshot(&client, dialect, &tables)
         .await
         .0
         .device
@@ -1625,14 +1683,14 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
         let mut code = 0;
         for _ in 0..WARMUP_LOADS {
             code = match warm.drop_tables(conninfo, schema).await {
-                Ok(_) => prepare(conninfo, &warm, o, true, io).await,
+                Ok(_) => prepare(conninfo, dialect, &warm, o, true, io).await,
                 Err(e) => fail(io, &e),
             };
             if code != 0 {
                 break;
             }
             // Its checkpoint recycles the segments the load filled.
-            let _ = settled_snapshot(&client, &tables).await;
+            let _ = settled_snapshot(&client, dialect, &tables).await;
         }
         if code == EXIT_INTERRUPTED {
             // prepare said how far it got; the study's (empty) result follows.
@@ -1650,10 +1708,10 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
             error = Some(e);
             break;
         }
-        let base = settled_snapshot(&client, &tables).await.0;
-        let wal_dir_before = csdchar_dbload::snapshot::wal_dir_bytes(&client).await;
+        let base = settled_snapshot(&client, dialect, &tables).await.0;
+        let wal_dir_before = csdchar_dbload::snapshot::wal_dir_bytes(&client, dialect).await;
         let t0 = Instant::now();
-        match prepare(conninfo, &b, o, true, io).await {
+        match prepare(conninfo, dialect, &b, o, true, io).await {
             0 => {}
             EXIT_INTERRUPTED => break,
             _ => {
@@ -1662,15 +1720,22 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
             }
         }
         let load_s = t0.elapsed().as_secs_f64();
-        let space = measure_space(&client, &tables, base.device.as_ref(), &io.interrupt).await;
-        let wal_dir_after = csdchar_dbload::snapshot::wal_dir_bytes(&client).await;
+        let space = measure_space(
+            &client,
+            dialect,
+            &tables,
+            base.device.as_ref(),
+            &io.interrupt,
+        )
+        .await;
+        let wal_dir_after = csdchar_dbload::snapshot::wal_dir_bytes(&client, dialect).await;
         let load_wal_bytes = base
             .wal_lsn_bytes
             .zip(space.wal_lsn_bytes)
             .map(|(a, b)| b - a);
         let wal_dir_growth_bytes = wal_dir_before.zip(wal_dir_after).map(|(a, b)| b - a);
         protocol = Some(b.workload(o.run.protocol).protocol);
-        let (steps, err) = run_steps(conninfo, &b, &tables, o, io, &mut text).await;
+        let (steps, err) = run_steps(conninfo, dialect, &b, &tables, o, io, &mut text).await;
         for st in &steps {
             let pct = |p: f64| st.latency.at(p).map_or(f64::NAN, |v| v as f64 / 1e6);
             let first = rows.iter().find(|r| r.threads == st.threads);
@@ -1743,6 +1808,7 @@ async fn study(conninfo: &str, bench: &Bench, o: &DbOpts, io: &mut Io<'_>, sourc
 /// write; the flag says whether the CHECKPOINT was permitted.
 async fn settled_snapshot(
     client: &csdchar_dbload::oltp::Client,
+    dialect: &Dialect,
     tables: &[String],
 ) -> (csdchar_core::result::db::DbSnapshot, bool) {
     let checkpointed = client.batch_execute("CHECKPOINT").await.is_ok();
@@ -1751,13 +1817,13 @@ async fn settled_snapshot(
     // File systems discard freed blocks in the background (ext4 -o discard
     // after its journal commit): wait until the drive's logical counter
     // holds still for 0.5 s, at most 15 s.
-    let mut snap = csdchar_dbload::snapshot::take(client, tables).await;
+    let mut snap = csdchar_dbload::snapshot::take(client, dialect, tables).await;
     for _ in 0..30 {
         let Some(before) = snap.device.as_ref().and_then(|d| d.logical_bytes) else {
             break;
         };
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-        let next = csdchar_dbload::snapshot::take(client, tables).await;
+        let next = csdchar_dbload::snapshot::take(client, dialect, tables).await;
         let still = next.device.as_ref().and_then(|d| d.logical_bytes) == Some(before);
         snap = next;
         if still {
@@ -1787,11 +1853,12 @@ struct Space {
 /// model closest to published CSD ratios).
 async fn measure_space(
     client: &csdchar_dbload::oltp::Client,
+    dialect: &Dialect,
     tables: &[String],
     baseline: Option<&csdchar_core::capacity::CapacitySnapshot>,
     interrupt: &AtomicBool,
 ) -> Space {
-    let (snap, checkpointed) = settled_snapshot(client, tables).await;
+    let (snap, checkpointed) = settled_snapshot(client, dialect, tables).await;
     let relation_bytes = snap
         .relations
         .iter()

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use csdchar_devices::{BlockDevice, Sysfs};
 use tokio_postgres::Client;
 
+use crate::dialect::Dialect;
+
 /// Finds the device under a server's data directory and samples both sides.
 #[derive(Debug, Clone)]
 pub struct IoSampler {
@@ -204,16 +206,23 @@ impl IoSampler {
 /// Waits until no other client backend is connected to the current database
 /// (at most `timeout`): PostgreSQL 15 backends publish their last second of
 /// counters when they exit, so an "after" sample taken sooner misses it.
-/// Returns whether they were gone in time.
+/// Returns whether they were gone in time. Probes the server's dialect
+/// first; [`settle_with`] takes one already probed.
 pub async fn settle(client: &Client, timeout: Duration) -> bool {
+    match Dialect::probe(client).await {
+        Ok(d) => settle_with(client, &d, timeout).await,
+        Err(_) => false,
+    }
+}
+
+/// [`settle`] with the server's dialect: sessions are counted by
+/// `backend_type` where `pg_stat_activity` has it (PostgreSQL 10 and
+/// later), else every session but autovacuum's.
+pub async fn settle_with(client: &Client, dialect: &Dialect, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         let others: i64 = client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                 AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
-                &[],
-            )
+            .query_one(dialect.other_clients_sql(), &[])
             .await
             .map(|r| r.get(0))
             .unwrap_or(0);
@@ -227,16 +236,40 @@ pub async fn settle(client: &Client, timeout: Duration) -> bool {
     }
 }
 
-/// `shared_buffers` in bytes; None when it cannot be read.
+/// `shared_buffers` in bytes (its `pg_settings` value times its unit, which
+/// works from 8.2 on, where `pg_size_bytes` needs 9.6); None when it cannot be read.
 pub async fn shared_buffers_bytes(client: &Client) -> Option<u64> {
-    client
+    let row = client
         .query_one(
-            "SELECT pg_size_bytes(current_setting('shared_buffers'))::bigint",
+            "SELECT setting::text, COALESCE(unit, '')::text FROM pg_settings WHERE name = 'shared_buffers'",
             &[],
         )
         .await
-        .ok()
-        .map(|r| r.get::<_, i64>(0).max(0) as u64)
+        .ok()?;
+    let (setting, unit): (String, String) = (row.get(0), row.get(1));
+    setting_bytes(&setting, &unit)
+}
+
+/// A memory setting's bytes from `pg_settings` `setting` and `unit`
+/// ("16384" and "8kB" → 128 MiB).
+fn setting_bytes(setting: &str, unit: &str) -> Option<u64> {
+    let n: u64 = setting.trim().parse().ok()?;
+    let unit = unit.trim();
+    let digits: String = unit.chars().take_while(char::is_ascii_digit).collect();
+    let count: u64 = if digits.is_empty() {
+        1
+    } else {
+        digits.parse().ok()?
+    };
+    let scale: u64 = match &unit[digits.len()..] {
+        "" | "B" => 1,
+        "kB" => 1 << 10,
+        "MB" => 1 << 20,
+        "GB" => 1 << 30,
+        "TB" => 1 << 40,
+        _ => return None,
+    };
+    n.checked_mul(count)?.checked_mul(scale)
 }
 
 /// `MemAvailable` of /proc/meminfo, bytes: roughly what the page cache could grow to.
@@ -373,6 +406,16 @@ mod tests {
         );
         // A reset counter reads as no activity, not a negative rate.
         assert_eq!(b.rates(&sample(0, 0, None), 1.0).riops, 0.0);
+    }
+
+    #[test]
+    fn settings_scale_by_their_unit() {
+        assert_eq!(setting_bytes("16384", "8kB"), Some(128 << 20));
+        assert_eq!(setting_bytes("131072", "kB"), Some(128 << 20));
+        assert_eq!(setting_bytes("4", "MB"), Some(4 << 20));
+        assert_eq!(setting_bytes("100", ""), Some(100));
+        assert_eq!(setting_bytes("x", "8kB"), None);
+        assert_eq!(setting_bytes("1", "s"), None);
     }
 
     #[test]

@@ -14,9 +14,9 @@ use futures_util::SinkExt;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 pub use tokio_postgres::Client;
-use tokio_postgres::NoTls;
 
 use crate::conn::{ConnTarget, ProcessEnv};
+use crate::dialect::Dialect;
 use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};
 pub use crate::runner::{OltpInterval, OltpOutcome, RunSettings, Tally};
 use crate::wire::Param;
@@ -65,17 +65,7 @@ pub(crate) fn db_err(what: &str, e: tokio_postgres::Error) -> DbError {
 /// refused connection names host and port, never a password.
 pub async fn connect(conninfo: &str) -> Result<Client, DbError> {
     let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(DbError)?;
-    let (client, conn) = target.config().connect(NoTls).await.map_err(|e| {
-        DbError(format!(
-            "cannot connect to {}: {}",
-            target.describe(),
-            crate::conn::describe_error(&e)
-        ))
-    })?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok(client)
+    crate::conn::connect_client(&target).await.map_err(DbError)
 }
 
 /// sysbench's tables sbtest1..N.
@@ -126,12 +116,18 @@ pub async fn ensure_schema(client: &Client, schema: &str) -> Result<(), DbError>
         .map_err(|e| db_err("looking up the schema", e))?
         .is_some();
     if !exists {
-        client
+        // Not IF NOT EXISTS (9.3): one created meanwhile by another session
+        // (duplicate_schema) is not ours and keeps its comment.
+        match client
             .batch_execute(&format!(
-                "CREATE SCHEMA IF NOT EXISTS {schema}; COMMENT ON SCHEMA {schema} IS '{SCHEMA_MARK}'"
+                "CREATE SCHEMA {schema}; COMMENT ON SCHEMA {schema} IS '{SCHEMA_MARK}'"
             ))
             .await
-            .map_err(|e| db_err(&format!("creating schema {schema}"), e))?;
+        {
+            Ok(()) => {}
+            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_SCHEMA) => {}
+            Err(e) => return Err(db_err(&format!("creating schema {schema}"), e)),
+        }
     }
     Ok(())
 }
@@ -174,6 +170,7 @@ pub async fn drop_tables(
 
 /// Creates and loads the tables, `threads` at a time; `progress(rows)` is
 /// called as rows are loaded. Refuses existing tables unless `force`.
+/// Probes the server's dialect first; [`prepare_with`] takes one already probed.
 pub async fn prepare(
     conninfo: &str,
     spec: &OltpSpec,
@@ -181,6 +178,21 @@ pub async fn prepare(
     force: bool,
     progress: Arc<dyn Fn(u64) + Send + Sync>,
 ) -> Result<(), DbError> {
+    let dialect = Dialect::probe_conninfo(conninfo).await?;
+    prepare_with(conninfo, spec, &dialect, threads, force, progress).await
+}
+
+/// [`prepare`] on a server of `dialect`: refused, before anything is
+/// written, where the dialect cannot load ([`Dialect::check_loadable`]).
+pub async fn prepare_with(
+    conninfo: &str,
+    spec: &OltpSpec,
+    dialect: &Dialect,
+    threads: u32,
+    force: bool,
+    progress: Arc<dyn Fn(u64) + Send + Sync>,
+) -> Result<(), DbError> {
+    dialect.check_loadable()?;
     let admin = connect(conninfo).await?;
     let existing = existing_tables(&admin, &spec.schema, &table_names(spec.tables)).await?;
     if !existing.is_empty() {

@@ -17,6 +17,7 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio_postgres::Client;
 
+use crate::dialect::Dialect;
 use crate::oltp::{DbError, connect, db_err, drop_tables, ensure_schema, existing_tables};
 use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};
 use crate::wire::Param;
@@ -117,6 +118,8 @@ pub async fn cleanup(conninfo: &str, schema: &str, schemas: u32) -> Result<Vec<S
 /// rest: the same seed loads the same tables, progress moves per MiB, and
 /// frozen rows spare VACUUM a rewrite of every page for hint bits. pgio
 /// creates the index before inserting; here one sort builds it after loading.
+///
+/// Probes the server's dialect first; [`prepare_with`] takes one already probed.
 pub async fn prepare(
     conninfo: &str,
     spec: &PgioSpec,
@@ -125,6 +128,25 @@ pub async fn prepare(
     progress: Arc<dyn Fn(u64) + Send + Sync>,
 ) -> Result<(), DbError> {
     spec.check()?;
+    let dialect = Dialect::probe_conninfo(conninfo).await?;
+    prepare_with(conninfo, spec, &dialect, jobs, force, progress).await
+}
+
+/// [`prepare`] on a server of `dialect`: refused, before anything is
+/// written, where the dialect cannot load ([`Dialect::check_loadable`]);
+/// COPY without FREEZE where the server lacks it (still in the transaction
+/// that created the table; VACUUM then sets the hint bits).
+pub async fn prepare_with(
+    conninfo: &str,
+    spec: &PgioSpec,
+    dialect: &Dialect,
+    jobs: u32,
+    force: bool,
+    progress: Arc<dyn Fn(u64) + Send + Sync>,
+) -> Result<(), DbError> {
+    spec.check()?;
+    dialect.check_loadable()?;
+    let copy_freeze = dialect.copy_freeze;
     let admin = connect(conninfo).await?;
     let names = table_names(spec.schemas);
     let found = existing_tables(&admin, &spec.schema, &names).await?;
@@ -163,7 +185,7 @@ pub async fn prepare(
                 if n > spec.schemas {
                     return Ok::<(), DbError>(());
                 }
-                load_table(&client, &spec, n, &loaded, &*progress).await?;
+                load_table(&client, &spec, n, copy_freeze, &loaded, &*progress).await?;
                 let t = format!("{}.{}", spec.schema, table_name(n));
                 client
                     .batch_execute(&format!("VACUUM ANALYZE {t}"))
@@ -194,11 +216,12 @@ pub async fn prepare(
     }
 }
 
-/// Loads pgioN in one transaction.
+/// Loads pgioN in one transaction (COPY FREEZE when `copy_freeze`).
 async fn load_table(
     client: &Client,
     spec: &PgioSpec,
     n: u32,
+    copy_freeze: bool,
     loaded: &AtomicU64,
     progress: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<(), DbError> {
@@ -211,12 +234,16 @@ async fn load_table(
     let order = pgio::load_order(rows, &mut rng);
     // FREEZE: the table was created in this transaction, so rows need no
     // later hint-bit writes or freezing — reads during the run stay reads.
+    // (Servers before 9.3 and openGauss lack it: plain COPY, same transaction.)
     client
         .batch_execute(&format!("BEGIN; {}", pgio::create_table_sql(&t)))
         .await
         .map_err(tx)?;
     let sink = client
-        .copy_in::<_, bytes::Bytes>(&format!("COPY {t} FROM STDIN WITH (FREEZE)"))
+        .copy_in::<_, bytes::Bytes>(&format!(
+            "COPY {t} FROM STDIN{}",
+            if copy_freeze { " WITH (FREEZE)" } else { "" }
+        ))
         .await
         .map_err(tx)?;
     futures_util::pin_mut!(sink);

@@ -7,6 +7,8 @@ use std::path::Path;
 use csdchar_core::result::db::{DbSnapshot, RelationSize};
 use tokio_postgres::Client;
 
+use crate::dialect::Dialect;
+
 /// Numeric columns of a one-row query as name → value (non-numeric ones skipped).
 async fn numeric_row(client: &Client, sql: &str) -> BTreeMap<String, i64> {
     let mut out = BTreeMap::new();
@@ -26,8 +28,8 @@ async fn numeric_row(client: &Client, sql: &str) -> BTreeMap<String, i64> {
 }
 
 /// Takes a snapshot of the database and of the workload's tables `names`;
-/// figures the server does not grant stay empty or null.
-pub async fn take(client: &Client, names: &[String]) -> DbSnapshot {
+/// figures the server does not grant, or lacks (see `dialect`), stay empty or null.
+pub async fn take(client: &Client, dialect: &Dialect, names: &[String]) -> DbSnapshot {
     let relations = client
         .query(
             "SELECT relname::text, pg_relation_size(oid)::bigint, pg_indexes_size(oid)::bigint, \
@@ -53,25 +55,24 @@ pub async fn take(client: &Client, names: &[String]) -> DbSnapshot {
         .await
         .map(|r| r.get(0))
         .unwrap_or(-1);
-    let stat_database = numeric_row(
-        client,
-        "SELECT numbackends, xact_commit, xact_rollback, blks_read, blks_hit, tup_returned, tup_fetched, \
-         tup_inserted, tup_updated, tup_deleted, temp_bytes, deadlocks FROM pg_stat_database \
-         WHERE datname = current_database()",
-    )
-    .await;
-    let mut bgwriter = numeric_row(client, "SELECT * FROM pg_stat_bgwriter").await;
-    bgwriter.extend(
-        numeric_row(client, "SELECT * FROM pg_stat_checkpointer")
-            .await
-            .into_iter()
-            .map(|(k, v)| (format!("checkpointer_{k}"), v)),
-    );
-    let wal_lsn_bytes = client
-        .query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[])
-        .await
-        .ok()
-        .map(|r| r.get(0));
+    let stat_database = match dialect.stat_database_sql() {
+        Some(sql) => numeric_row(client, &sql).await,
+        None => BTreeMap::new(),
+    };
+    let mut bgwriter = if dialect.stat_bgwriter {
+        numeric_row(client, "SELECT * FROM pg_stat_bgwriter").await
+    } else {
+        BTreeMap::new()
+    };
+    if dialect.stat_checkpointer {
+        bgwriter.extend(
+            numeric_row(client, "SELECT * FROM pg_stat_checkpointer")
+                .await
+                .into_iter()
+                .map(|(k, v)| (format!("checkpointer_{k}"), v)),
+        );
+    }
+    let wal_lsn_bytes = wal_bytes(client, dialect).await;
     let data_directory: Option<String> = client
         .query_one("SHOW data_directory", &[])
         .await
@@ -94,9 +95,24 @@ pub async fn take(client: &Client, names: &[String]) -> DbSnapshot {
     }
 }
 
-/// Bytes of the server's WAL directory (`pg_ls_waldir()`: superusers and
-/// pg_monitor members); None when not granted.
-pub async fn wal_dir_bytes(client: &Client) -> Option<i64> {
+/// The server's WAL position in bytes (by the functions the dialect found);
+/// None without them or when the server refuses (a standby in recovery).
+pub async fn wal_bytes(client: &Client, dialect: &Dialect) -> Option<i64> {
+    let sql = dialect.wal_bytes_sql()?;
+    client
+        .query_one(sql.as_str(), &[])
+        .await
+        .ok()
+        .map(|r| r.get(0))
+}
+
+/// Bytes of the server's WAL directory (`pg_ls_waldir()`: PostgreSQL 10
+/// and later, superusers and pg_monitor members); None when the server
+/// lacks it or does not grant it.
+pub async fn wal_dir_bytes(client: &Client, dialect: &Dialect) -> Option<i64> {
+    if !dialect.wal_dir_listing {
+        return None;
+    }
     client
         .query_one(
             "SELECT COALESCE(sum(size), 0)::bigint FROM pg_ls_waldir()",

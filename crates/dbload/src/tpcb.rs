@@ -12,6 +12,7 @@ use futures_util::SinkExt;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio_postgres::Client;
 
+use crate::dialect::Dialect;
 use crate::oltp::{DbError, connect, db_err, drop_tables, ensure_schema, existing_tables};
 use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};
 use crate::wire::Param;
@@ -73,6 +74,7 @@ pub async fn cleanup(conninfo: &str, schema: &str) -> Result<Vec<String>, DbErro
 /// default steps — vacuum analyze and the primary keys, both in parallel
 /// across tables. `progress(rows)` is called as account rows arrive.
 /// Refuses existing tables unless `force`. A failure says how far the load got.
+/// Probes the server's dialect first; [`prepare_with`] takes one already probed.
 pub async fn prepare(
     conninfo: &str,
     spec: &TpcbSpec,
@@ -81,6 +83,25 @@ pub async fn prepare(
     force: bool,
     progress: Arc<dyn Fn(u64) + Send + Sync>,
 ) -> Result<LoadTimes, DbError> {
+    let dialect = Dialect::probe_conninfo(conninfo).await?;
+    prepare_with(conninfo, spec, &dialect, mode, jobs, force, progress).await
+}
+
+/// [`prepare`] on a server of `dialect`: refused, before anything is
+/// written, where the dialect cannot load ([`Dialect::check_loadable`]);
+/// COPY FREEZE only where the server has it (the same transactions, with
+/// TRUNCATE, otherwise: only the rows are not frozen).
+pub async fn prepare_with(
+    conninfo: &str,
+    spec: &TpcbSpec,
+    dialect: &Dialect,
+    mode: InitMode,
+    jobs: u32,
+    force: bool,
+    progress: Arc<dyn Fn(u64) + Send + Sync>,
+) -> Result<LoadTimes, DbError> {
+    dialect.check_loadable()?;
+    let copy_freeze = dialect.copy_freeze;
     let mut times = LoadTimes::default();
     let mut t0 = std::time::Instant::now();
     let mut lap = move || {
@@ -122,7 +143,7 @@ pub async fn prepare(
     // The small tables, each in one transaction that creates nothing new
     // but truncates first, so COPY FREEZE is allowed.
     for (table, rows) in [("pgbench_branches", branches), ("pgbench_tellers", tellers)] {
-        load_range(&admin, table, mode, 1, rows, true)
+        load_range(&admin, table, mode, 1, rows, true, copy_freeze)
             .await
             .map_err(|e| how_far(&loaded, "generate", e))?;
     }
@@ -148,7 +169,18 @@ pub async fn prepare(
         );
         tasks.push(tokio::spawn(async move {
             let client = connect(&conninfo).await?;
-            load_accounts(&client, mode, from, to, jobs == 1, &loaded, &*progress).await
+            let freeze = jobs == 1;
+            load_accounts(
+                &client,
+                mode,
+                from,
+                to,
+                freeze,
+                copy_freeze,
+                &loaded,
+                &*progress,
+            )
+            .await
         }));
     }
     for t in tasks {
@@ -195,7 +227,8 @@ async fn parallel(conninfo: &str, statements: impl Iterator<Item = String>) -> R
     Ok(())
 }
 
-/// Loads keys [from, to] of a small table in one transaction (FREEZE after TRUNCATE when `freeze`).
+/// Loads keys [from, to] of a small table in one transaction (TRUNCATE
+/// first when `freeze`, then COPY FREEZE if the server has it: `copy_freeze`).
 async fn load_range(
     client: &Client,
     table: &str,
@@ -203,6 +236,7 @@ async fn load_range(
     from: u64,
     to: u64,
     freeze: bool,
+    copy_freeze: bool,
 ) -> Result<(), DbError> {
     let tx = |e| db_err(&format!("loading {table}"), e);
     client.batch_execute("BEGIN").await.map_err(tx)?;
@@ -240,20 +274,24 @@ async fn load_range(
                 }
             }
             copy_finish(&mut buf);
-            copy_in(client, table, freeze, vec![buf]).await?;
+            copy_in(client, table, freeze && copy_freeze, vec![buf]).await?;
         }
     }
     client.batch_execute("COMMIT").await.map_err(tx)?;
     Ok(())
 }
 
-/// Loads accounts [from, to], in 1 MiB COPY chunks (or server-side).
+/// Loads accounts [from, to], in 1 MiB COPY chunks (or server-side); with
+/// `freeze`, in one transaction that truncates first, and with FREEZE when
+/// the server has it (`copy_freeze`).
+#[allow(clippy::too_many_arguments)]
 async fn load_accounts(
     client: &Client,
     mode: InitMode,
     from: u64,
     to: u64,
     freeze: bool,
+    copy_freeze: bool,
     loaded: &AtomicU64,
     progress: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<(), DbError> {
@@ -283,7 +321,11 @@ async fn load_accounts(
         InitMode::Client => {
             let sql = format!(
                 "COPY pgbench_accounts FROM STDIN WITH (FORMAT binary{})",
-                if freeze { ", FREEZE" } else { "" }
+                if freeze && copy_freeze {
+                    ", FREEZE"
+                } else {
+                    ""
+                }
             );
             let sink = client.copy_in::<_, bytes::Bytes>(&sql).await.map_err(tx)?;
             futures_util::pin_mut!(sink);

@@ -23,6 +23,7 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio_postgres::Client;
 
+use crate::dialect::Dialect;
 use crate::oltp::{DbError, connect, db_err, drop_tables, ensure_schema, existing_tables};
 use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};
 use crate::wire::Param;
@@ -296,6 +297,8 @@ fn ranges(set: &BTreeSet<u32>) -> String {
 /// tables must exist without keys (as a failed load leaves them); the
 /// warehouses of the range not yet present are loaded (and the item table
 /// if it is empty), then the keys are built. It needs the seed of the first load.
+///
+/// Probes the server's dialect first; [`prepare_with`] takes one already probed.
 pub async fn prepare(
     conninfo: &str,
     spec: &TpccSpec,
@@ -304,6 +307,31 @@ pub async fn prepare(
     progress: Arc<dyn Fn(u64) + Send + Sync>,
     warehouse_range: Option<(u32, u32)>,
 ) -> Result<TpccLoadTimes, DbError> {
+    let dialect = Dialect::probe_conninfo(conninfo).await?;
+    prepare_with(
+        conninfo,
+        spec,
+        &dialect,
+        jobs,
+        force,
+        progress,
+        warehouse_range,
+    )
+    .await
+}
+
+/// [`prepare`] on a server of `dialect`: refused, before anything is
+/// written, where the dialect cannot load ([`Dialect::check_loadable`]).
+pub async fn prepare_with(
+    conninfo: &str,
+    spec: &TpccSpec,
+    dialect: &Dialect,
+    jobs: u32,
+    force: bool,
+    progress: Arc<dyn Fn(u64) + Send + Sync>,
+    warehouse_range: Option<(u32, u32)>,
+) -> Result<TpccLoadTimes, DbError> {
+    dialect.check_loadable()?;
     let mut times = TpccLoadTimes::default();
     let mut t0 = std::time::Instant::now();
     let mut lap = move || {
@@ -790,7 +818,7 @@ pub fn functions_sql() -> Vec<String> {
     in_ol_supply_w_id integer[], in_ol_i_id integer[], in_ol_quantity integer[])
 returns integer language plpgsql as $fn$
 declare
-    v_ol_cnt integer := cardinality(in_ol_i_id);
+    v_ol_cnt integer := coalesce(array_length(in_ol_i_id, 1), 0);
     v_all_local integer := 1;
     v_d_tax decimal(4,4); v_o_id integer;
     v_w_tax decimal(4,4); v_c_last varchar(16); v_c_credit char(2); v_c_discount decimal(4,4);
@@ -881,7 +909,7 @@ begin
         if v_ids is null then
             raise exception 'Customer(s) for C_W_ID=% C_D_ID=% C_LAST=% not found', in_c_w_id, in_c_d_id, in_c_last;
         end if;
-        v_c_id := v_ids[(cardinality(v_ids) + 1) / 2];
+        v_c_id := v_ids[(array_length(v_ids, 1) + 1) / 2];
     end if;
     select c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, c_zip, c_phone,
            c_since, c_credit, c_credit_lim, c_discount, c_balance into v_c
@@ -930,7 +958,7 @@ begin
         if v_ids is null then
             raise exception 'Customer(s) for C_W_ID=% C_D_ID=% C_LAST=% not found', in_w_id, in_d_id, in_c_last;
         end if;
-        v_c_id := v_ids[(cardinality(v_ids) + 1) / 2];
+        v_c_id := v_ids[(array_length(v_ids, 1) + 1) / 2];
     end if;
     select c_first, c_middle, c_last, c_balance into v_c
         from bmsql_customer where c_w_id = in_w_id and c_d_id = in_d_id and c_id = v_c_id;
