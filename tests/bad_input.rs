@@ -212,6 +212,53 @@ const CASES: &[Case] = &[
         option: "missing.json",
         says: "no such file",
     },
+    // --start-at: a time in the next 24 hours, checked before anything starts.
+    Case {
+        args: &[
+            "block",
+            "--start-at",
+            "2000-01-01T00:00:00Z",
+            "--size",
+            "1m",
+            "{dir}/new.dat",
+        ],
+        option: "--start-at",
+        says: "in the past",
+    },
+    Case {
+        args: &[
+            "block",
+            "--start-at",
+            "2999-01-01T00:00:00Z",
+            "--size",
+            "1m",
+            "{dir}/new.dat",
+        ],
+        option: "--start-at",
+        says: "more than 24 hours ahead",
+    },
+    Case {
+        args: &[
+            "block",
+            "--start-at",
+            "noon",
+            "--size",
+            "1m",
+            "{dir}/new.dat",
+        ],
+        option: "--start-at",
+        says: "HH:MM:SS",
+    },
+    Case {
+        args: &["db", "run", "--start-at", "2000-01-01T00:00:00+02:00"],
+        option: "--start-at",
+        says: "in the past",
+    },
+    Case {
+        args: &["db", "study", "--start-at", "25:00"],
+        option: "--start-at",
+        says: "RFC 3339",
+    },
     // db: checked before any cluster starts or any connection is made.
     Case {
         args: &["db", "run", "--time", "0"],

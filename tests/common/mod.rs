@@ -196,6 +196,7 @@ pub fn run_settings(
         warmup: std::time::Duration::ZERO,
         rate: None,
         io_sampling: false,
+        start_at: None,
     }
 }
 

@@ -356,6 +356,11 @@ pub struct RunArgs {
     /// restart the transaction, counting reconnects; without it the run stops with its partial result.
     #[arg(long)]
     pub reconnect: bool,
+    /// Start the first step's clock at TIME: RFC 3339 (2026-05-01T14:30:00Z) or HH:MM[:SS] local
+    /// time today, within the next 24 hours. Clients connect first, then wait (Ctrl-C ends the
+    /// wait), so runs on several load hosts start at the same instant.
+    #[arg(long, value_name = "TIME", value_parser = crate::opts::start_at_arg)]
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// Where the result goes.

@@ -39,6 +39,9 @@ pub enum Command {
     Db(crate::db_opts::DbArgs),
     /// Tables, SVG charts, one HTML page and Parquet/CSV exports from result files.
     Report(ReportOpts),
+    /// A whole experiment from a TOML file: targets × steps × parameter grids, resumable,
+    /// ending with a report of the targets side by side (see examples/campaigns/).
+    Campaign(crate::campaign_cmd::CampaignOpts),
     /// Print the JSON Schema of a result format.
     Schema {
         /// Which schema.
@@ -130,6 +133,11 @@ pub struct ReportOpts {
     /// Do not print the tables.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Merge results of the same run from several hosts (same workload and options, started
+    /// together with --start-at) into one before reporting: latency histograms and counts are
+    /// added and percentiles recomputed, never averaged. Results merge within one --label.
+    #[arg(long)]
+    pub merge: bool,
 }
 
 /// `csdchar capacity`.
@@ -345,6 +353,31 @@ pub struct BlockOpts {
     /// Write the result to FILE instead of stdout (not a directory, not TARGET).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Start the measured run at TIME: RFC 3339 (2026-05-01T14:30:00Z) or HH:MM[:SS] local time
+    /// today, within the next 24 hours. The target and jobs are set up first, then wait (Ctrl-C
+    /// ends the wait), so runs on several hosts start at the same instant.
+    #[arg(long, value_name = "TIME", value_parser = start_at_arg)]
+    pub start_at: Option<std::time::SystemTime>,
+}
+
+/// `--start-at`: a time in the next 24 hours ([`csdchar_core::start_at::parse_start_at`]).
+pub(crate) fn start_at_arg(s: &str) -> Result<std::time::SystemTime, String> {
+    csdchar_core::start_at::parse_start_at(s, std::time::SystemTime::now(), local_offset_s)
+}
+
+/// Seconds east of UTC of the local time zone at `t` (0 when unknown).
+fn local_offset_s(t: std::time::SystemTime) -> i64 {
+    let secs = match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as libc::time_t,
+        Err(_) => return 0,
+    };
+    // Safety: localtime_r only writes into the zeroed struct we own.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // Safety: valid pointers to a time_t and a tm.
+    if unsafe { libc::localtime_r(&secs, &mut tm) }.is_null() {
+        return 0;
+    }
+    tm.tm_gmtoff
 }
 
 /// fio's rw modes.
@@ -538,6 +571,9 @@ impl BlockOpts {
                 .percentile_list
                 .clone()
                 .unwrap_or_else(|| DEFAULT_PERCENTILES.to_vec()),
+            start_at: self
+                .start_at
+                .map(csdchar_core::start_at::format_rfc3339_millis),
         })
     }
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use csdchar_report::{InputSpec, build_report};
+use csdchar_report::{InputSpec, ReportOptions, build_report_with};
 
 use crate::opts::ReportOpts;
 use crate::{EXIT_USAGE, Io, Outcome};
@@ -64,7 +64,7 @@ pub fn run_report(opts: &ReportOpts, io: &mut Io<'_>) -> Outcome {
             return Outcome::code(EXIT_USAGE);
         }
     };
-    let report = match build_report(&specs) {
+    let report = match build_report_with(&specs, ReportOptions { merge: opts.merge }) {
         Ok(r) => r,
         Err(e) => {
             let _ = writeln!(io.stderr, "error: {e}");

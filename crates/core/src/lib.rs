@@ -5,6 +5,8 @@
 //! - [`compressibility`]: per-4 KiB compression ratios (lz4, deflate), the way a
 //!   compressing drive sees data.
 //! - [`stats`]: latency recording (exact min/mean/stddev/max plus HDR percentiles).
+//! - [`hdr`]: lossless histograms in results (HdrHistogram V2 compressed, base64) and their sums.
+//! - [`start_at`]: `--start-at` times (RFC 3339 or local HH:MM:SS).
 //! - [`counters`]: parsers for kernel counter files (diskstats, zram).
 //! - [`capacity`]: logical vs physical capacity from zram, ScaleFlux and NVMe, in one format.
 //! - [`estimate`]: what a compressing drive would store: sampling, PostgreSQL file kinds.
@@ -15,10 +17,12 @@ pub mod capacity;
 pub mod compressibility;
 pub mod counters;
 pub mod estimate;
+pub mod hdr;
 pub mod oltp;
 pub mod pattern;
 pub mod pgio;
 pub mod result;
+pub mod start_at;
 pub mod stats;
 pub mod tpcb;
 pub mod tpcc;

@@ -122,9 +122,26 @@ impl LatencyRecorder {
         self.hist.value_at_quantile(p / 100.0).min(self.max)
     }
 
-    /// The summary at the given percentiles.
+    /// The histogram itself (values in ns).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
+    }
+
+    /// The histogram in HdrHistogram's V2 compressed encoding, base64 ([`crate::hdr`]).
+    pub fn encoded(&self) -> String {
+        crate::hdr::encode(&self.hist)
+    }
+
+    /// The value at percentile `p` from the histogram alone ([`hist_percentile`]):
+    /// what a merge of stored histograms reproduces exactly. Interval figures use it.
+    pub fn hist_percentile(&self, p: f64) -> u64 {
+        hist_percentile(&self.hist, p)
+    }
+
+    /// The summary at the given percentiles, with the histogram itself.
     pub fn summary(&self, percentiles: &[f64]) -> LatencyStats {
         LatencyStats {
+            hdr_histogram: Some(self.encoded()),
             count: self.count,
             min_ns: if self.count == 0 { 0 } else { self.min },
             max_ns: self.max,
@@ -138,6 +155,19 @@ impl LatencyRecorder {
                 })
                 .collect(),
         }
+    }
+}
+
+/// The value at percentile `p` (0–100) of `h`: the highest value equivalent,
+/// within the histogram's precision, to the smallest recorded value with at
+/// least p % of values at or below it. 0 when empty. A function of the
+/// histogram only, so figures computed with it from a stored (or merged)
+/// histogram are exactly the ones recorded.
+pub fn hist_percentile(h: &Histogram<u64>, p: f64) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.value_at_quantile(p / 100.0)
     }
 }
 
@@ -156,9 +186,78 @@ pub struct LatencyStats {
     pub stddev_ns: f64,
     /// Percentiles from an HDR histogram with 3 significant digits (0.1 % error).
     pub percentiles: Vec<Percentile>,
+    /// The whole distribution, lossless: the HDR histogram the percentiles come from (values in
+    /// ns, 3 significant digits, 1 ns to 1 h) in HdrHistogram's standard V2 compressed (deflate)
+    /// encoding, base64 — what HdrHistogram's `encodeIntoCompressedByteBuffer` + base64 give
+    /// (starts with "HISTF"), so HdrHistogram's tools read it. Results of several hosts merge
+    /// exactly by adding these. Absent in results written before csdchar stored histograms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hdr_histogram: Option<String>,
 }
 
 impl LatencyStats {
+    /// The distribution of all values of `parts` together, as if one recorder
+    /// had recorded them all: histograms added, counts added, min/max of the
+    /// parts, mean and population standard deviation pooled from the parts',
+    /// percentiles (the ones given) recomputed from the summed histogram,
+    /// never averaged. Fails when a part has no histogram
+    /// (a result written before csdchar stored them) or one does not decode.
+    pub fn merged(
+        parts: &[&LatencyStats],
+        percentiles: &[f64],
+    ) -> Result<LatencyStats, MergeError> {
+        if let Some(i) = parts.iter().position(|p| p.hdr_histogram.is_none()) {
+            return Err(MergeError::NoHistogram(i));
+        }
+        let hist = crate::hdr::decode_sum(parts.iter().filter_map(|p| p.hdr_histogram.as_deref()))
+            .map_err(MergeError::Bad)?;
+        let count: u64 = parts.iter().map(|p| p.count).sum();
+        let filled: Vec<&&LatencyStats> = parts.iter().filter(|p| p.count > 0).collect();
+        let min_ns = filled.iter().map(|p| p.min_ns).min().unwrap_or(0);
+        let max_ns = filled.iter().map(|p| p.max_ns).max().unwrap_or(0);
+        let (mean_ns, stddev_ns) = if count == 0 {
+            (0.0, 0.0)
+        } else {
+            let n = count as f64;
+            let mean = filled
+                .iter()
+                .map(|p| p.mean_ns * p.count as f64)
+                .sum::<f64>()
+                / n;
+            // E[x²] of each part is stddev² + mean² (population figures).
+            let ex2 = filled
+                .iter()
+                .map(|p| (p.stddev_ns * p.stddev_ns + p.mean_ns * p.mean_ns) * p.count as f64)
+                .sum::<f64>()
+                / n;
+            let sd = if count < 2 {
+                0.0
+            } else {
+                (ex2 - mean * mean).max(0.0).sqrt()
+            };
+            (mean, sd)
+        };
+        let at = |p: f64| match &hist {
+            Some(h) if count > 0 => h.value_at_quantile(p / 100.0).min(max_ns),
+            _ => 0,
+        };
+        Ok(LatencyStats {
+            count,
+            min_ns,
+            max_ns,
+            mean_ns,
+            stddev_ns,
+            percentiles: percentiles
+                .iter()
+                .map(|&p| Percentile {
+                    percentile: p,
+                    value_ns: at(p),
+                })
+                .collect(),
+            hdr_histogram: hist.as_ref().map(crate::hdr::encode),
+        })
+    }
+
     /// The value recorded for percentile `p`, if it was requested.
     pub fn at(&self, p: f64) -> Option<u64> {
         self.percentiles
@@ -166,6 +265,17 @@ impl LatencyStats {
             .find(|x| (x.percentile - p).abs() < 1e-9)
             .map(|x| x.value_ns)
     }
+}
+
+/// Why latency summaries could not be merged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    /// Part number .0 has no histogram (written before csdchar stored them).
+    #[error("part {0} has no latency histogram")]
+    NoHistogram(usize),
+    /// A histogram did not decode or add.
+    #[error(transparent)]
+    Bad(crate::hdr::HdrError),
 }
 
 /// One percentile of a latency distribution.
@@ -217,6 +327,36 @@ mod tests {
         a.reset();
         assert_eq!(a.count(), 0);
         assert_eq!(a.summary(&[99.0]).min_ns, 0);
+    }
+
+    #[test]
+    fn merged_summaries_equal_the_summary_of_all_values() {
+        let ps = [1.0, 50.0, 99.0, 99.99, 100.0];
+        let mut a = LatencyRecorder::precise();
+        let mut b = LatencyRecorder::precise();
+        let mut both = LatencyRecorder::precise();
+        for v in [5u64, 17, 1_000, 99_999, 7, 123_456_789] {
+            a.record(v);
+            both.record(v);
+        }
+        for v in [3u64, 1 << 40, 12, 1_000] {
+            b.record(v);
+            both.record(v);
+        }
+        let empty = LatencyRecorder::precise().summary(&ps);
+        let m = LatencyStats::merged(&[&a.summary(&ps), &empty, &b.summary(&ps)], &ps).unwrap();
+        let w = both.summary(&ps);
+        assert_eq!((m.count, m.min_ns, m.max_ns), (w.count, w.min_ns, w.max_ns));
+        assert_eq!(m.percentiles, w.percentiles);
+        assert_eq!(m.hdr_histogram, w.hdr_histogram);
+        assert!((m.mean_ns - w.mean_ns).abs() <= 1e-9 * w.mean_ns);
+        assert!((m.stddev_ns - w.stddev_ns).abs() <= 1e-6 * w.stddev_ns);
+        let mut old = a.summary(&ps);
+        old.hdr_histogram = None;
+        assert_eq!(
+            LatencyStats::merged(&[&empty, &old], &ps),
+            Err(MergeError::NoHistogram(1))
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Barrier, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use csdchar_core::capacity::CapacityReport;
 use csdchar_core::result::block::{
@@ -99,6 +99,13 @@ where
     // Probe the engine before touching the target, so "io_uring unavailable"
     // leaves nothing behind.
     drop(factory(-1, spec.iodepth).map_err(|e| BlockError::Unavailable(e.to_string()))?);
+    let start_at = match &spec.start_at {
+        Some(t) => Some(
+            csdchar_core::start_at::parse_rfc3339(t)
+                .map_err(|e| BlockError::Usage(format!("--start-at: {e}")))?,
+        ),
+        None => None,
+    };
     let target = prepare(spec)?;
     let sysfs = csdchar_devices::Sysfs::from_env();
     let snapshot = || target.device.as_ref().map(|d| sysfs.snapshot(d));
@@ -113,8 +120,10 @@ where
     };
     let mut main: Option<PhaseOutcome> = None;
     let mut verify: Option<VerifyReport> = None;
-    for &phase in phases {
-        let out = run_phase(spec, &target, phase, &mut ctl, &factory);
+    for (i, &phase) in phases.iter().enumerate() {
+        // Only the first phase waits for --start-at.
+        let not_before = if i == 0 { start_at } else { None };
+        let out = run_phase(spec, &target, phase, not_before, &mut ctl, &factory);
         let stop =
             out.jobs.iter().any(|j| j.error.is_some()) || ctl.interrupt.load(Ordering::Relaxed);
         if phase == Phase::VerifyRead {
@@ -191,10 +200,25 @@ struct PhaseOutcome {
     cpu: CpuUsage,
 }
 
+/// Sleeps until `at` (wall clock) in short steps; returns early when
+/// `interrupt` is set. Returns at once for an instant already past.
+pub fn wait_until(at: SystemTime, interrupt: &AtomicBool) {
+    while !interrupt.load(Ordering::Relaxed) {
+        let Ok(left) = at.duration_since(SystemTime::now()) else {
+            return;
+        };
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
 fn run_phase<E, F>(
     spec: &BlockSpec,
     target: &PreparedTarget,
     phase: Phase,
+    not_before: Option<SystemTime>,
     ctl: &mut RunControl<'_>,
     factory: &F,
 ) -> PhaseOutcome
@@ -249,6 +273,11 @@ where
         }
         drop(tx);
         gate.wait();
+        // Every job is set up (buffers generated, engine ready): wait for
+        // --start-at here, so the measured period begins at that instant.
+        if let Some(at) = not_before {
+            wait_until(at, &interrupt);
+        }
         let base = Instant::now();
         base_cell.set(base).expect("set once");
         gate.wait();
@@ -474,7 +503,7 @@ impl IntervalMerger {
             iops: d.ios as f64 / secs,
             bw_bytes_per_s: d.bytes as f64 / secs,
             lat_mean_ns: d.lat.mean(),
-            lat_p99_ns: d.lat.percentile(99.0),
+            lat_p99_ns: d.lat.hist_percentile(99.0),
         };
         IntervalSample {
             index,
@@ -482,6 +511,8 @@ impl IntervalMerger {
             duration_ms: duration_ns / 1_000_000,
             read: self.reads.then(|| dir(&dirs[0])),
             write: self.writes.then(|| dir(&dirs[1])),
+            read_lat_hdr_histogram: self.reads.then(|| dirs[0].lat.encoded()),
+            write_lat_hdr_histogram: self.writes.then(|| dirs[1].lat.encoded()),
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod html;
 pub mod io;
 pub mod load;
+pub mod merge;
 pub mod model;
 pub mod plots;
 pub mod tables;
@@ -74,9 +75,39 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
+/// How the report treats its inputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Merge results of one run on several hosts first ([`merge`]).
+    pub merge: bool,
+}
+
 /// Reads the inputs and builds every artifact. Nothing is written.
 pub fn build_report(specs: &[InputSpec]) -> Result<Report, ReportError> {
+    build_report_with(specs, ReportOptions::default())
+}
+
+/// [`build_report`] with options: `--merge` merges results of the same run
+/// from several hosts (histograms and counts added) before anything else.
+pub fn build_report_with(
+    specs: &[InputSpec],
+    options: ReportOptions,
+) -> Result<Report, ReportError> {
     let inputs = load_inputs(specs)?;
+    let (inputs, merge_notes) = if options.merge {
+        merge::merge_inputs(inputs, specs)?
+    } else {
+        (inputs, Vec::new())
+    };
+    build_from_inputs(inputs, merge_notes)
+}
+
+/// Builds every artifact from results already read (and merged); `notes`
+/// come first in the report's notes.
+pub fn build_from_inputs(
+    inputs: Vec<ReportInput>,
+    notes: Vec<String>,
+) -> Result<Report, ReportError> {
     let flat = model::flatten(&inputs);
     let frame = analysis::interval_frame(&flat.intervals)?;
     let stats = analysis::db_group_stats(&frame)?;
@@ -93,13 +124,11 @@ pub fn build_report(specs: &[InputSpec]) -> Result<Report, ReportError> {
     let mut tables = Vec::new();
     // First, so nobody reads a partial run's figures as a whole one's.
     tables.extend(tables::incomplete_table(&inputs));
-    let notes: Vec<String> = inputs
-        .iter()
-        .filter_map(|i| {
-            i.status_note()
-                .map(|n| format!("{} ({}): {n}", i.path.display(), i.label))
-        })
-        .collect();
+    let mut notes = notes;
+    notes.extend(inputs.iter().filter_map(|i| {
+        i.status_note()
+            .map(|n| format!("{} ({}): {n}", i.path.display(), i.label))
+    }));
     if !stats.is_empty() {
         tables.push(tables::db_summary_table(&stats, &latency));
         if let Some((base, others)) = labels.split_first() {

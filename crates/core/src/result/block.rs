@@ -132,6 +132,11 @@ pub struct BlockSpec {
     pub force: bool,
     /// Percentiles reported for latencies.
     pub percentiles: Vec<f64>,
+    /// The instant the measured run was asked to start (`--start-at`), RFC 3339 UTC with
+    /// milliseconds: the jobs are set up, then wait for it, so runs on several hosts start
+    /// together. Absent: started at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
 }
 
 impl Default for BlockSpec {
@@ -164,6 +169,7 @@ impl Default for BlockSpec {
             verify_only: false,
             force: false,
             percentiles: crate::stats::DEFAULT_PERCENTILES.to_vec(),
+            start_at: None,
         }
     }
 }
@@ -282,6 +288,16 @@ pub struct IntervalSample {
     pub read: Option<IntervalDirection>,
     /// Writes in this interval; null when the job does not write.
     pub write: Option<IntervalDirection>,
+    /// The interval's read latency (total: slat + clat) histogram, all jobs together, lossless:
+    /// values in ns, 2 significant digits (1 % error), 1 ns to 1 h, in HdrHistogram's standard
+    /// V2 compressed (deflate) encoding, base64 (starts with "HISTF"; HdrHistogram's tools read
+    /// it). Absent when the job does not read, and in results written before csdchar stored
+    /// histograms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_lat_hdr_histogram: Option<String>,
+    /// The interval's write latency (total) histogram, as `read_lat_hdr_histogram`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_lat_hdr_histogram: Option<String>,
 }
 
 /// One direction within one interval.

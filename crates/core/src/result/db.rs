@@ -87,6 +87,11 @@ pub struct DbSpec {
     /// "server memory limit 256.00MiB (cgroup v1)", "caches dropped before each step"; null: nothing.
     #[serde(default)]
     pub cache_control: Option<String>,
+    /// The instant the first step's clients were asked to start (`--start-at`), RFC 3339 UTC
+    /// with milliseconds: they connect, then wait for it, so runs on several load hosts start
+    /// together; later steps follow as soon as the one before ends. Absent: started at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
 }
 
 /// pgio's parameters, with its names.
@@ -264,6 +269,12 @@ pub struct DbInterval {
     pub lat_pct_ms: f64,
     /// Ignored errors per second.
     pub errors_per_s: f64,
+    /// The interval's transaction latency histogram, all clients together, lossless: values in
+    /// ns, 2 significant digits (1 % error), 1 ns to 1 h, in HdrHistogram's standard V2 compressed
+    /// (deflate) encoding, base64 (starts with "HISTF"; HdrHistogram's tools read it).
+    /// Absent in results written before csdchar stored histograms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_hdr_histogram: Option<String>,
     /// Database misses next to device I/O over the interval (null when not sampled).
     #[serde(default)]
     pub io: Option<IoRates>,
