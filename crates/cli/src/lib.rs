@@ -2,6 +2,7 @@
 //! in-process (integration tests call it directly); `main` only parses
 //! arguments, installs signal handlers and exits with the code.
 
+pub mod campaign_cmd;
 pub mod db_cmd;
 pub mod db_opts;
 pub mod estimate;
@@ -63,6 +64,7 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
         Command::Estimate(opts) => run_estimate_command(&opts, io),
         Command::Db(cmd) => db_cmd::run_db(&cmd, io),
         Command::Report(opts) => report_cmd::run_report(&opts, io),
+        Command::Campaign(opts) => campaign_cmd::run_campaign(&opts, io),
         Command::Schema { which } => {
             let text = match which {
                 SchemaName::Block => block_schema(),

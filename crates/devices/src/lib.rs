@@ -16,7 +16,9 @@ use csdchar_core::capacity::{
 use csdchar_core::counters::{DiskStats, ZramMmStat};
 
 pub mod btrfs;
+pub mod identity;
 pub mod nvme;
+pub mod zram;
 
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
 const BLKSSZGET: libc::c_ulong = 0x1268;

@@ -1,0 +1,323 @@
+//! `csdchar campaign FILE.toml`: the campaign crate plans and keeps the
+//! manifest; this module supplies its [`StepRunner`] (each planned argv is
+//! parsed by csdchar's own clap parser and run in-process through the same
+//! [`crate::run`] path as the subcommand), prints progress, and ends with
+//! `csdchar report` over the results, targets side by side.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use clap::{Args, Parser};
+use csdchar_campaign::{
+    Campaign, CampaignError, CampaignStatus, Event, Executor, PlannedStep, RunOptions, StepOutcome,
+    StepRunner, StepStatus, ZramProvisioner, format_duration,
+};
+use csdchar_report::{InputSpec, ReportOptions, build_report_with};
+
+use crate::opts::Cli;
+use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome};
+
+/// Options of `csdchar campaign`.
+#[derive(Debug, Clone, Args)]
+pub struct CampaignOpts {
+    /// The campaign file (TOML): targets, steps and parameter grids (see examples/campaigns/).
+    pub file: PathBuf,
+    /// Output directory: one result per step, manifest.json, logs and the report. Running
+    /// the same command again resumes: steps whose results are complete are skipped.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Show the plan (steps, commands, estimated duration) and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Replace a target's storage: NAME=DIR (a directory on the device under test), NAME=DEVICE
+    /// (block steps), or NAME=URL (db steps on that server). Repeatable.
+    #[arg(long = "target", value_name = "NAME=PATH|URL")]
+    pub targets: Vec<String>,
+    /// Stop at the first failed step (default: record it and go on).
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Resume although the campaign file or a target changed since the manifest was written.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Runs campaign steps through csdchar's own parser and [`crate::run`];
+/// each step's output goes to `<out>/<target>/<step>.log`.
+struct CliSteps {
+    interrupt: Arc<AtomicBool>,
+    /// The campaign's output directory.
+    out: PathBuf,
+}
+
+/// The step's argv as csdchar parses it.
+fn parse(step: &PlannedStep) -> Result<Cli, String> {
+    let argv = std::iter::once("csdchar".to_string()).chain(step.command.iter().cloned());
+    Cli::try_parse_from(argv).map_err(|e| {
+        let text = e.to_string();
+        let first = text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim_start_matches("error: ");
+        format!("{}: {first}", step.command_line())
+    })
+}
+
+/// The step's log: `<out>/<target>/<step>.log`, next to its result.
+fn log_path(step: &PlannedStep, out: &std::path::Path) -> PathBuf {
+    let stem = step.key.rsplit('/').next().unwrap_or(&step.key);
+    out.join(&step.target).join(format!("{stem}.log"))
+}
+
+impl StepRunner for CliSteps {
+    fn check(&self, step: &PlannedStep) -> Result<(), String> {
+        let cli = parse(step)?;
+        match cli.command {
+            crate::Command::Db(args) => {
+                let (name, mut opts) = args.step();
+                // The result's directory is made when the target's steps start.
+                opts.out.output = None;
+                crate::db_cmd::validate(name, &opts)
+                    .map_err(|e| format!("{}: {e}", step.command_line()))
+            }
+            crate::Command::Block(mut opts) => {
+                opts.output = None;
+                opts.validate()
+                    .map(|_| ())
+                    .map_err(|e| format!("{}: {e}", step.command_line()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn run(&mut self, step: &PlannedStep, _interrupt: &AtomicBool) -> StepOutcome {
+        let cli = match parse(step) {
+            Ok(c) => c,
+            Err(e) => return StepOutcome::Failed(e),
+        };
+        let mut stdout: Vec<u8> = Vec::new();
+        let mut stderr: Vec<u8> = Vec::new();
+        let code = {
+            let mut io = Io {
+                stdout: &mut stdout,
+                stderr: &mut stderr,
+                interrupt: Arc::clone(&self.interrupt),
+            };
+            crate::run(cli, &mut io).exit_code
+        };
+        let mut log = format!("$ {}\n", step.command_line()).into_bytes();
+        log.extend_from_slice(&stdout);
+        log.extend_from_slice(&stderr);
+        let _ = std::fs::write(log_path(step, &self.out), log);
+        let stderr = String::from_utf8_lossy(&stderr);
+        match code {
+            0 => StepOutcome::Done,
+            EXIT_INTERRUPTED => StepOutcome::Interrupted,
+            _ => StepOutcome::Failed(
+                stderr
+                    .lines()
+                    .find(|l| l.starts_with("error:"))
+                    .or_else(|| stderr.lines().rfind(|l| !l.trim().is_empty()))
+                    .map(|l| l.trim_start_matches("error: ").to_string())
+                    .unwrap_or_else(|| format!("exit code {code}")),
+            ),
+        }
+    }
+}
+
+fn eta(d: Duration) -> String {
+    format_duration(d)
+}
+
+/// Runs `csdchar campaign`.
+pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>) -> Outcome {
+    let usage = |io: &mut Io<'_>, e: &dyn std::fmt::Display| {
+        let _ = writeln!(io.stderr, "error: {e}");
+        Outcome::code(EXIT_USAGE)
+    };
+    let mut campaign = match Campaign::load(&opts.file) {
+        Ok(c) => c,
+        Err(e) => return usage(io, &e),
+    };
+    for t in &opts.targets {
+        if let Err(e) = campaign.override_from_arg(t) {
+            return usage(io, &e);
+        }
+    }
+    let plan = match campaign.plan(&opts.out) {
+        Ok(p) => p,
+        Err(e) => return usage(io, &e),
+    };
+    let mut steps = CliSteps {
+        interrupt: Arc::clone(&io.interrupt),
+        out: plan.out.clone(),
+    };
+    if opts.dry_run {
+        if let Err(e) = plan.check(|s| steps.check(s)) {
+            return usage(io, &e);
+        }
+        let _ = io.stdout.write_all(plan.render().as_bytes());
+        return Outcome::code(0);
+    }
+    let interrupt = Arc::clone(&io.interrupt);
+    let summary = {
+        let stdout = &mut *io.stdout;
+        let mut progress = |e: &Event<'_>| print_event(stdout, e);
+        Executor {
+            runner: &mut steps,
+            progress: &mut progress,
+            provisioner: &mut ZramProvisioner,
+            interrupt: &interrupt,
+            options: RunOptions {
+                fail_fast: opts.fail_fast,
+                force: opts.force,
+                csdchar_version: env!("CARGO_PKG_VERSION").to_string(),
+            },
+        }
+        .run(&campaign, &plan)
+    };
+    let summary = match summary {
+        Ok(s) => s,
+        Err(e @ CampaignError::Io(_)) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(1);
+        }
+        Err(e) => {
+            let code = if e.is_bad_input() { EXIT_USAGE } else { 1 };
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(code);
+        }
+    };
+    let _ = writeln!(
+        io.stderr,
+        "campaign: manifest {}",
+        plan.out.join(csdchar_campaign::MANIFEST_FILE).display()
+    );
+    let report_code = report(&summary.results_by_target(), &plan.out.join("report"), io);
+    match summary.status {
+        CampaignStatus::Completed => Outcome::code(report_code),
+        CampaignStatus::Interrupted => {
+            let _ = writeln!(
+                io.stderr,
+                "campaign interrupted: run the same command again to resume"
+            );
+            Outcome::code(EXIT_INTERRUPTED)
+        }
+        _ => Outcome::code(1),
+    }
+}
+
+/// One progress line per event.
+fn print_event(out: &mut dyn Write, e: &Event<'_>) {
+    let line = match e {
+        Event::Start {
+            total,
+            done,
+            estimated,
+        } => format!(
+            "campaign: {total} steps, {done} done earlier, about {} to run",
+            eta(*estimated)
+        ),
+        Event::TargetReady {
+            target,
+            dir,
+            device,
+        } => match dir {
+            Some(d) => format!("target {target}: {} on {device}", d.display()),
+            None => format!("target {target}: {device}"),
+        },
+        Event::StepStarted {
+            n,
+            total,
+            step,
+            replay,
+            eta: left,
+        } => format!(
+            "[{n}/{total}] {}{} (ETA {})",
+            if *replay { "replay: " } else { "" },
+            step.command_line(),
+            eta(*left)
+        ),
+        Event::StepSkipped {
+            n,
+            total,
+            step,
+            reason,
+        } => format!("[{n}/{total}] skipped {}: {reason}", step.key),
+        Event::StepFinished {
+            n,
+            total,
+            step,
+            status,
+            error,
+            elapsed,
+        } => match (status, error) {
+            (StepStatus::Done, _) => format!(
+                "[{n}/{total}] done {} in {}",
+                step.key,
+                format_duration(*elapsed)
+            ),
+            (s, Some(err)) => format!("[{n}/{total}] {s:?} {}: {err}", step.key).to_lowercase(),
+            (s, None) => format!("[{n}/{total}] {s:?} {}", step.key).to_lowercase(),
+        },
+        Event::TargetDone {
+            target,
+            teardown_error,
+        } => match teardown_error {
+            Some(err) => format!("target {target}: teardown left something behind: {err}"),
+            None => format!("target {target}: done"),
+        },
+        Event::Finished {
+            status,
+            done,
+            failed,
+            elapsed,
+        } => format!(
+            "campaign {status:?}: {done} steps done, {failed} failed, {} this run",
+            format_duration(*elapsed)
+        )
+        .to_lowercase(),
+    };
+    let _ = writeln!(out, "{line}");
+}
+
+/// `csdchar report` over the results, each labelled by its target (the first
+/// target is the baseline of the comparisons).
+fn report(by_target: &[(String, Vec<PathBuf>)], dir: &std::path::Path, io: &mut Io<'_>) -> i32 {
+    let specs: Vec<InputSpec> = by_target
+        .iter()
+        .flat_map(|(target, files)| {
+            files.iter().map(move |f| InputSpec {
+                path: f.clone(),
+                label: Some(target.clone()),
+            })
+        })
+        .collect();
+    if specs.is_empty() {
+        let _ = writeln!(io.stderr, "campaign: no results to report");
+        return 0;
+    }
+    let report = match build_report_with(&specs, ReportOptions::default()) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: report: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = crate::report_cmd::write_files(dir, &report.files) {
+        let _ = writeln!(io.stderr, "error: {e}");
+        return 1;
+    }
+    let _ = io.stdout.write_all(report.terminal.as_bytes());
+    let _ = writeln!(
+        io.stderr,
+        "report: {} files in {} (open {})",
+        report.files.len(),
+        dir.display(),
+        dir.join("report.html").display()
+    );
+    0
+}
