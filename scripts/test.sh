@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need on a fresh Debian/Ubuntu
-# machine (e2fsprogs, btrfs-progs, postgresql, chromium when root), then runs format check, clippy (warnings denied), every test
-# (the privileged ones run when root), and compiles the benches.
+# machine (e2fsprogs, btrfs-progs, dmsetup, postgresql, chromium when root; py-opengauss in a venv),
+# then runs format check, clippy (warnings denied), every test
+# (the privileged ones run when root), and compiles and briefly runs the benches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,3 +58,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # concurrently with benchmarks; the suite itself is safe in parallel.
 cargo test --workspace --locked
 cargo bench --workspace --locked --no-run
+# The criterion benches in a short mode (about half a minute once built): the block
+# engine on a loop device the bench sets up itself (root), one db client exchange on a
+# managed cluster, the generators and the estimator. Their figures go to the log; a
+# bench that cannot run says why, and none of this decides pass or fail.
+cargo bench --workspace --locked --bench '*' -- --quick --warm-up-time 0.2 --measurement-time 0.5 --noplot ||
+  echo "note: a bench did not complete (figures only; not a test)"
