@@ -361,6 +361,36 @@ pub struct RunArgs {
     /// wait), so runs on several load hosts start at the same instant.
     #[arg(long, value_name = "TIME", value_parser = crate::opts::start_at_arg)]
     pub start_at: Option<std::time::SystemTime>,
+    /// How the clients' connections are driven: threads (one OS thread and blocking socket per
+    /// client) or uring (a few threads, each with one io_uring and many connections; same
+    /// statements, order and counting).
+    #[arg(long, value_enum, default_value = "threads")]
+    pub client_io: ClientIoArg,
+    /// --client-io uring: driver threads, each with one ring (default: one per 32 clients, at most one per core).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub client_threads: Option<u32>,
+}
+
+/// `--client-io`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClientIoArg {
+    /// One OS thread per client.
+    Threads,
+    /// io_uring: many clients per thread.
+    Uring,
+}
+
+impl RunArgs {
+    /// The run's client driver, as the runner takes it.
+    pub fn client_io(&self) -> csdchar_dbload::runner::ClientIoSettings {
+        csdchar_dbload::runner::ClientIoSettings {
+            client_io: match self.client_io {
+                ClientIoArg::Threads => csdchar_dbload::runner::ClientIo::Threads,
+                ClientIoArg::Uring => csdchar_dbload::runner::ClientIo::Uring,
+            },
+            client_threads: self.client_threads.map(|n| n as usize),
+        }
+    }
 }
 
 /// Where the result goes.

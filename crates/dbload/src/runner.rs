@@ -1,12 +1,15 @@
-//! The measured loop shared by every workload: one OS thread and one wire
-//! connection per client, events (transactions) drawn in advance by the
-//! workload, executed in the chosen protocol, counted, retried on the
-//! workload's retryable SQLSTATEs, reported per interval.
+//! The measured loop shared by every workload: events (transactions) drawn
+//! in advance by the workload, executed in the chosen protocol, counted,
+//! retried on the workload's retryable SQLSTATEs, reported per interval.
+//! Each client is a sans-IO state machine ([`Client`]) run by one of two
+//! drivers ([`ClientIo`]): one OS thread and blocking wire connection per
+//! client, or a few threads each driving many connections through io_uring
+//! ([`crate::uring_client`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use csdchar_core::oltp::{QueryClass, classify};
 use csdchar_core::stats::{LatencyRecorder, LatencyStats};
@@ -15,7 +18,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::conn::{ConnTarget, ProcessEnv};
 use crate::oltp::DbError;
-use crate::wire::{Param, Reply, WireConn, WireError};
+use bytes::BytesMut;
+
+use crate::wire::{self, Param, Reply, WireConn, WireError};
 
 /// How statements travel (pgbench's `-M`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,43 +117,44 @@ impl Event {
         self.block = true;
     }
 
-    /// Runs the event: one round trip per statement, or the whole block in
-    /// one when `pipeline` (not in the simple protocol, as in pgbench).
-    /// Completed statements are counted.
-    fn execute(
+    /// Encodes the event's exchange that starts at call `from` into `out`
+    /// and returns the call after it: one round trip per statement, or the
+    /// whole block in one when `pipeline` (not in the simple protocol, as in
+    /// pgbench).
+    fn encode_exchange(
         &self,
-        conn: &mut WireConn,
+        from: usize,
+        out: &mut BytesMut,
         set: &StatementSet,
         protocol: Protocol,
         pipeline: bool,
-        t: &mut Tally,
-    ) -> Result<(), WireError> {
-        let queue = |conn: &mut WireConn, c: &Call| {
+    ) -> Result<usize, WireError> {
+        let queue = |out: &mut BytesMut, c: &Call| {
             let params = &self.params[c.params.clone()];
             match protocol {
-                Protocol::Prepared => conn.queue(&set.names[c.statement], params),
-                Protocol::Extended => conn.queue_unnamed(&set.sql[c.statement], params),
-                Protocol::Simple => conn.queue_simple(&literal_sql(&set.sql[c.statement], params)),
+                Protocol::Prepared => {
+                    wire::encode_bind_execute(out, &set.names[c.statement], params)
+                }
+                Protocol::Extended => wire::encode_unnamed(out, &set.sql[c.statement], params),
+                Protocol::Simple => {
+                    wire::encode_query(out, &literal_sql(&set.sql[c.statement], params))
+                }
             }
         };
         if protocol == Protocol::Simple {
-            for c in &self.calls {
-                queue(conn, c)?;
-                settle(conn.send_and_read()?, t)?;
-            }
-            return Ok(());
+            queue(out, &self.calls[from])?;
+            return Ok(from + 1);
         }
         if pipeline && self.block {
-            for c in &self.calls {
-                queue(conn, c)?;
+            for c in &self.calls[from..] {
+                queue(out, c)?;
             }
-            return settle(conn.sync()?, t);
+            wire::encode_sync(out);
+            return Ok(self.calls.len());
         }
-        for c in &self.calls {
-            queue(conn, c)?;
-            settle(conn.sync()?, t)?;
-        }
-        Ok(())
+        queue(out, &self.calls[from])?;
+        wire::encode_sync(out);
+        Ok(from + 1)
     }
 }
 
@@ -273,6 +279,9 @@ pub struct OltpInterval {
     pub lat_mean_ms: f64,
     /// Its standard deviation, ms (pgbench's "stddev").
     pub lat_stddev_ms: f64,
+    /// The interval's latency histogram (ns, 2 significant digits), HdrHistogram V2
+    /// compressed, base64 ([`csdchar_core::hdr`]).
+    pub lat_hdr_histogram: String,
     /// Database misses next to device I/O over the interval, when sampled.
     pub io: Option<crate::iostat::IoRates>,
 }
@@ -367,6 +376,11 @@ pub struct RunSettings {
     /// Sample `pg_stat_database` and the data directory's drive at every
     /// interval and around the step (one more connection).
     pub io_sampling: bool,
+    /// Start the clock (warm-up, then the measured time) at this wall-clock
+    /// instant, after every client has connected, so runs on several load
+    /// hosts start together (`--start-at`); the wait ends early on Ctrl-C.
+    /// None, or an instant already past: at once.
+    pub start_at: Option<SystemTime>,
 }
 
 /// Where clients wait until all are connected; then the clock starts.
@@ -384,10 +398,10 @@ struct GateState {
 }
 
 impl StartGate {
-    /// A client is ready (or has failed to connect); returns the start, or None if called off.
-    fn arrive(&self) -> Option<Instant> {
+    /// `n` clients are ready (or have failed to connect); returns the start, or None if called off.
+    fn arrive(&self, n: usize) -> Option<Instant> {
         let mut s = self.state.lock().expect("not poisoned");
-        s.arrived += 1;
+        s.arrived += n;
         self.changed.notify_all();
         let s = self
             .changed
@@ -396,13 +410,32 @@ impl StartGate {
         if s.called_off { None } else { s.start }
     }
 
-    /// Waits for `clients` arrivals, starts the clock and lets everyone go.
-    fn open_when(&self, clients: usize) -> Instant {
+    /// Waits for `clients` arrivals and then for `not_before` (in short
+    /// sleeps, ending early when `interrupt` is set), starts the clock and
+    /// lets everyone go.
+    fn open_when(
+        &self,
+        clients: usize,
+        not_before: Option<SystemTime>,
+        interrupt: &AtomicBool,
+    ) -> Instant {
         let s = self.state.lock().expect("not poisoned");
-        let mut s = self
+        let s = self
             .changed
             .wait_while(s, |s| s.arrived < clients)
             .expect("not poisoned");
+        drop(s);
+        if let Some(at) = not_before {
+            while !interrupt.load(Ordering::Relaxed) {
+                match at.duration_since(SystemTime::now()) {
+                    Ok(left) if !left.is_zero() => {
+                        std::thread::sleep(left.min(Duration::from_millis(50)))
+                    }
+                    _ => break,
+                }
+            }
+        }
+        let mut s = self.state.lock().expect("not poisoned");
         let start = Instant::now();
         s.start = Some(start);
         self.changed.notify_all();
@@ -417,29 +450,129 @@ impl StartGate {
 }
 
 /// Why one client stopped before the end of the step.
-enum ClientEnd {
+pub(crate) enum ClientEnd {
     /// Deadline, Ctrl-C, or another client's failure.
     Normal,
     /// A fatal error: the run ends with it.
     Failed(String),
 }
 
-/// Runs `workload` as `settings` say, calling `on_interval` every report interval.
+/// How the clients' connections are driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClientIo {
+    /// One OS thread per connection, blocking reads and writes ([`crate::wire`]).
+    #[default]
+    Threads,
+    /// A few threads, each with one io_uring and many connections ([`crate::uring_client`]).
+    Uring,
+}
+
+/// The client driver of a run: [`run_with`]'s choice; [`run`] takes the default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientIoSettings {
+    /// Threads or io_uring.
+    pub client_io: ClientIo,
+    /// io_uring: driver threads (each with one ring); None: one per 32
+    /// clients, at most one per core.
+    pub client_threads: Option<usize>,
+}
+
+/// Whether this kernel and process can run [`ClientIo::Uring`]; why not otherwise.
+pub fn uring_probe() -> Result<(), String> {
+    crate::uring_client::probe()
+}
+
+/// What every driver thread of a run shares.
+pub(crate) struct Shared {
+    pub(crate) workload: Arc<Workload>,
+    pub(crate) settings: RunSettings,
+    pub(crate) target: ConnTarget,
+    pub(crate) describe: Arc<str>,
+    pub(crate) halt: Arc<AtomicBool>,
+    error: Mutex<Option<String>>,
+    gate: StartGate,
+}
+
+impl Shared {
+    /// Ctrl-C, or another client's failure.
+    pub(crate) fn stopped(&self) -> bool {
+        self.halt.load(Ordering::Relaxed) || self.settings.interrupt.load(Ordering::Relaxed)
+    }
+
+    /// A client's end: a failure is the run's error (the first one) and stops everyone.
+    pub(crate) fn ended(&self, end: ClientEnd) {
+        if let ClientEnd::Failed(m) = end {
+            self.error.lock().expect("not poisoned").get_or_insert(m);
+            self.halt.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Connects one client and prepares its statements (blocking).
+    pub(crate) fn open(&self) -> Result<WireConn, WireError> {
+        open_client(&self.target, &self.workload, &self.settings.interrupt)
+    }
+
+    /// `n` clients are connected (or failed to); waits for the clock's start,
+    /// None if the run was called off.
+    pub(crate) fn arrive(&self, n: usize) -> Option<Instant> {
+        self.gate.arrive(n)
+    }
+
+    /// Client `i`'s state machine, counting into `sink`.
+    pub(crate) fn client(&self, i: usize, start: Instant, sink: Sink) -> Client {
+        let workload = Arc::clone(&self.workload);
+        Client::new(
+            i,
+            &workload,
+            &self.settings,
+            start,
+            sink,
+            Arc::clone(&self.describe),
+        )
+    }
+}
+
+/// Runs `workload` as `settings` say, calling `on_interval` every report
+/// interval, with the default client driver.
 pub async fn run(
     conninfo: &str,
     workload: Arc<Workload>,
     settings: &RunSettings,
+    on_interval: impl FnMut(&OltpInterval, u32),
+) -> Result<OltpOutcome, DbError> {
+    run_with(
+        conninfo,
+        workload,
+        settings,
+        ClientIoSettings::default(),
+        on_interval,
+    )
+    .await
+}
+
+/// Runs `workload` as `settings` say on the client driver `io`, calling
+/// `on_interval` every report interval.
+pub async fn run_with(
+    conninfo: &str,
+    workload: Arc<Workload>,
+    settings: &RunSettings,
+    io: ClientIoSettings,
     mut on_interval: impl FnMut(&OltpInterval, u32),
 ) -> Result<OltpOutcome, DbError> {
     let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(DbError)?;
     let threads = settings.threads;
     let report_interval = settings.report_interval;
     let interval_pct = settings.percentiles.first().copied().unwrap_or(95.0);
-    // One OS thread per client on a blocking socket (see wire.rs). Everyone
-    // connects and prepares first, as sysbench does before its clock starts.
-    let halt = Arc::new(AtomicBool::new(false));
-    let error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let gate = Arc::new(StartGate::default());
+    // Everyone connects and prepares first, as sysbench does before its clock starts.
+    let shared = Arc::new(Shared {
+        workload: Arc::clone(&workload),
+        settings: settings.clone(),
+        describe: target.describe().into(),
+        target,
+        halt: Arc::new(AtomicBool::new(false)),
+        error: Mutex::new(None),
+        gate: StartGate::default(),
+    });
     // One precise histogram for all clients: 256 of them would cost ~70 MB.
     let total_lat = Arc::new(Mutex::new(Latencies {
         total: LatencyRecorder::precise(),
@@ -449,68 +582,82 @@ pub async fn run(
             .map(|_| (0, 0, LatencyRecorder::precise()))
             .collect(),
     }));
-    let mut stats = Vec::new();
-    let mut tasks = Vec::new();
-    for i in 0..threads as usize {
-        let st = Arc::new(Mutex::new(ClientStats {
+    let new_sink = || Sink {
+        stats: Arc::new(Mutex::new(ClientStats {
             total: Tally::default(),
             interval: Tally::default(),
             interval_lat: LatencyRecorder::coarse(),
-        }));
-        stats.push(Arc::clone(&st));
-        let (c_workload, c_settings, c_halt, error, c_gate, target) = (
-            Arc::clone(&workload),
-            settings.clone(),
-            Arc::clone(&halt),
-            Arc::clone(&error),
-            Arc::clone(&gate),
-            target.clone(),
-        );
-        let c_total_lat = Arc::clone(&total_lat);
-        let client = move || {
-            let ready = open_client(&target, &c_workload, &c_settings.interrupt);
-            let Some(start) = c_gate.arrive() else {
-                return; // the run was called off before it started
+        })),
+        total_lat: Arc::clone(&total_lat),
+    };
+    let mut stats = Vec::new();
+    let mut tasks = Vec::new();
+    let clients = threads as usize;
+    let spawned = match io.client_io {
+        ClientIo::Threads => (0..clients).try_for_each(|i| {
+            let sink = new_sink();
+            stats.push(Arc::clone(&sink.stats));
+            let shared = Arc::clone(&shared);
+            let client = move || {
+                // One OS thread per client on a blocking socket (see wire.rs).
+                let ready = shared.open();
+                let Some(start) = shared.arrive(1) else {
+                    return; // the run was called off before it started
+                };
+                let end = match ready {
+                    Ok(conn) => {
+                        let c = shared.client(i, start, sink);
+                        thread_client(conn, c, &shared)
+                    }
+                    Err(e) => ClientEnd::Failed(e.to_string()),
+                };
+                shared.ended(end);
             };
-            let end = match ready {
-                Ok(conn) => client_loop(
-                    i,
-                    conn,
-                    &c_workload,
-                    &c_settings,
-                    &target,
-                    &c_halt,
-                    start,
-                    &st,
-                    &c_total_lat,
-                ),
-                Err(e) => ClientEnd::Failed(e.to_string()),
-            };
-            if let ClientEnd::Failed(m) = end {
-                error.lock().expect("not poisoned").get_or_insert(m);
-                c_halt.store(true, Ordering::Relaxed);
-            }
-        };
-        // Small stacks: 256 clients must stay light.
-        match std::thread::Builder::new()
-            .name(format!("client-{i}"))
-            .stack_size(256 * 1024)
-            .spawn(client)
-        {
-            Ok(t) => tasks.push(t),
-            Err(e) => {
-                gate.call_off();
-                return Err(DbError(format!("starting client thread {i}: {e}")));
-            }
+            // Small stacks: 256 clients must stay light.
+            std::thread::Builder::new()
+                .name(format!("client-{i}"))
+                .stack_size(256 * 1024)
+                .spawn(client)
+                .map(|t| tasks.push(t))
+                .map_err(|e| format!("starting client thread {i}: {e}"))
+        }),
+        ClientIo::Uring => {
+            // Default: one ring thread per 32 clients, at most one per core.
+            // Fewer, fuller rings batch more replies per wake-up and leave the
+            // cores to the server (BENCHMARKS.md, issue 18: one thread for 8
+            // clients cost 0.6x the client CPU per transaction of two).
+            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+            let n = io
+                .client_threads
+                .unwrap_or_else(|| clients.div_ceil(32).min(cores))
+                .clamp(1, clients.max(1));
+            // Clients are dealt out evenly: thread t drives clients t, t+n, t+2n, …
+            (0..n).try_for_each(|t| {
+                let sink = new_sink();
+                stats.push(Arc::clone(&sink.stats));
+                let ids: Vec<usize> = (t..clients).step_by(n).collect();
+                crate::uring_client::spawn(t, ids, Arc::clone(&shared), sink)
+                    .map(|h| tasks.push(h))
+                    .map_err(|e| format!("starting client thread {t}: {e}"))
+            })
         }
+    };
+    if let Err(e) = spawned {
+        shared.gate.call_off();
+        return Err(DbError(e));
     }
     // The clock starts when every client is connected (or has failed to),
     // and the measurement after the warm-up.
     let start = {
-        let gate = Arc::clone(&gate);
-        tokio::task::spawn_blocking(move || gate.open_when(threads as usize))
-            .await
-            .map_err(|e| DbError(format!("client start: {e}")))?
+        let shared = Arc::clone(&shared);
+        let (not_before, interrupt) = (settings.start_at, Arc::clone(&settings.interrupt));
+        tokio::task::spawn_blocking(move || {
+            shared
+                .gate
+                .open_when(threads as usize, not_before, &interrupt)
+        })
+        .await
+        .map_err(|e| DbError(format!("client start: {e}")))?
     } + settings.warmup;
     // The I/O sampler's own connection, opened while the clients warm up.
     let mut sampler = None;
@@ -562,9 +709,10 @@ pub async fn run(
                 t_s: now.duration_since(start).as_secs_f64(),
                 duration_s: now.duration_since(last).as_secs_f64(),
                 tally,
-                lat_pct_ms: lat.percentile(interval_pct) as f64 / 1e6,
+                lat_pct_ms: lat.hist_percentile(interval_pct) as f64 / 1e6,
                 lat_mean_ms: lat.mean() / 1e6,
                 lat_stddev_ms: lat.stddev() / 1e6,
+                lat_hdr_histogram: lat.encoded(),
                 io,
             };
             if report_interval.is_some() {
@@ -614,7 +762,7 @@ pub async fn run(
         tally,
         latency: lat.total.summary(&ps),
         intervals,
-        error: error.lock().expect("not poisoned").clone(),
+        error: shared.error.lock().expect("not poisoned").clone(),
         by_kind: workload
             .kinds
             .iter()
@@ -630,142 +778,362 @@ pub async fn run(
     })
 }
 
-/// One client's events until the deadline, Ctrl-C or a fatal error.
-#[allow(clippy::too_many_arguments)]
-fn client_loop(
-    i: usize,
-    mut conn: WireConn,
-    workload: &Workload,
-    settings: &RunSettings,
-    target: &ConnTarget,
-    halt: &AtomicBool,
-    start: Instant,
-    st: &Mutex<ClientStats>,
-    total_lat: &Mutex<Latencies>,
-) -> ClientEnd {
-    // `start` is the gate's opening: warm-up first, then the measured time.
-    let measured = start + settings.warmup;
-    let deadline = measured + settings.time;
-    // Each client's share of --rate, as an even schedule.
-    let pace = settings
-        .rate
-        .filter(|r| *r > 0.0)
-        .map(|r| Duration::from_secs_f64(f64::from(settings.threads.max(1)) / r));
-    let mut next_start = start;
-    let interrupt = &settings.interrupt;
-    let stopped = || halt.load(Ordering::Relaxed) || interrupt.load(Ordering::Relaxed);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(
-        workload.seed ^ (i as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F),
-    );
-    let mut source = (workload.sources)();
-    let mut event = Event::default();
-    while Instant::now() < deadline && !stopped() {
-        if let Some(p) = pace {
-            // Sleep in short steps so Ctrl-C and the deadline still end the wait.
-            while Instant::now() < next_start.min(deadline) && !stopped() {
-                std::thread::sleep(
-                    next_start
-                        .saturating_duration_since(Instant::now())
-                        .min(Duration::from_millis(50)),
-                );
-            }
-            next_start += p;
-            if Instant::now() >= deadline || stopped() {
-                break;
-            }
-        }
-        let t0 = Instant::now();
-        let mut local = Tally::default();
-        loop {
-            event.clear();
-            source.draw(&mut rng, &mut event);
-            let err = match event.execute(
-                &mut conn,
-                &workload.statements,
-                workload.protocol,
-                settings.pipeline,
-                &mut local,
-            ) {
-                Ok(()) => break,
-                Err(e) => e,
-            };
-            let err = match err {
-                WireError::Db { code, .. } if workload.rollback_codes.contains(&code.as_str()) => {
-                    // An intended rollback ends the transaction: it counts as done.
-                    match conn.simple("ROLLBACK") {
-                        Ok(_) => {
-                            local.others += 1;
-                            local.rollbacks += 1;
-                            break;
-                        }
-                        Err(e) => e,
-                    }
-                }
-                WireError::Db { code, .. } if workload.retry_codes.contains(&code.as_str()) => {
-                    *local.errors.entry(code).or_default() += 1;
-                    match conn.simple("ROLLBACK") {
-                        Ok(_) => {
-                            local.others += 1;
-                            continue;
-                        }
-                        Err(e) => e,
-                    }
-                }
-                e => e,
-            };
-            match err {
-                WireError::Lost(lost) if settings.reconnect => {
-                    let mut last = lost.clone();
-                    loop {
-                        if stopped() {
-                            return ClientEnd::Normal;
-                        }
-                        if Instant::now() >= deadline {
-                            return ClientEnd::Failed(format!(
-                                "{lost}; reconnecting did not succeed before the end of the step (last attempt: {last})"
-                            ));
-                        }
-                        match open_client(target, workload, interrupt) {
-                            Ok(c) => {
-                                conn = c;
-                                local.reconnects += 1;
-                                break;
-                            }
-                            Err(e) => last = e.to_string(),
-                        }
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                }
-                // Ctrl-C while waiting: the unfinished transaction is not counted.
-                WireError::Aborted => return ClientEnd::Normal,
-                WireError::Lost(m) => {
-                    return ClientEnd::Failed(format!(
-                        "connection to {} lost: {m} (pass --reconnect to resume after reconnecting)",
-                        target.describe()
-                    ));
-                }
-                e => return ClientEnd::Failed(format!("transaction: {e}")),
-            }
-        }
-        if t0 < measured {
-            continue; // warm-up: done, not counted
-        }
-        local.transactions += 1;
-        let ns = t0.elapsed().as_nanos() as u64;
-        let mut s = st.lock().expect("not poisoned");
-        s.total.merge(&local);
-        s.interval.merge(&local);
+/// Where a client's completed transactions are counted: its (or its ring
+/// thread's) interval counters and the run's precise histograms.
+#[derive(Clone)]
+pub(crate) struct Sink {
+    stats: Arc<Mutex<ClientStats>>,
+    total_lat: Arc<Mutex<Latencies>>,
+}
+
+impl Sink {
+    /// Counts one measured transaction: its tally and latency, overall and by kind.
+    fn record(&self, local: &Tally, ns: u64, kind: usize) {
+        let mut s = self.stats.lock().expect("not poisoned");
+        s.total.merge(local);
+        s.interval.merge(local);
         s.interval_lat.record(ns);
         drop(s);
-        let mut lat = total_lat.lock().expect("not poisoned");
+        let mut lat = self.total_lat.lock().expect("not poisoned");
         lat.total.record(ns);
-        if let Some(k) = lat.kinds.get_mut(event.kind) {
+        if let Some(k) = lat.kinds.get_mut(kind) {
             k.0 += 1;
             k.1 += local.rollbacks;
             k.2.record(ns);
         }
     }
-    ClientEnd::Normal
+}
+
+/// What a client's connection does next ([`Client::next`]).
+pub(crate) enum Next {
+    /// Send what the client wrote into `out` (one exchange: messages ending in
+    /// Sync, or one simple Query) and deliver the reply with
+    /// [`Client::on_reply`] or the failure with [`Client::on_error`].
+    Exchange,
+    /// Nothing before this instant (--rate's schedule, the pause between
+    /// reconnect attempts); ask again then, or earlier.
+    WaitUntil(Instant),
+    /// Open a new connection and say how it went with [`Client::reconnected`].
+    Reconnect,
+    /// The client is done.
+    End(ClientEnd),
+}
+
+/// Where a client is in its work.
+enum Phase {
+    /// Between transactions.
+    Idle,
+    /// An exchange of the event is in flight; `next` is the call after it.
+    Event { next: usize },
+    /// ROLLBACK is in flight, after an intended rollback (`intended`) or a retryable error.
+    RollingBack { intended: bool },
+    /// The connection was lost; reconnecting until the deadline.
+    Reconnecting {
+        lost: String,
+        last: String,
+        retry_at: Option<Instant>,
+    },
+    /// Done; how, until [`Client::next`] has said it.
+    Ended(Option<ClientEnd>),
+}
+
+/// One client's statement state machine, without I/O: it draws events,
+/// encodes each exchange, counts replies, retries on the workload's retryable
+/// SQLSTATEs, rolls back, reconnects, paces (--rate), skips the warm-up and
+/// records measured transactions. The thread driver ([`thread_client`]) and
+/// the io_uring driver ([`crate::uring_client`]) run the same machine, so both
+/// send the same statements in the same order and count them the same way.
+pub(crate) struct Client {
+    workload: Arc<Workload>,
+    pipeline: bool,
+    reconnect: bool,
+    measured: Instant,
+    deadline: Instant,
+    pace: Option<Duration>,
+    next_start: Instant,
+    rng: Xoshiro256PlusPlus,
+    source: Box<dyn EventSource>,
+    event: Event,
+    phase: Phase,
+    /// When the transaction started (its first send), retries included.
+    t0: Instant,
+    /// `t0` is taken again at the first send ([`Client::sent`]), if the driver reports it.
+    t0_at_send: bool,
+    local: Tally,
+    sink: Sink,
+    target: Arc<str>,
+}
+
+impl Client {
+    /// Client `i` of a run whose clock (warm-up, then measured time) starts at `start`.
+    pub(crate) fn new(
+        i: usize,
+        workload: &Arc<Workload>,
+        settings: &RunSettings,
+        start: Instant,
+        sink: Sink,
+        target: Arc<str>,
+    ) -> Client {
+        // `start` is the gate's opening: warm-up first, then the measured time.
+        let measured = start + settings.warmup;
+        Client {
+            workload: Arc::clone(workload),
+            pipeline: settings.pipeline,
+            reconnect: settings.reconnect,
+            measured,
+            deadline: measured + settings.time,
+            // Each client's share of --rate, as an even schedule.
+            pace: settings
+                .rate
+                .filter(|r| *r > 0.0)
+                .map(|r| Duration::from_secs_f64(f64::from(settings.threads.max(1)) / r)),
+            next_start: start,
+            rng: Xoshiro256PlusPlus::seed_from_u64(
+                workload.seed ^ (i as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F),
+            ),
+            source: (workload.sources)(),
+            event: Event::default(),
+            phase: Phase::Idle,
+            t0: start,
+            t0_at_send: false,
+            local: Tally::default(),
+            sink,
+            target,
+        }
+    }
+
+    /// What to do next; called whenever no exchange is in flight. `stopped`:
+    /// Ctrl-C or another client's failure. After [`Next::Exchange`], `out`
+    /// holds the exchange.
+    pub(crate) fn next(&mut self, now: Instant, stopped: bool, out: &mut BytesMut) -> Next {
+        loop {
+            match &mut self.phase {
+                Phase::Ended(_) => {
+                    let Phase::Ended(end) = std::mem::replace(&mut self.phase, Phase::Ended(None))
+                    else {
+                        unreachable!("matched")
+                    };
+                    return Next::End(end.unwrap_or(ClientEnd::Normal));
+                }
+                Phase::Event { .. } | Phase::RollingBack { .. } => return Next::Exchange,
+                Phase::Reconnecting {
+                    lost,
+                    last,
+                    retry_at,
+                } => {
+                    if stopped {
+                        self.end(ClientEnd::Normal);
+                        continue;
+                    }
+                    if let Some(at) = *retry_at
+                        && now < at
+                    {
+                        return Next::WaitUntil(at);
+                    }
+                    if now >= self.deadline {
+                        let m = format!(
+                            "{lost}; reconnecting did not succeed before the end of the step (last attempt: {last})"
+                        );
+                        self.end(ClientEnd::Failed(m));
+                        continue;
+                    }
+                    return Next::Reconnect;
+                }
+                Phase::Idle => {
+                    if now >= self.deadline || stopped {
+                        self.end(ClientEnd::Normal);
+                        continue;
+                    }
+                    if let Some(p) = self.pace {
+                        let until = self.next_start.min(self.deadline);
+                        if now < until {
+                            return Next::WaitUntil(until);
+                        }
+                        self.next_start += p;
+                    }
+                    self.t0 = now;
+                    self.t0_at_send = true;
+                    self.local = Tally::default();
+                    // An exchange, the end, or (no statements) done at once: see above.
+                    self.attempt(now, out);
+                }
+            }
+        }
+    }
+
+    /// Draws the event and encodes its first exchange; an event without
+    /// statements is finished at once.
+    fn attempt(&mut self, now: Instant, out: &mut BytesMut) {
+        self.event.clear();
+        self.source.draw(&mut self.rng, &mut self.event);
+        if self.event.calls.is_empty() {
+            self.finish(now);
+        } else {
+            self.encode(0, out);
+        }
+    }
+
+    /// Encodes the exchange starting at call `from`.
+    fn encode(&mut self, from: usize, out: &mut BytesMut) {
+        let w = &self.workload;
+        match self
+            .event
+            .encode_exchange(from, out, &w.statements, w.protocol, self.pipeline)
+        {
+            Ok(next) => self.phase = Phase::Event { next },
+            Err(e) => self.end(ClientEnd::Failed(format!("transaction: {e}"))),
+        }
+    }
+
+    /// The exchange's first byte was handed to the kernel at `at`: the
+    /// transaction's clock starts there if this is its first exchange.
+    pub(crate) fn sent(&mut self, at: Instant) {
+        if self.t0_at_send {
+            self.t0 = at;
+            self.t0_at_send = false;
+        }
+    }
+
+    /// The exchange's reply, complete at `at`. The next step (or exchange,
+    /// into `out`) is what [`Client::next`] says.
+    pub(crate) fn on_reply(&mut self, reply: Reply<'_>, at: Instant, out: &mut BytesMut) {
+        self.t0_at_send = false;
+        match self.phase {
+            Phase::Event { next } => match settle(reply, &mut self.local) {
+                Ok(()) if next < self.event.calls.len() => {
+                    self.encode(next, out);
+                }
+                Ok(()) => self.finish(at),
+                Err(e) => self.on_failure(e, at, out),
+            },
+            Phase::RollingBack { intended } => {
+                self.local.others += 1;
+                if intended {
+                    // An intended rollback ends the transaction: it counts as done.
+                    self.local.rollbacks += 1;
+                    self.finish(at);
+                } else {
+                    // Retried: the event is drawn again.
+                    self.attempt(at, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The exchange failed (connection lost, Ctrl-C while waiting, malformed reply).
+    pub(crate) fn on_error(&mut self, e: WireError, at: Instant, out: &mut BytesMut) {
+        self.t0_at_send = false;
+        self.on_failure(e, at, out);
+    }
+
+    fn on_failure(&mut self, e: WireError, _at: Instant, out: &mut BytesMut) {
+        let rolling_back = matches!(self.phase, Phase::RollingBack { .. });
+        let w = Arc::clone(&self.workload);
+        let e = match e {
+            WireError::Db { code, .. }
+                if !rolling_back && w.rollback_codes.contains(&code.as_str()) =>
+            {
+                self.rollback(true, out);
+                return;
+            }
+            WireError::Db { code, .. }
+                if !rolling_back && w.retry_codes.contains(&code.as_str()) =>
+            {
+                *self.local.errors.entry(code).or_default() += 1;
+                self.rollback(false, out);
+                return;
+            }
+            e => e,
+        };
+        let end = match e {
+            WireError::Lost(lost) if self.reconnect => {
+                self.phase = Phase::Reconnecting {
+                    last: lost.clone(),
+                    lost,
+                    retry_at: None,
+                };
+                return;
+            }
+            // Ctrl-C while waiting: the unfinished transaction is not counted.
+            WireError::Aborted => ClientEnd::Normal,
+            WireError::Lost(m) => ClientEnd::Failed(format!(
+                "connection to {} lost: {m} (pass --reconnect to resume after reconnecting)",
+                self.target
+            )),
+            e => ClientEnd::Failed(format!("transaction: {e}")),
+        };
+        self.end(end);
+    }
+
+    fn rollback(&mut self, intended: bool, out: &mut BytesMut) {
+        match wire::encode_query(out, "ROLLBACK") {
+            Ok(()) => self.phase = Phase::RollingBack { intended },
+            Err(e) => {
+                self.end(ClientEnd::Failed(format!("transaction: {e}")));
+            }
+        }
+    }
+
+    /// How the reconnect attempt went; after a failure the next is 100 ms later.
+    pub(crate) fn reconnected(&mut self, r: Result<(), String>, now: Instant, out: &mut BytesMut) {
+        match r {
+            Ok(()) => {
+                self.local.reconnects += 1;
+                // The transaction restarts on the new connection, drawn again.
+                self.attempt(now, out);
+            }
+            Err(e) => {
+                if let Phase::Reconnecting { last, retry_at, .. } = &mut self.phase {
+                    *last = e;
+                    *retry_at = Some(now + Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// The transaction is done at `at`: counted unless it started in the warm-up.
+    fn finish(&mut self, at: Instant) {
+        self.phase = Phase::Idle;
+        if self.t0 < self.measured {
+            return; // warm-up: done, not counted
+        }
+        self.local.transactions += 1;
+        let ns = at.saturating_duration_since(self.t0).as_nanos() as u64;
+        self.sink.record(&self.local, ns, self.event.kind);
+    }
+
+    /// The client ends: the next [`Client::next`] says how (once; Normal after).
+    fn end(&mut self, e: ClientEnd) {
+        self.phase = Phase::Ended(Some(e));
+    }
+}
+
+/// The thread driver: one client on its own OS thread and blocking socket,
+/// until the deadline, Ctrl-C or a fatal error.
+fn thread_client(mut conn: WireConn, mut client: Client, shared: &Shared) -> ClientEnd {
+    let mut out = BytesMut::with_capacity(8192);
+    loop {
+        match client.next(Instant::now(), shared.stopped(), &mut out) {
+            Next::Exchange => match conn.exchange(&mut out) {
+                Ok(reply) => client.on_reply(reply, Instant::now(), &mut out),
+                Err(e) => client.on_error(e, Instant::now(), &mut out),
+            },
+            // Sleep in short steps so Ctrl-C and the deadline still end the wait.
+            Next::WaitUntil(t) => std::thread::sleep(
+                t.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(50)),
+            ),
+            Next::Reconnect => match shared.open() {
+                Ok(c) => {
+                    conn = c;
+                    client.reconnected(Ok(()), Instant::now(), &mut out);
+                }
+                Err(e) => client.reconnected(Err(e.to_string()), Instant::now(), &mut out),
+            },
+            Next::End(e) => return e,
+        }
+    }
 }
 
 #[cfg(test)]

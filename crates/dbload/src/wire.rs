@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use postgres_protocol::IsNull;
-use postgres_protocol::authentication::sasl::{ChannelBinding, SCRAM_SHA_256, ScramSha256};
 use postgres_protocol::message::frontend;
 use tokio_postgres::config::Host;
 
+use crate::auth;
 use crate::conn::ConnTarget;
 
 /// How a wire exchange failed.
@@ -114,173 +114,81 @@ const ABORT_POLL: Duration = Duration::from_millis(250);
 pub struct WireConn {
     stream: Stream,
     out: BytesMut,
-    inbuf: Vec<u8>,
-    start: usize,
-    end: usize,
-    completed: Vec<Completion>,
+    inbuf: InBuf,
+    scan: ReplyScan,
     abort: Option<Arc<AtomicBool>>,
 }
 
 impl WireConn {
-    /// Connects and authenticates (trust, password, md5, SCRAM-SHA-256).
+    /// Connects and authenticates (see [`crate::auth`] for the methods).
     /// `abort`, when set, ends waits for the server early.
     pub fn connect(
         target: &ConnTarget,
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<WireConn, WireError> {
-        let cfg = target.config();
         let fail = |e: &dyn std::fmt::Display| {
             WireError::Setup(format!("cannot connect to {}: {e}", target.describe()))
         };
-        let mut last = None;
-        let mut stream = None;
-        for (i, host) in cfg.get_hosts().iter().enumerate() {
-            let port = target.port(i);
-            let s = match host {
-                Host::Tcp(h) => {
-                    TcpStream::connect((h.as_str(), port)).and_then(|s| {
-                        // Requests are small and complete: send them at once.
-                        s.set_nodelay(true)?;
-                        Ok(Stream::Tcp(s))
-                    })
-                }
-                Host::Unix(dir) => {
-                    UnixStream::connect(dir.join(format!(".s.PGSQL.{port}"))).map(Stream::Unix)
-                }
+        let mut protocol = auth::protocol_for(&target.describe());
+        loop {
+            let stream = open(target).map_err(|e| fail(&e))?;
+            if abort.is_some() {
+                stream
+                    .set_read_timeout(Some(ABORT_POLL))
+                    .map_err(|e| fail(&e))?;
+            }
+            let mut conn = WireConn {
+                stream,
+                out: BytesMut::with_capacity(8192),
+                inbuf: InBuf::new(16 * 1024),
+                scan: ReplyScan::default(),
+                abort: abort.clone(),
             };
-            match s {
-                Ok(s) => {
-                    stream = Some(s);
-                    break;
+            match conn.startup(target, protocol) {
+                Ok(()) => return Ok(conn),
+                Err(StartupError::Auth(auth::AuthError::NeedsProtocol351))
+                    if protocol != auth::PROTOCOL_3_51 =>
+                {
+                    auth::remember_351(&target.describe());
+                    protocol = auth::PROTOCOL_3_51;
                 }
-                Err(e) => last = Some(e),
+                Err(StartupError::Auth(e)) => return Err(fail(&e)),
+                Err(StartupError::Wire(WireError::Aborted)) => return Err(WireError::Aborted),
+                Err(StartupError::Wire(WireError::Db { code, message })) => {
+                    return Err(fail(&format!("{message} ({code})")));
+                }
+                Err(StartupError::Wire(WireError::Lost(m) | WireError::Setup(m))) => {
+                    return Err(fail(&m));
+                }
             }
         }
-        let stream = match (stream, last) {
-            (Some(s), _) => s,
-            (None, Some(e)) => return Err(fail(&e)),
-            (None, None) => return Err(fail(&"no host")),
-        };
-        if abort.is_some() {
-            stream
-                .set_read_timeout(Some(ABORT_POLL))
-                .map_err(|e| fail(&e))?;
-        }
-        let mut conn = WireConn {
-            stream,
-            out: BytesMut::with_capacity(8192),
-            inbuf: vec![0; 16 * 1024],
-            start: 0,
-            end: 0,
-            completed: Vec::with_capacity(32),
-            abort,
-        };
-        conn.startup(target).map_err(|e| match e {
-            WireError::Db { code, message } => fail(&format!("{message} ({code})")),
-            WireError::Lost(m) | WireError::Setup(m) => fail(&m),
-            WireError::Aborted => WireError::Aborted,
-        })?;
-        Ok(conn)
     }
 
-    fn startup(&mut self, target: &ConnTarget) -> Result<(), WireError> {
+    fn startup(&mut self, target: &ConnTarget, protocol: u32) -> Result<(), StartupError> {
         let cfg = target.config();
-        let user = cfg.get_user().unwrap_or("postgres");
-        let mut params: Vec<(&str, &str)> = vec![
-            ("user", user),
-            ("database", cfg.get_dbname().unwrap_or(user)),
-            ("client_encoding", "UTF8"),
-        ];
-        if let Some(a) = cfg.get_application_name() {
-            params.push(("application_name", a));
-        }
-        if let Some(o) = cfg.get_options() {
-            params.push(("options", o));
-        }
-        frontend::startup_message(params, &mut self.out).map_err(setup)?;
+        auth::startup_message(&auth::startup_params(cfg), protocol, &mut self.out);
         self.send()?;
-        let password = cfg.get_password();
-        let need_password = || {
-            password.ok_or_else(|| {
-                WireError::Setup("the server asks for a password and none was given".into())
-            })
-        };
-        let mut scram: Option<ScramSha256> = None;
+        let mut handshake =
+            auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password());
+        let mut authenticated = false;
+        let mut answer = BytesMut::new();
         loop {
             let (tag, body) = self.next_message()?;
-            match tag {
-                b'R' => {
-                    let code = be32(body);
-                    let data = &body[4..];
-                    match code {
-                        0 => {}
-                        3 => {
-                            let pw = need_password()?.to_vec();
-                            self.consume();
-                            frontend::password_message(&pw, &mut self.out).map_err(setup)?;
-                            self.send()?;
-                            continue;
-                        }
-                        5 => {
-                            let salt = [data[0], data[1], data[2], data[3]];
-                            let hash = postgres_protocol::authentication::md5_hash(
-                                user.as_bytes(),
-                                need_password()?,
-                                salt,
-                            );
-                            self.consume();
-                            frontend::password_message(hash.as_bytes(), &mut self.out)
-                                .map_err(setup)?;
-                            self.send()?;
-                            continue;
-                        }
-                        10 => {
-                            let offers_scram = data
-                                .split(|b| *b == 0)
-                                .any(|m| m == SCRAM_SHA_256.as_bytes());
-                            if !offers_scram {
-                                return Err(WireError::Setup(
-                                    "the server offers no SASL mechanism csdchar speaks (SCRAM-SHA-256)"
-                                        .into(),
-                                ));
-                            }
-                            let s =
-                                ScramSha256::new(need_password()?, ChannelBinding::unsupported());
-                            self.consume();
-                            frontend::sasl_initial_response(
-                                SCRAM_SHA_256,
-                                s.message(),
-                                &mut self.out,
-                            )
-                            .map_err(setup)?;
-                            scram = Some(s);
-                            self.send()?;
-                            continue;
-                        }
-                        11 | 12 => {
-                            let s = scram.as_mut().ok_or_else(|| {
-                                WireError::Setup("SASL message out of order".into())
-                            })?;
-                            if code == 11 {
-                                s.update(data).map_err(setup)?;
-                                let msg = s.message().to_vec();
-                                self.consume();
-                                frontend::sasl_response(&msg, &mut self.out).map_err(setup)?;
-                                self.send()?;
-                                continue;
-                            }
-                            s.finish(data).map_err(setup)?;
-                        }
-                        other => {
-                            return Err(WireError::Setup(format!(
-                                "authentication method {other} is not supported (trust, password, md5, scram-sha-256 are)"
-                            )));
-                        }
-                    }
+            if !authenticated {
+                let progress = handshake.on_message(tag, body, &mut answer)?;
+                self.consume();
+                if !answer.is_empty() {
+                    self.out.extend_from_slice(&answer);
+                    answer.clear();
+                    self.send()?;
                 }
+                authenticated = progress == auth::Progress::Authenticated;
+                continue;
+            }
+            match tag {
                 b'E' => {
                     let (code, message) = error_fields(body);
-                    return Err(WireError::Db { code, message });
+                    return Err(WireError::Db { code, message }.into());
                 }
                 b'Z' => {
                     self.consume();
@@ -308,46 +216,50 @@ impl WireConn {
 
     /// Queues Bind + Execute of a prepared statement (nothing is sent yet).
     pub fn queue(&mut self, statement: &str, params: &[Param]) -> Result<(), WireError> {
-        frontend::bind(
-            "",
-            statement,
-            std::iter::empty(), // all parameters in text format
-            params,
-            |p, buf| {
-                use std::fmt::Write as _;
-                match p {
-                    Param::Int(v) => write!(buf, "{v}")?,
-                    Param::Text(s) => buf.extend_from_slice(s.as_bytes()),
-                }
-                Ok(IsNull::No)
-            },
-            std::iter::empty(), // results in text format: only their count matters
-            &mut self.out,
-        )
-        .map_err(|e| {
-            WireError::Setup(match e {
-                frontend::BindError::Conversion(e) => format!("encoding a parameter: {e}"),
-                frontend::BindError::Serialization(e) => format!("encoding a statement: {e}"),
-            })
-        })?;
-        frontend::execute("", 0, &mut self.out).map_err(setup)?;
-        Ok(())
+        encode_bind_execute(&mut self.out, statement, params)
     }
 
     /// Queues an unnamed Parse of `sql`, then Bind + Execute (the extended protocol without preparing).
     pub fn queue_unnamed(&mut self, sql: &str, params: &[Param]) -> Result<(), WireError> {
-        frontend::parse("", sql, std::iter::empty(), &mut self.out).map_err(setup)?;
-        self.queue("", params)
+        encode_unnamed(&mut self.out, sql, params)
     }
 
     /// Queues a simple-protocol query (for ROLLBACK and the like).
     pub fn queue_simple(&mut self, sql: &str) -> Result<(), WireError> {
-        frontend::query(sql, &mut self.out).map_err(setup)
+        encode_query(&mut self.out, sql)
+    }
+
+    /// Sends `out` (one exchange, encoded with the functions below), empties
+    /// it and reads the reply up to ReadyForQuery.
+    pub(crate) fn exchange(&mut self, out: &mut BytesMut) -> Result<Reply<'_>, WireError> {
+        let r = self.stream.write_all(out);
+        out.clear();
+        r.map_err(|e| WireError::Lost(e.to_string()))?;
+        self.read_reply()
+    }
+
+    /// The socket, for the io_uring driver, which takes it over after the
+    /// blocking connect, authentication and prepare (nothing is left unread
+    /// then: every exchange ends with ReadyForQuery). No Terminate is sent.
+    pub(crate) fn into_socket(self) -> std::os::fd::OwnedFd {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // Safety: `this` is never used or dropped again; each field is moved
+        // out exactly once (the stream) or dropped in place exactly once.
+        unsafe {
+            std::ptr::drop_in_place(&mut this.out);
+            std::ptr::drop_in_place(&mut this.inbuf);
+            std::ptr::drop_in_place(&mut this.scan);
+            std::ptr::drop_in_place(&mut this.abort);
+            match std::ptr::read(&this.stream) {
+                Stream::Tcp(s) => s.into(),
+                Stream::Unix(s) => s.into(),
+            }
+        }
     }
 
     /// Sends what is queued plus a Sync and reads the reply up to ReadyForQuery.
     pub fn sync(&mut self) -> Result<Reply<'_>, WireError> {
-        frontend::sync(&mut self.out);
+        encode_sync(&mut self.out);
         self.send()?;
         self.read_reply()
     }
@@ -371,81 +283,45 @@ impl WireConn {
     }
 
     fn read_reply(&mut self) -> Result<Reply<'_>, WireError> {
-        self.completed.clear();
-        let mut rows = 0u64;
-        let mut error: Option<(String, String)> = None;
+        self.scan.reset();
         loop {
-            let next = self.next_message();
-            let (tag, body) = match next {
-                Ok(m) => m,
-                // A FATAL error followed by the server closing: say what the server said.
-                Err(WireError::Lost(m)) => {
-                    return Err(WireError::Lost(match error {
-                        Some((code, msg)) => format!("{msg} ({code})"),
-                        None => m,
-                    }));
-                }
+            match self.inbuf.has_message() {
+                Ok(true) => {}
+                Ok(false) => match self.fill() {
+                    Ok(()) => continue,
+                    Err(WireError::Lost(m)) => return Err(self.scan.lost(m)),
+                    Err(e) => return Err(e),
+                },
                 Err(e) => return Err(e),
-            };
-            match tag {
-                b'D' => rows += 1,
-                b'C' => {
-                    let c = completion(body, rows);
-                    self.completed.push(c);
-                    rows = 0;
-                }
-                b'I' => self.completed.push(Completion {
-                    returned_rows: false,
-                    rows: 0,
-                }),
-                b'E' if error.is_none() => error = Some(error_fields(body)),
-                b'Z' => {
-                    let status = body.first().copied().unwrap_or(b'I');
-                    self.consume();
-                    return Ok(Reply {
-                        completed: &self.completed,
-                        error,
-                        status,
-                    });
-                }
-                _ => {} // ParseComplete, BindComplete, RowDescription, notices, ParameterStatus
             }
-            self.consume();
+            let (tag, body) = self.inbuf.message();
+            let done = self.scan.on_message(tag, body);
+            self.inbuf.consume();
+            if done {
+                return Ok(self.scan.reply());
+            }
         }
     }
 
     /// The next whole message in the buffer (reading as needed): tag and body.
     /// It stays in the buffer until `consume`.
     fn next_message(&mut self) -> Result<(u8, &[u8]), WireError> {
+        while !self.inbuf.has_message()? {
+            self.fill()?;
+        }
+        Ok(self.inbuf.message())
+    }
+
+    /// Reads what the server sent (at least one byte), looking at the abort
+    /// flag when the read times out.
+    fn fill(&mut self) -> Result<(), WireError> {
         loop {
-            let avail = self.end - self.start;
-            if avail >= 5 {
-                let len = be32(&self.inbuf[self.start + 1..]) as usize;
-                if len < 4 {
-                    return Err(WireError::Setup(format!(
-                        "the server sent a malformed message (length {len})"
-                    )));
-                }
-                if avail > len {
-                    let s = self.start;
-                    return Ok((self.inbuf[s], &self.inbuf[s + 5..s + 1 + len]));
-                }
-                if 1 + len > self.inbuf.len() {
-                    let mut bigger = vec![0; (1 + len).next_power_of_two()];
-                    bigger[..avail].copy_from_slice(&self.inbuf[self.start..self.end]);
-                    self.inbuf = bigger;
-                    self.start = 0;
-                    self.end = avail;
-                }
-            }
-            if self.end == self.inbuf.len() {
-                self.inbuf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-            }
-            match self.stream.read(&mut self.inbuf[self.end..]) {
+            match self.stream.read(self.inbuf.spare()) {
                 Ok(0) => return Err(WireError::Lost("the server closed the connection".into())),
-                Ok(n) => self.end += n,
+                Ok(n) => {
+                    self.inbuf.filled(n);
+                    return Ok(());
+                }
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -468,12 +344,7 @@ impl WireConn {
 
     /// Drops the message `next_message` returned.
     fn consume(&mut self) {
-        let len = be32(&self.inbuf[self.start + 1..]) as usize;
-        self.start += 1 + len;
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        }
+        self.inbuf.consume();
     }
 }
 
@@ -486,8 +357,254 @@ impl Drop for WireConn {
     }
 }
 
+// ---- Sans-IO parts, shared by this blocking client and the io_uring driver ----
+
+/// Appends Bind + Execute of prepared statement `statement` (parameters and
+/// results in text format: the server's inferred types apply, only the
+/// result's row count matters).
+pub(crate) fn encode_bind_execute(
+    out: &mut BytesMut,
+    statement: &str,
+    params: &[Param],
+) -> Result<(), WireError> {
+    frontend::bind(
+        "",
+        statement,
+        std::iter::empty(),
+        params,
+        |p, buf| {
+            use std::fmt::Write as _;
+            match p {
+                Param::Int(v) => write!(buf, "{v}")?,
+                Param::Text(s) => buf.extend_from_slice(s.as_bytes()),
+            }
+            Ok(IsNull::No)
+        },
+        std::iter::empty(),
+        out,
+    )
+    .map_err(|e| {
+        WireError::Setup(match e {
+            frontend::BindError::Conversion(e) => format!("encoding a parameter: {e}"),
+            frontend::BindError::Serialization(e) => format!("encoding a statement: {e}"),
+        })
+    })?;
+    frontend::execute("", 0, out).map_err(setup)
+}
+
+/// Appends an unnamed Parse of `sql`, then Bind + Execute.
+pub(crate) fn encode_unnamed(
+    out: &mut BytesMut,
+    sql: &str,
+    params: &[Param],
+) -> Result<(), WireError> {
+    frontend::parse("", sql, std::iter::empty(), out).map_err(setup)?;
+    encode_bind_execute(out, "", params)
+}
+
+/// Appends a simple-protocol Query.
+pub(crate) fn encode_query(out: &mut BytesMut, sql: &str) -> Result<(), WireError> {
+    frontend::query(sql, out).map_err(setup)
+}
+
+/// Appends a Sync (the end of an extended-protocol exchange).
+pub(crate) fn encode_sync(out: &mut BytesMut) {
+    frontend::sync(out);
+}
+
+/// Received bytes, framed into backend messages.
+pub(crate) struct InBuf {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl InBuf {
+    pub(crate) fn new(capacity: usize) -> InBuf {
+        InBuf {
+            buf: vec![0; capacity],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Whether a whole message is buffered; grows the buffer for a message
+    /// larger than it.
+    pub(crate) fn has_message(&mut self) -> Result<bool, WireError> {
+        let avail = self.end - self.start;
+        if avail < 5 {
+            return Ok(false);
+        }
+        let len = be32(&self.buf[self.start + 1..]) as usize;
+        if len < 4 {
+            return Err(WireError::Setup(format!(
+                "the server sent a malformed message (length {len})"
+            )));
+        }
+        if avail > len {
+            return Ok(true);
+        }
+        if 1 + len > self.buf.len() {
+            let mut bigger = vec![0; (1 + len).next_power_of_two()];
+            bigger[..avail].copy_from_slice(&self.buf[self.start..self.end]);
+            self.buf = bigger;
+            self.start = 0;
+            self.end = avail;
+        }
+        Ok(false)
+    }
+
+    /// The whole message at the front (after `has_message` said so): tag and body.
+    pub(crate) fn message(&self) -> (u8, &[u8]) {
+        let s = self.start;
+        let len = be32(&self.buf[s + 1..]) as usize;
+        (self.buf[s], &self.buf[s + 5..s + 1 + len])
+    }
+
+    /// Drops the message at the front.
+    pub(crate) fn consume(&mut self) {
+        let len = be32(&self.buf[self.start + 1..]) as usize;
+        self.start += 1 + len;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Free space to receive into (never empty: moves the data to the front when full).
+    pub(crate) fn spare(&mut self) -> &mut [u8] {
+        if self.end == self.buf.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        &mut self.buf[self.end..]
+    }
+
+    /// Appends received bytes (from a provided buffer).
+    pub(crate) fn extend(&mut self, data: &[u8]) {
+        let mut data = data;
+        while !data.is_empty() {
+            if self.end == self.buf.len() && self.start == 0 {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let spare = self.spare();
+            let n = spare.len().min(data.len());
+            spare[..n].copy_from_slice(&data[..n]);
+            self.end += n;
+            data = &data[n..];
+        }
+    }
+
+    /// `n` bytes were received into `spare()`.
+    pub(crate) fn filled(&mut self, n: usize) {
+        self.end += n;
+    }
+}
+
+/// One exchange's reply, message by message: counts completions, keeps the
+/// first error, ends at ReadyForQuery.
+#[derive(Default)]
+pub(crate) struct ReplyScan {
+    completed: Vec<Completion>,
+    rows: u64,
+    error: Option<(String, String)>,
+    status: u8,
+}
+
+impl ReplyScan {
+    /// Starts a new exchange.
+    pub(crate) fn reset(&mut self) {
+        self.completed.clear();
+        self.rows = 0;
+        self.error = None;
+        self.status = b'I';
+    }
+
+    /// Takes one message; true at ReadyForQuery (the reply is complete).
+    pub(crate) fn on_message(&mut self, tag: u8, body: &[u8]) -> bool {
+        match tag {
+            b'D' => self.rows += 1,
+            b'C' => {
+                self.completed.push(completion(body, self.rows));
+                self.rows = 0;
+            }
+            b'I' => self.completed.push(Completion {
+                returned_rows: false,
+                rows: 0,
+            }),
+            b'E' if self.error.is_none() => self.error = Some(error_fields(body)),
+            b'Z' => {
+                self.status = body.first().copied().unwrap_or(b'I');
+                return true;
+            }
+            _ => {} // ParseComplete, BindComplete, RowDescription, notices, ParameterStatus
+        }
+        false
+    }
+
+    /// The complete reply.
+    pub(crate) fn reply(&self) -> Reply<'_> {
+        Reply {
+            completed: &self.completed,
+            error: self.error.clone(),
+            status: self.status,
+        }
+    }
+
+    /// The connection was lost mid-reply: a FATAL error followed by the
+    /// server closing says what the server said.
+    pub(crate) fn lost(&self, m: String) -> WireError {
+        WireError::Lost(match &self.error {
+            Some((code, msg)) => format!("{msg} ({code})"),
+            None => m,
+        })
+    }
+}
+
 fn setup(e: io::Error) -> WireError {
     WireError::Setup(e.to_string())
+}
+
+/// A failed startup: the handshake's verdict or the connection's.
+enum StartupError {
+    Auth(auth::AuthError),
+    Wire(WireError),
+}
+
+impl From<auth::AuthError> for StartupError {
+    fn from(e: auth::AuthError) -> Self {
+        StartupError::Auth(e)
+    }
+}
+
+impl From<WireError> for StartupError {
+    fn from(e: WireError) -> Self {
+        StartupError::Wire(e)
+    }
+}
+
+/// A socket to the first host of `target` that accepts one.
+fn open(target: &ConnTarget) -> io::Result<Stream> {
+    let mut last = None;
+    for (i, host) in target.config().get_hosts().iter().enumerate() {
+        let port = target.port(i);
+        let s = match host {
+            Host::Tcp(h) => TcpStream::connect((h.as_str(), port)).and_then(|s| {
+                // Requests are small and complete: send them at once.
+                s.set_nodelay(true)?;
+                Ok(Stream::Tcp(s))
+            }),
+            Host::Unix(dir) => {
+                UnixStream::connect(dir.join(format!(".s.PGSQL.{port}"))).map(Stream::Unix)
+            }
+        };
+        match s {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no host")))
 }
 
 fn be32(b: &[u8]) -> u32 {
@@ -509,7 +626,7 @@ fn completion(body: &[u8], data_rows: u64) -> Completion {
 }
 
 /// SQLSTATE and message of an ErrorResponse body.
-fn error_fields(body: &[u8]) -> (String, String) {
+pub(crate) fn error_fields(body: &[u8]) -> (String, String) {
     let (mut code, mut message) = (String::new(), String::new());
     let mut rest = body;
     while let Some((&kind, tail)) = rest.split_first() {
