@@ -141,6 +141,7 @@ pub fn merge_db(parts: &[&DbResult]) -> Result<DbResult, MergeFailure> {
             .unwrap_or_default(),
         server: first.server.clone(),
         server_version: first.server_version.clone(),
+        server_dialect: first.server_dialect.clone(),
         spec: first.spec.clone(),
         steps,
         interrupted: parts.iter().any(|p| p.interrupted),

@@ -23,6 +23,11 @@ pub struct DbResult {
     pub server: String,
     /// Server version string (`SHOW server_version`).
     pub server_version: String,
+    /// The server as csdchar's probe found it at connect: product (PostgreSQL or openGauss),
+    /// version, database, compatibility mode, and which catalog features the snapshots and
+    /// loaders used or went without (absent in results written before this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_dialect: Option<String>,
     /// The workload as run, in sysbench's terms.
     pub spec: DbSpec,
     /// One step per thread count of the sweep.
@@ -92,6 +97,11 @@ pub struct DbSpec {
     /// together; later steps follow as soon as the one before ends. Absent: started at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<String>,
+    /// How the clients' connections were driven (`--client-io`): "threads" (one OS thread and
+    /// blocking socket per client, like sysbench and pgbench) or "uring" (a few threads, each
+    /// with one io_uring and many connections). Absent in results written before the choice existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_io: Option<String>,
 }
 
 /// pgio's parameters, with its names.

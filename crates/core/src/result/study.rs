@@ -22,6 +22,11 @@ pub struct StudyResult {
     pub server: String,
     /// Server version string.
     pub server_version: String,
+    /// The server as csdchar's probe found it at connect: product (PostgreSQL or openGauss),
+    /// version, database, compatibility mode, and which catalog features the snapshots and
+    /// loaders used or went without (absent in results written before this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_dialect: Option<String>,
     /// The workload (its `fillfactor` is null: see `fillfactors`).
     pub spec: DbSpec,
     /// Fillfactors in the order they were studied.

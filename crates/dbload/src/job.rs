@@ -1,0 +1,217 @@
+//! A database job as the library takes it: the workload, how it is loaded,
+//! how its steps run and what the study varies — no command-line options,
+//! the CLI and campaigns build one from theirs.
+
+use std::time::{Duration, SystemTime};
+
+use csdchar_core::result::db::{DbSpec, PgioParams};
+
+use crate::bench::Bench;
+use crate::runner::Protocol;
+use crate::tpcb;
+
+/// Default fillfactors of a study: the published studies' 100, 70 and 50.
+pub const STUDY_FILLFACTORS: [u8; 3] = [100, 70, 50];
+
+/// Everything prepare, run, study, alter and cleanup need besides the server.
+#[derive(Debug, Clone)]
+pub struct DbJob {
+    /// The workload and its tables.
+    pub bench: Bench,
+    /// The database schema the tables live in (the conninfo's search_path).
+    pub schema: String,
+    /// How the tables are loaded.
+    pub load: LoadSettings,
+    /// How each run step goes.
+    pub run: RunPlan,
+    /// What the caller asked for that the existing tables decide at run time.
+    pub requested: Requested,
+    /// The study's fillfactors, in order; empty: [`STUDY_FILLFACTORS`].
+    pub study_fillfactors: Vec<u8>,
+    /// The managed server's memory limit (cgroup, page cache included), if
+    /// any: the page cache its reads can use, and recorded in the result.
+    pub server_memory_limit: Option<u64>,
+    /// Rows per range select, recorded in the result's spec for every
+    /// workload (sysbench's setting; its default elsewhere).
+    pub range_size: u64,
+    /// % of c/pad values from a repeated set, recorded in the result's spec
+    /// for every workload (sysbench's setting; its default elsewhere).
+    pub string_dup: u8,
+}
+
+/// How prepare loads the tables.
+#[derive(Debug, Clone)]
+pub struct LoadSettings {
+    /// Replace the workload's existing tables (prepare; the study always replaces them).
+    pub force: bool,
+    /// pgbench: where rows are generated.
+    pub tpcb_init_mode: tpcb::InitMode,
+    /// TPC-C: load only these warehouses (resuming a load cut short).
+    pub warehouse_range: Option<(u32, u32)>,
+}
+
+/// How the run steps go: one step per thread count, each between two snapshots.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// Clients per step (pgio: per schema); the largest also sizes loads.
+    pub threads: Vec<u32>,
+    /// Measured length of each step.
+    pub time: Duration,
+    /// Uncounted time before each step's measured `time`.
+    pub warmup: Duration,
+    /// Transactions per second, all clients together; None: unlimited.
+    pub rate: Option<f64>,
+    /// Interval of the series and of interval reports; None: one per second, no reports.
+    pub report_interval: Option<Duration>,
+    /// Latency percentiles of the summary; the first is the interval figure's.
+    pub percentiles: Vec<f64>,
+    /// Protocol replacing the workload's default (sysbench, pgio).
+    pub protocol: Option<Protocol>,
+    /// Send BEGIN … COMMIT blocks in one round trip.
+    pub pipeline: bool,
+    /// Reconnect after a lost connection instead of ending the run.
+    pub reconnect: bool,
+    /// Drop the OS page cache before each step (root only).
+    pub drop_caches: bool,
+    /// Sample `pg_stat_database` and the drive at every interval.
+    pub io_sampling: bool,
+    /// Start the first step's clock at this instant (later steps start at once).
+    pub start_at: Option<SystemTime>,
+    /// How the clients' connections are driven (threads or io_uring).
+    pub client_io: crate::runner::ClientIoSettings,
+}
+
+/// Sizes the caller gave that the tables, once loaded, decide instead: a
+/// run notes where they differ and goes by the tables.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Requested {
+    /// The table fillfactor.
+    pub fillfactor: Option<u8>,
+    /// pgbench's scale factor.
+    pub scale: Option<u32>,
+    /// TPC-C's warehouses.
+    pub warehouses: Option<u32>,
+}
+
+impl DbJob {
+    /// The largest thread count.
+    pub fn max_threads(&self) -> u32 {
+        self.run.threads.iter().copied().max().unwrap_or(1)
+    }
+
+    /// The most client connections a step opens (pgio's threads are per schema).
+    pub fn max_clients(&self) -> u32 {
+        self.bench.clients(self.max_threads())
+    }
+
+    /// Loader connections: the largest thread count, at least 2.
+    pub fn loader_threads(&self) -> u32 {
+        self.max_threads().max(2)
+    }
+
+    /// The study's fillfactors: those given, or [`STUDY_FILLFACTORS`].
+    pub fn study_fillfactors(&self) -> Vec<u8> {
+        if self.study_fillfactors.is_empty() {
+            STUDY_FILLFACTORS.to_vec()
+        } else {
+            self.study_fillfactors.clone()
+        }
+    }
+
+    /// What kept the page cache from absorbing reads, in the result's words.
+    pub fn cache_control(&self) -> Option<String> {
+        let mut what = Vec::new();
+        if let Some(m) = self.server_memory_limit {
+            what.push(format!(
+                "server memory limit {} (cgroup, page cache included)",
+                csdchar_core::units::format_bytes(m as f64)
+            ));
+        }
+        if self.run.drop_caches {
+            what.push("page cache dropped before each step".to_string());
+        }
+        (!what.is_empty()).then(|| what.join("; "))
+    }
+
+    /// The workload as run (`bench`, which may differ from the job's by what
+    /// the tables hold), in the result's terms.
+    pub fn db_spec(
+        &self,
+        bench: &Bench,
+        tables: &[String],
+        protocol: Protocol,
+        fillfactor: Option<u8>,
+    ) -> DbSpec {
+        DbSpec {
+            workload: bench.name().to_string(),
+            tables: tables.len() as u32,
+            table_size: match bench {
+                Bench::Sysbench(s) => s.table_size,
+                Bench::Tpcb(t) => csdchar_core::tpcb::row_counts(t.scale).2,
+                Bench::Tpcc(t) => {
+                    u64::from(csdchar_core::tpcc::STOCK_PER_WAREHOUSE) * u64::from(t.warehouses)
+                }
+                Bench::Pgio(p) => csdchar_core::pgio::rows_for_blocks(p.blocks_per_schema),
+            },
+            scale: match bench {
+                Bench::Tpcb(t) => Some(t.scale),
+                _ => None,
+            },
+            protocol: protocol.name().to_string(),
+            time_s: self.run.time.as_secs_f64(),
+            range_size: self.range_size,
+            options: match bench {
+                Bench::Sysbench(s) => s.options.clone(),
+                _ => Default::default(),
+            },
+            rand_type: match bench {
+                Bench::Sysbench(s) => format!("{:?}", s.rand_type).to_lowercase(),
+                Bench::Tpcb(_) => "uniform".into(),
+                Bench::Tpcc(_) => "nurand".into(),
+                Bench::Pgio(_) => "uniform".into(),
+            },
+            fillfactor,
+            string_dup: self.string_dup,
+            percentiles: self.run.percentiles.clone(),
+            pipeline: self.run.pipeline,
+            reconnect: self.run.reconnect,
+            warmup_s: self.run.warmup.as_secs_f64(),
+            rate: self.run.rate,
+            db_schema: self.schema.clone(),
+            warehouses: match bench {
+                Bench::Tpcc(t) => Some(t.warehouses),
+                _ => None,
+            },
+            mix: match bench {
+                Bench::Tpcc(t) => csdchar_core::tpcc::TpccKind::ALL
+                    .iter()
+                    .map(|k| (k.name().to_string(), t.mix.share(*k)))
+                    .collect(),
+                _ => Default::default(),
+            },
+            pgio: match bench {
+                Bench::Pgio(p) => Some(PgioParams {
+                    schemas: p.schemas,
+                    blocks_per_schema: p.blocks_per_schema,
+                    update_pct: p.update_pct,
+                    work_unit: p.work_unit,
+                    update_work_unit: p.update_work_unit,
+                    server_side: p.server_side,
+                }),
+                _ => None,
+            },
+            cache_control: self.cache_control(),
+            start_at: self
+                .run
+                .start_at
+                .map(csdchar_core::start_at::format_rfc3339_millis),
+            client_io: Some(
+                match self.run.client_io.client_io {
+                    crate::runner::ClientIo::Threads => "threads",
+                    crate::runner::ClientIo::Uring => "uring",
+                }
+                .to_string(),
+            ),
+        }
+    }
+}

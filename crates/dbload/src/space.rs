@@ -1,0 +1,210 @@
+//! What a load takes on disk: settled snapshots (after CHECKPOINT and
+//! sync(2), once the drive's counters hold still), the workload's logical
+//! size, and its physical size from a compressing drive's counters or, where
+//! there are none, an estimate of the relation files.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use csdchar_core::capacity::CapacitySnapshot;
+use csdchar_core::result::db::DbSnapshot;
+
+use crate::dialect::Dialect;
+use crate::oltp::Client;
+
+/// Predicts what a compressing drive would store for some files; the study
+/// uses it where the drive has no counters. The estimator engine lives
+/// outside this crate, so callers pass it in ([`NoEstimator`] declines).
+pub trait SpaceEstimator {
+    /// The stored and logical bytes of `request.paths`, or None when they
+    /// cannot be estimated; stops early when `interrupt` is set.
+    fn estimate(&self, request: &EstimateRequest, interrupt: &AtomicBool) -> Option<Estimated>;
+}
+
+/// Which files to estimate and how: the model and sampling the study chose.
+#[derive(Debug, Clone)]
+pub struct EstimateRequest {
+    /// The relation files.
+    pub paths: Vec<PathBuf>,
+    /// Per-chunk compression model.
+    pub codec: csdchar_core::compressibility::Codec,
+    /// Compression unit, bytes.
+    pub chunk: usize,
+    /// % of chunks compressed (the rest extrapolated).
+    pub sample_pct: f64,
+    /// Sample seed.
+    pub seed: u64,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// An estimator's answer.
+#[derive(Debug, Clone, Copy)]
+pub struct Estimated {
+    /// Bytes the drive would store.
+    pub stored_bytes: f64,
+    /// Bytes of the files.
+    pub logical_bytes: u64,
+}
+
+/// The estimator that never estimates: physical sizes stay unknown where
+/// the drive has no counters.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoEstimator;
+
+impl SpaceEstimator for NoEstimator {
+    fn estimate(&self, _: &EstimateRequest, _: &AtomicBool) -> Option<Estimated> {
+        None
+    }
+}
+
+/// A snapshot after CHECKPOINT and sync(2), so the drive has seen every
+/// write; the flag says whether the CHECKPOINT was permitted.
+pub async fn settled_snapshot(
+    client: &Client,
+    dialect: &Dialect,
+    tables: &[String],
+) -> (DbSnapshot, bool) {
+    let checkpointed = client.batch_execute("CHECKPOINT").await.is_ok();
+    // Safety: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    // File systems discard freed blocks in the background (ext4 -o discard
+    // after its journal commit): wait until the drive's logical counter
+    // holds still for 0.5 s, at most 15 s.
+    let mut snap = crate::snapshot::take(client, dialect, tables).await;
+    for _ in 0..30 {
+        let Some(before) = snap.device.as_ref().and_then(|d| d.logical_bytes) else {
+            break;
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let next = crate::snapshot::take(client, dialect, tables).await;
+        let still = next.device.as_ref().and_then(|d| d.logical_bytes) == Some(before);
+        snap = next;
+        if still {
+            break;
+        }
+    }
+    (snap, checkpointed)
+}
+
+/// Space of one load.
+#[derive(Debug, Clone)]
+pub struct Space {
+    /// The workload's tables, indexes and TOAST.
+    pub relation_bytes: i64,
+    /// All regular files of the data directory, when readable here.
+    pub data_directory_bytes: Option<u64>,
+    /// Physical bytes the load added (or the estimate's stored bytes).
+    pub physical: Option<f64>,
+    /// Logical bytes `physical` is of.
+    pub of_logical: Option<f64>,
+    /// Where `physical` comes from, in the result's words.
+    pub source: String,
+    /// Whether `physical` is an estimate.
+    pub estimated: bool,
+    /// The server's WAL position after the load's checkpoint.
+    pub wal_lsn_bytes: Option<i64>,
+}
+
+/// After a CHECKPOINT and sync(2), so the drive has seen the data: the
+/// workload's relation sizes, the data directory's bytes, and the physical
+/// size — from the drive's counters when it compresses (their change since
+/// `baseline`, taken with the tables dropped), else `estimator`'s
+/// prediction for the relation files (deflate with fixed codes per 4 KiB, the
+/// model closest to published CSD ratios).
+pub async fn measure_space(
+    client: &Client,
+    dialect: &Dialect,
+    tables: &[String],
+    baseline: Option<&CapacitySnapshot>,
+    estimator: &dyn SpaceEstimator,
+    interrupt: &AtomicBool,
+) -> Space {
+    let (snap, checkpointed) = settled_snapshot(client, dialect, tables).await;
+    let relation_bytes = snap
+        .relations
+        .iter()
+        .map(|r| r.table_bytes + r.index_bytes + r.toast_bytes)
+        .sum();
+    let dir = snap.data_directory.as_deref().map(Path::new);
+    let data_directory_bytes = dir.and_then(|d| directory_bytes(d).ok());
+    let note = if checkpointed {
+        ""
+    } else {
+        ", no CHECKPOINT (not permitted)"
+    };
+    if let Some(dev) = &snap.device
+        && let (Some(p), Some(l)) = (dev.physical_bytes, dev.logical_bytes)
+        && let Some(base) = baseline
+        && let (Some(p0), Some(l0)) = (base.physical_bytes, base.logical_bytes)
+    {
+        // What the load added to the drive (WAL included, if the server wrote any).
+        return Space {
+            relation_bytes,
+            data_directory_bytes,
+            physical: Some(p as f64 - p0 as f64),
+            of_logical: Some(l as f64 - l0 as f64),
+            source: format!(
+                "device {} (counters' change over the load{note})",
+                dev.device
+            ),
+            estimated: false,
+            wal_lsn_bytes: snap.wal_lsn_bytes,
+        };
+    }
+    let files = match dir {
+        Some(d) => crate::snapshot::relation_files(client, tables, d).await,
+        None => Vec::new(),
+    };
+    if !files.is_empty() {
+        let logical: u64 = files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
+        let request = EstimateRequest {
+            paths: files,
+            codec: csdchar_core::compressibility::Codec::DeflateFixed,
+            chunk: 4096,
+            // Every chunk up to 4 GiB; a 10% sample (with its interval) beyond.
+            sample_pct: if logical <= 4 << 30 { 100.0 } else { 10.0 },
+            seed: 1,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        if let Some(e) = estimator.estimate(&request, interrupt) {
+            return Space {
+                relation_bytes,
+                data_directory_bytes,
+                physical: Some(e.stored_bytes),
+                of_logical: Some(e.logical_bytes as f64),
+                source: format!("estimated (deflate-fixed per 4 KiB of the relation files{note})"),
+                estimated: true,
+                wal_lsn_bytes: snap.wal_lsn_bytes,
+            };
+        }
+    }
+    Space {
+        relation_bytes,
+        data_directory_bytes,
+        physical: None,
+        of_logical: None,
+        source: "unknown (data directory not readable here, drive not compressing)".into(),
+        estimated: false,
+        wal_lsn_bytes: snap.wal_lsn_bytes,
+    }
+}
+
+/// Bytes of all regular files under `dir`.
+pub fn directory_bytes(dir: &Path) -> std::io::Result<u64> {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let t = e.file_type()?;
+        if t.is_dir() {
+            total += directory_bytes(&e.path())?;
+        } else if t.is_file() {
+            total += e.metadata()?.len();
+        }
+    }
+    Ok(total)
+}
