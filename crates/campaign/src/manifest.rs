@@ -48,25 +48,7 @@ pub enum CampaignStatus {
 }
 
 /// The device holding a target's directory, as sysfs describes it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeviceRecord {
-    /// Kernel name of the device holding the directory (`nvme0n1p2`, `zram1`).
-    pub name: String,
-    /// The whole disk.
-    pub disk: String,
-    /// Model (`device/model`).
-    pub model: Option<String>,
-    /// Vendor (`device/vendor`).
-    pub vendor: Option<String>,
-    /// Firmware revision (`device/firmware_rev` or `device/rev`).
-    pub firmware_rev: Option<String>,
-    /// Size, bytes.
-    pub size_bytes: Option<u64>,
-    /// Whether the kernel takes it for a rotating disk.
-    pub rotational: Option<bool>,
-    /// zram's compression algorithm.
-    pub zram_algorithm: Option<String>,
-}
+pub use csdchar_devices::identity::DeviceIdentity as DeviceRecord;
 
 /// A target as this campaign ran it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -313,19 +313,9 @@ fn prepare_out(out: &Path) -> Result<(), CampaignError> {
 }
 
 fn device_record(path: &Path) -> Result<DeviceRecord, String> {
-    let id = Sysfs::from_env()
+    Sysfs::from_env()
         .identity_of(path)
-        .map_err(|e| e.to_string())?;
-    Ok(DeviceRecord {
-        name: id.name,
-        disk: id.disk,
-        model: id.model,
-        vendor: id.vendor,
-        firmware_rev: id.firmware_rev,
-        size_bytes: id.size_bytes,
-        rotational: id.rotational,
-        zram_algorithm: id.zram_algorithm,
-    })
+        .map_err(|e| e.to_string())
 }
 
 fn describe_device(d: &DeviceRecord) -> String {

@@ -188,16 +188,7 @@ impl<'a> Handshake<'a> {
                 self.method = Method::Password;
                 frontend::password_message(self.password()?, out).map_err(io)?;
             }
-            5 => {
-                self.method = Method::Md5;
-                let salt = four(data)?;
-                let hash = postgres_protocol::authentication::md5_hash(
-                    self.user.as_bytes(),
-                    self.password()?,
-                    salt,
-                );
-                frontend::password_message(hash.as_bytes(), out).map_err(io)?;
-            }
+            5 => self.md5(data, out)?,
             10 if data.first() == Some(&0) => self.opengauss_sha256(data, out)?,
             10 => {
                 let offers_scram = data
@@ -258,6 +249,19 @@ impl<'a> Handshake<'a> {
         Ok(Progress::Continue)
     }
 
+    /// The md5 answer to a 4-byte salt (PostgreSQL's request 5, and
+    /// openGauss's request 10 for a password stored as md5).
+    fn md5(&mut self, data: &[u8], out: &mut BytesMut) -> Result<(), AuthError> {
+        self.method = Method::Md5;
+        let hash = postgres_protocol::authentication::md5_hash(
+            self.user.as_bytes(),
+            self.password()?,
+            four(data)?,
+        );
+        password_message(hash.as_bytes(), out);
+        Ok(())
+    }
+
     /// openGauss code 10: int32 stored method, then per method its fields.
     fn opengauss_sha256(&mut self, data: &[u8], out: &mut BytesMut) -> Result<(), AuthError> {
         let stored = u32::from_be_bytes(four(data)?);
@@ -278,16 +282,7 @@ impl<'a> Handshake<'a> {
                 password_message(proof.as_bytes(), out);
             }
             // 1 md5: the role's password is stored as md5; classic md5 answer.
-            1 => {
-                self.method = Method::Md5;
-                let salt = four(data)?;
-                let hash = postgres_protocol::authentication::md5_hash(
-                    self.user.as_bytes(),
-                    self.password()?,
-                    salt,
-                );
-                password_message(hash.as_bytes(), out);
-            }
+            1 => self.md5(data, out)?,
             other => {
                 return Err(AuthError::Unsupported(format!(
                     "the openGauss server stores this user's password with method {other}, which \

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::{BlockDevice, Sysfs};
 
 /// A block device's identity. Figures sysfs does not have are `None`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DeviceIdentity {
     /// Kernel name of the device holding the path (`nvme0n1p2`, `zram1`).
     pub name: String,
