@@ -38,6 +38,9 @@ CT=(); [ -n "${CLIENT_THREADS:-}" ] && CT=(--client-threads "$CLIENT_THREADS")
 
 ratio() { python3 -c "print(f'{$1:.3f}')"; }
 med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }
+# sb_run and pg_run: the peers.
+PGBENCH=$BIN/pgbench
+. scripts/bench/peers.sh
 # Prints "tps cpu_seconds transactions max_rss_kb" of the csdchar JSON result in $DIR/o.
 csd_result() {
   python3 -c "import json; r=json.load(open('$DIR/o')); t=open('$DIR/t').read().split(); s=r['steps'][0]; print(s['tps'], float(t[0])+float(t[1]), s['transactions'], t[2])"
@@ -49,34 +52,11 @@ csd_sb() { # io workload threads
     --client-io "$io" "${CT[@]}" --output-format json > "$DIR/o"
   csd_result
 }
-sb_run() { # workload threads
-  /usr/bin/time -f "%U %S %M" -o "$DIR/t" sysbench "$1" --db-driver=pgsql --pgsql-host="$SOCK" --pgsql-port="$PORT" \
-    --pgsql-user=postgres --pgsql-db=postgres --tables="$TABLES" --table-size="$TABLE_SIZE" --threads="$2" \
-    --time="$TIME" --rand-type=uniform run > "$DIR/o"
-  python3 - "$DIR" <<'PY'
-import re, sys
-d = sys.argv[1]
-o = open(d + "/o").read(); t = open(d + "/t").read().split()
-m = re.search(r"transactions:\s+(\d+)\s+\(([\d.]+) per sec", o)
-print(m.group(2), float(t[0]) + float(t[1]), m.group(1), t[2])
-PY
-}
 csd_tpcb() { # io clients
   /usr/bin/time -f "%U %S %M" -o "$DIR/t" "$CSD" db run --url "$URL" --workload tpcb --scale "$SCALE" \
     --protocol prepared --threads "$2" --time "${TIME}s" --report-interval 0 \
     --client-io "$1" "${CT[@]}" --output-format json > "$DIR/o"
   csd_result
-}
-pg_run() { # clients
-  /usr/bin/time -f "%U %S %M" -o "$DIR/t" "$BIN/pgbench" -M prepared -n -c "$1" -j "$1" -T "$TIME" > "$DIR/o" 2>/dev/null
-  python3 - "$DIR" <<'PY'
-import re, sys
-d = sys.argv[1]
-o = open(d + "/o").read(); t = open(d + "/t").read().split()
-tx = re.search(r"number of transactions actually processed: (\d+)", o).group(1)
-tps = re.search(r"tps = ([\d.]+)", o).group(1)
-print(tps, float(t[0]) + float(t[1]), tx, t[2])
-PY
 }
 # compare LABEL PEER_NAME CSD_FN PEER_FN ARGS...: alternating rounds and the medians.
 compare() {

@@ -25,24 +25,14 @@ stop() { if [ "$(id -u)" = 0 ]; then su postgres -c "$BIN/pg_ctl stop -m fast -D
 trap stop EXIT
 URL="host=$SOCK port=$PORT user=postgres dbname=postgres"
 
+# sb_run: the peer.
+. scripts/bench/peers.sh
 # Prints "tps cpu_seconds transactions max_rss_kb".
 csd_run() { # workload threads [extra options]
   local w=$1 th=$2; shift 2
   /usr/bin/time -f "%U %S %M" -o "$DIR/t" "$CSD" db run --url "$URL" --workload "${w//_/-}" --tables "$TABLES" \
     --table-size "$TABLE_SIZE" --threads "$th" --time "${TIME}s" --report-interval 0 --output-format json "$@" > "$DIR/o"
   python3 -c "import json; r=json.load(open('$DIR/o')); t=open('$DIR/t').read().split(); print(r['steps'][0]['tps'], float(t[0])+float(t[1]), r['steps'][0]['transactions'], t[2])"
-}
-sb_run() { # workload threads
-  /usr/bin/time -f "%U %S %M" -o "$DIR/t" sysbench "$1" --db-driver=pgsql --pgsql-host="$SOCK" --pgsql-port="$PORT" \
-    --pgsql-user=postgres --pgsql-db=postgres --tables="$TABLES" --table-size="$TABLE_SIZE" --threads="$2" \
-    --time="$TIME" --rand-type=uniform run > "$DIR/o"
-  python3 - "$DIR" <<'PY'
-import re, sys
-d = sys.argv[1]
-o = open(d + "/o").read(); t = open(d + "/t").read().split()
-m = re.search(r"transactions:\s+(\d+)\s+\(([\d.]+) per sec", o)
-print(m.group(2), float(t[0]) + float(t[1]), m.group(1), t[2])
-PY
 }
 ratio() { python3 -c "print(f'{$1:.3f}')"; }
 med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }

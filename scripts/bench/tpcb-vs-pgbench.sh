@@ -26,6 +26,8 @@ URL="host=$SOCK port=$PORT user=postgres dbname=postgres"
 export PGHOST=$SOCK PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 ratio() { python3 -c "print(f'{$1:.3f}')"; }
 med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }
+# sb_run and pg_run.
+. scripts/bench/peers.sh
 secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); python3 -c "print(f'{$t1-$t0:.3f}')"; }
 
 for mode in client server; do
@@ -40,29 +42,18 @@ for mode in client server; do
   printf 'load %-6s scale %d: time ratio csdchar/pgbench median %s (%s)\n' "$mode" "$SCALE" "$(med "${r[@]}")" "${r[*]}"
 done
 
-# Prints "tps cpu_seconds transactions".
+# Prints "tps cpu_seconds transactions" (pg_run adds max RSS).
 csd_run() {
   /usr/bin/time -f "%U %S" -o "$DIR/t" "$CSD" db run --url "$URL" --workload tpcb --scale "$SCALE" --protocol prepared \
     --threads "$1" --time "${TIME}s" --report-interval 0 --output-format json > "$DIR/o"
   python3 -c "import json; r=json.load(open('$DIR/o')); t=open('$DIR/t').read().split(); print(r['steps'][0]['tps'], float(t[0])+float(t[1]), r['steps'][0]['transactions'])"
-}
-pg_run() {
-  /usr/bin/time -f "%U %S" -o "$DIR/t" "$PGBENCH" -M prepared -n -c "$1" -j "$1" -T "$TIME" > "$DIR/o" 2>/dev/null
-  python3 - "$DIR" <<'PY'
-import re, sys
-d = sys.argv[1]
-o = open(d + "/o").read(); t = open(d + "/t").read().split()
-tx = re.search(r"number of transactions actually processed: (\d+)", o).group(1)
-tps = re.search(r"tps = ([\d.]+)", o).group(1)
-print(tps, float(t[0]) + float(t[1]), tx)
-PY
 }
 "$CSD" db prepare --url "$URL" --workload tpcb --scale "$SCALE" --force >/dev/null 2>&1
 for c in $CLIENTS; do
   tr=(); cr=()
   for i in $(seq "$ROUNDS"); do
     read -r a_tps a_cpu a_tx < <(csd_run "$c")
-    read -r b_tps b_cpu b_tx < <(pg_run "$c")
+    read -r b_tps b_cpu b_tx _ < <(pg_run "$c")
     tr+=("$(ratio "$a_tps/$b_tps")"); cr+=("$(ratio "($a_cpu/$a_tx)/($b_cpu/$b_tx)")")
     printf '  tpcb-like %d client(s) round %d: csdchar %8.1f tps %6.2fs cpu | pgbench -M prepared %8.1f tps %6.2fs cpu\n' \
       "$c" "$i" "$a_tps" "$a_cpu" "$b_tps" "$b_cpu"
