@@ -342,6 +342,31 @@ impl Executor<'_> {
             let runner = &*self.runner;
             plan.check(|s| runner.check(s))?;
         }
+        // zram targets that will run steps must be possible here before
+        // anything is created (--out included): bad input writes nothing.
+        {
+            let before = Manifest::read(&plan.out)?;
+            for t in &campaign.targets {
+                let Storage::Zram(z) = &t.storage else {
+                    continue;
+                };
+                let pending = plan.steps_of(&t.name).any(|s| {
+                    self.options.force
+                        || before
+                            .as_ref()
+                            .and_then(|m| m.step(&s.key))
+                            .is_none_or(|st| st.status != StepStatus::Done)
+                });
+                if pending {
+                    self.provisioner.preflight(z).map_err(|e| {
+                        CampaignError::Setup(format!(
+                            "target {}: {e}; run as root, or give the target a directory: --target {}=DIR",
+                            t.name, t.name
+                        ))
+                    })?;
+                }
+            }
+        }
         prepare_out(&plan.out)?;
         let _lock = OutLock::take(&plan.out)?;
         let old = Manifest::read(&plan.out)?;
@@ -351,17 +376,6 @@ impl Executor<'_> {
         };
         let mut m = self.new_manifest(campaign, plan, old.as_ref(), &changed_targets);
         for t in &campaign.targets {
-            let pending = plan
-                .steps_of(&t.name)
-                .any(|s| m.steps[s.index].status != StepStatus::Done);
-            if let (Storage::Zram(z), true) = (&t.storage, pending) {
-                self.provisioner.preflight(z).map_err(|e| {
-                    CampaignError::Setup(format!(
-                        "target {}: {e}; run as root, or give the target a directory: --target {}=DIR",
-                        t.name, t.name
-                    ))
-                })?;
-            }
             let dir = plan.out.join(&t.name);
             fs::create_dir_all(&dir)
                 .map_err(|e| CampaignError::Io(format!("{}: {e}", dir.display())))?;

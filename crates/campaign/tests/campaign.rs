@@ -502,6 +502,7 @@ fn refusals_before_anything_runs() {
         "target zram: making a zram device needs root; run as root, or give the target a directory: --target zram=DIR"
     );
     assert!(m.ran.is_empty());
+    assert!(!d.path().join("o1").exists(), "bad input writes nothing");
     // An argv the CLI refuses.
     let text = std::fs::read_to_string(recipe("percona-sysbench.toml"))
         .unwrap()
