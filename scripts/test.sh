@@ -57,6 +57,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # Tests that configure devices must not run against each other's devices
 # concurrently with benchmarks; the suite itself is safe in parallel.
 cargo test --workspace --locked
+# The database tests once more with every run on the io_uring client driver (`--client-io
+# uring`; auto picks threads at their client counts): both drivers pass the same tests.
+CSDCHAR_CLIENT_IO=uring cargo test --locked --test db --test db_library --test db_safety \
+  --test dialect --test runner --test tpcb --test tpcc --test tpcc_cli --test pgio --test pgio_cli \
+  --test opengauss_auth --test merge --test campaign_cli --test report --test privileged --test bad_input
 cargo bench --workspace --locked --no-run
 # The criterion benches in a short mode (about half a minute once built): the block
 # engine on a loop device the bench sets up itself (root), one db client exchange on a

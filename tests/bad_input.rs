@@ -318,6 +318,23 @@ const CASES: &[Case] = &[
     Case {
         args: &[
             "db",
+            "run",
+            "--client-io",
+            "threads",
+            "--client-threads",
+            "2",
+        ],
+        option: "--client-threads",
+        says: "--client-io uring or auto",
+    },
+    Case {
+        args: &["db", "run", "--client-io", "rings"],
+        option: "--client-io",
+        says: "auto",
+    },
+    Case {
+        args: &[
+            "db",
             "cleanup",
             "--url",
             "host=/nonexistent",

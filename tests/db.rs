@@ -80,7 +80,7 @@ fn prepare_run_cleanup_with_sysbench_counting() {
     // One client: every transaction is exactly sysbench's 14 reads, 4 writes, 2 others.
     let mut lines = 0;
     let out = rt
-        .block_on(oltp::run(
+        .block_on(common::run_oltp(
             &conninfo,
             &s,
             &settings(1, 1500, Some(500)),
@@ -106,7 +106,7 @@ fn prepare_run_cleanup_with_sysbench_counting() {
         ..settings(1, 1000, None)
     };
     let out = rt
-        .block_on(oltp::run(&conninfo, &s, &piped, |_, _| {}))
+        .block_on(common::run_oltp(&conninfo, &s, &piped, |_, _| {}))
         .unwrap();
     let t = &out.tally;
     assert!(t.transactions > 10, "{t:?}");
@@ -129,7 +129,7 @@ fn prepare_run_cleanup_with_sysbench_counting() {
             ..s.clone()
         };
         let out = rt
-            .block_on(oltp::run(
+            .block_on(common::run_oltp(
                 &conninfo,
                 &ws,
                 &settings(1, 400, None),
@@ -150,7 +150,7 @@ fn prepare_run_cleanup_with_sysbench_counting() {
     // ignored, counted, rolled back and retried, one statement at a time or pipelined.
     for pipeline in [false, true] {
         let out = rt
-            .block_on(oltp::run(
+            .block_on(common::run_oltp(
                 &conninfo,
                 &OltpSpec {
                     table_size: 50,
@@ -179,7 +179,7 @@ fn prepare_run_cleanup_with_sysbench_counting() {
         ..s.clone()
     };
     let out = rt
-        .block_on(oltp::run(
+        .block_on(common::run_oltp(
             &conninfo,
             &del,
             &settings(1, 400, None),
@@ -202,6 +202,59 @@ fn prepare_run_cleanup_with_sysbench_counting() {
         ),
         "0"
     );
+}
+
+#[test]
+fn auto_client_io_picks_the_driver_per_step_and_records_it() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    use csdchar_dbload::runner::{AUTO_URING_CLIENTS_PER_CORE, uring_probe};
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let many = AUTO_URING_CLIENTS_PER_CORE * cores;
+    // A managed cluster allows 100 connections.
+    if many > 90 {
+        eprintln!(
+            "skipped: auto picks io_uring from {many} clients here, more than the cluster allows"
+        );
+        return;
+    }
+    let threads = format!("1,{many}");
+    let ran = common::csdchar(&[
+        "db",
+        "run",
+        "--workload",
+        "oltp-point-select",
+        "--tables",
+        "1",
+        "--table-size",
+        "1000",
+        "--threads",
+        &threads,
+        "--time",
+        "1s",
+        "--report-interval",
+        "0",
+        "--client-io",
+        "auto",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    common::assert_matches_schema(&v, "db");
+    assert_eq!(v["spec"]["client_io"], "auto");
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["client_io"], "threads", "1 client");
+    let expected = if uring_probe().is_ok() {
+        "uring"
+    } else {
+        "threads"
+    };
+    assert_eq!(steps[1]["client_io"], expected, "{many} clients");
+    for s in steps {
+        assert!(s["transactions"].as_u64().unwrap() > 0);
+    }
 }
 
 #[test]
@@ -456,7 +509,7 @@ fn reconnect_resumes_after_backends_are_terminated() {
                 kill_clients(&cluster)
             });
             let out = rt
-                .block_on(oltp::run(
+                .block_on(common::run_oltp(
                     &conninfo,
                     &s,
                     &oltp::RunSettings {

@@ -58,7 +58,11 @@ fn job() -> DbJob {
             drop_caches: false,
             io_sampling: true,
             start_at: None,
-            client_io: Default::default(),
+            // The driver the CLI takes from CSDCHAR_CLIENT_IO too.
+            client_io: csdchar_dbload::runner::ClientIoSettings {
+                client_io: common::client_io(),
+                client_threads: None,
+            },
         },
         requested: Requested {
             fillfactor: Some(70),

@@ -110,6 +110,7 @@ fn db_result(threads: u32, host: &DbHost) -> DbResult {
         io: None,
         latency: total.summary(&ps),
         intervals,
+        client_io: Some("uring".to_string()),
         before: None,
         after: None,
     };

@@ -13,7 +13,6 @@ use csdchar_dbload::conn::{ProcessEnv, with_search_path};
 use csdchar_dbload::iostat::{self, IoRates, IoSampler};
 use csdchar_dbload::oltp::connect;
 use csdchar_dbload::pgio::{self, PgioSpec};
-use csdchar_dbload::runner;
 
 mod common;
 use common::{Mounted, Zram, psql};
@@ -132,7 +131,7 @@ fn load_layout_update_mix_server_side_and_cleanup_follow_pgio() {
     .unwrap();
     let w = Arc::new(pgio::workload(&s));
     let out = rt
-        .block_on(runner::run(
+        .block_on(common::run_workload(
             &ci,
             w,
             &common::run_settings(4, 2000, None),
@@ -187,7 +186,7 @@ fn load_layout_update_mix_server_side_and_cleanup_follow_pgio() {
         "mypgio refuses 51–99% updates"
     );
     let out = rt
-        .block_on(runner::run(
+        .block_on(common::run_workload(
             &ci,
             Arc::new(pgio::workload(&s)),
             &common::run_settings(2, 1500, None),
@@ -224,7 +223,7 @@ fn measured_run(
         let admin = connect(ci).await.unwrap();
         let mut sampler = IoSampler::new(&admin).await;
         let before = sampler.sample(&admin).await;
-        let out = runner::run(
+        let out = common::run_workload(
             ci,
             Arc::new(pgio::workload(s)),
             &common::run_settings(threads, ms, None),

@@ -56,7 +56,7 @@ fn kinds_rollbacks_warmup_and_rate() {
 
     // Kinds and intended rollbacks: every fourth transaction rolls back, none is an error.
     let out = rt
-        .block_on(runner::run(
+        .block_on(common::run_workload(
             &conninfo,
             Arc::clone(&w),
             &common::run_settings(2, 1000, None),
@@ -85,7 +85,12 @@ fn kinds_rollbacks_warmup_and_rate() {
         ..common::run_settings(2, 2000, Some(500))
     };
     let out = rt
-        .block_on(runner::run(&conninfo, Arc::clone(&w), &paced, |_, _| {}))
+        .block_on(common::run_workload(
+            &conninfo,
+            Arc::clone(&w),
+            &paced,
+            |_, _| {},
+        ))
         .unwrap();
     let n = out.tally.transactions;
     assert!((60..=90).contains(&n), "40/s for 2 s gave {n}");

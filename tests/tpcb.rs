@@ -132,7 +132,7 @@ fn load_schema_scripts_and_cleanup_follow_pgbench() {
                     ..spec.clone()
                 });
                 let out = rt
-                    .block_on(runner::run(
+                    .block_on(common::run_workload(
                         &conninfo,
                         Arc::new(w),
                         &settings(pipeline),

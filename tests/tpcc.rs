@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use csdchar_core::tpcc::{TpccKind, TpccMix};
 use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
-use csdchar_dbload::runner::{self, Protocol};
+use csdchar_dbload::runner::Protocol;
 use csdchar_dbload::tpcc::{self, TpccSpec};
 
 mod common;
@@ -177,7 +177,7 @@ fn load_run_check_and_cleanup_follow_benchmarksql() {
         ..spec(2, None)
     });
     let out = rt
-        .block_on(runner::run(
+        .block_on(common::run_workload(
             &conninfo,
             Arc::new(w),
             &common::run_settings(4, 5_000, None),
@@ -235,7 +235,7 @@ fn load_run_check_and_cleanup_follow_benchmarksql() {
             ..spec(2, None)
         });
         let out = rt
-            .block_on(runner::run(
+            .block_on(common::run_workload(
                 &conninfo,
                 Arc::new(w),
                 &common::run_settings(2, 1_000, None),
@@ -317,7 +317,7 @@ fn new_order_rolls_back_about_1_percent() {
     let started = std::time::Instant::now();
     while n < 6_000 && started.elapsed().as_secs() < 120 {
         let out = rt
-            .block_on(runner::run(
+            .block_on(common::run_workload(
                 &conninfo,
                 Arc::clone(&w),
                 &common::run_settings(2, 3_000, None),

@@ -200,6 +200,56 @@ pub fn run_settings(
     }
 }
 
+/// The client driver the database tests run on: `CSDCHAR_CLIENT_IO` (threads, uring or
+/// auto, as `--client-io` reads it; auto when unset). `scripts/test.sh` runs the database
+/// tests a second time with uring, so every one of them also passes through the ring driver.
+pub fn client_io() -> csdchar_dbload::runner::ClientIo {
+    use csdchar_dbload::runner::ClientIo;
+    match std::env::var("CSDCHAR_CLIENT_IO").as_deref() {
+        Ok("uring") => ClientIo::Uring,
+        Ok("threads") => ClientIo::Threads,
+        Ok("auto") | Err(_) => ClientIo::Auto,
+        Ok(other) => panic!("CSDCHAR_CLIENT_IO={other}: threads, uring or auto"),
+    }
+}
+
+/// `runner::run` on the driver [`client_io`] names; checks that an explicit driver was used.
+pub async fn run_workload(
+    conninfo: &str,
+    workload: Arc<csdchar_dbload::runner::Workload>,
+    settings: &csdchar_dbload::runner::RunSettings,
+    on_interval: impl FnMut(&csdchar_dbload::oltp::OltpInterval, u32),
+) -> Result<csdchar_dbload::runner::OltpOutcome, csdchar_dbload::oltp::DbError> {
+    use csdchar_dbload::runner::{ClientIo, ClientIoSettings};
+    let io = client_io();
+    let out = csdchar_dbload::runner::run_with(
+        conninfo,
+        workload,
+        settings,
+        ClientIoSettings {
+            client_io: io,
+            client_threads: None,
+        },
+        on_interval,
+    )
+    .await?;
+    if io != ClientIo::Auto {
+        assert_eq!(out.client_io, io, "the run used another driver");
+    }
+    Ok(out)
+}
+
+/// `oltp::run` (sysbench's script `spec`) on the driver [`client_io`] names.
+pub async fn run_oltp(
+    conninfo: &str,
+    spec: &csdchar_dbload::oltp::OltpSpec,
+    settings: &csdchar_dbload::runner::RunSettings,
+    on_interval: impl FnMut(&csdchar_dbload::oltp::OltpInterval, u32),
+) -> Result<csdchar_dbload::runner::OltpOutcome, csdchar_dbload::oltp::DbError> {
+    let workload = Arc::new(csdchar_dbload::oltp::workload(spec));
+    run_workload(conninfo, workload, settings, on_interval).await
+}
+
 /// True when PostgreSQL server binaries are installed; otherwise prints why the test is skipped.
 pub fn postgres_or_skip() -> bool {
     match csdchar_dbload::cluster::PgBinaries::find(None) {

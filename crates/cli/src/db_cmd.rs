@@ -32,7 +32,7 @@ use csdchar_dbload::tpcb::{self, TpcbSpec};
 use csdchar_dbload::tpcc::{self, TpccSpec};
 
 use crate::db_opts::{
-    DbArgs, DbOpts, InitModeArg, LoadMethodArg, ProtocolArg, RandArg, WorkloadArg,
+    ClientIoArg, DbArgs, DbOpts, InitModeArg, LoadMethodArg, ProtocolArg, RandArg, WorkloadArg,
 };
 use crate::opts::OutputFormat;
 use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit, output};
@@ -274,6 +274,18 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
                 "--workload: pgio's fillfactor 10 is its design (one row per block); {step} is for sysbench, pgbench and tpcc"
             ));
         }
+    }
+    if o.run.client_io == ClientIoArg::Uring
+        && let Err(why) = csdchar_dbload::runner::uring_probe()
+    {
+        return Err(format!(
+            "--client-io: uring is not available here ({why}); use threads or auto"
+        ));
+    }
+    if o.run.client_threads.is_some() && o.run.client_io == ClientIoArg::Threads {
+        return Err(
+            "--client-threads: sets the io_uring driver's threads; use it with --client-io uring or auto".into(),
+        );
     }
     // Safety: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;

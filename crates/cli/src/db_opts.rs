@@ -362,9 +362,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "TIME", value_parser = crate::opts::start_at_arg)]
     pub start_at: Option<std::time::SystemTime>,
     /// How the clients' connections are driven: threads (one OS thread and blocking socket per
-    /// client) or uring (a few threads, each with one io_uring and many connections; same
-    /// statements, order and counting).
-    #[arg(long, value_enum, default_value = "threads")]
+    /// client), uring (a few threads, each with one io_uring and many connections; same
+    /// statements, order and counting) or auto (uring from 16 clients per core up where the
+    /// kernel allows it, threads below, per step).
+    #[arg(long, value_enum, default_value = "auto", env = "CSDCHAR_CLIENT_IO")]
     pub client_io: ClientIoArg,
     /// --client-io uring: driver threads, each with one ring (default: one per 32 clients, at most one per core).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -374,6 +375,8 @@ pub struct RunArgs {
 /// `--client-io`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ClientIoArg {
+    /// By the step's client count: uring from 16 clients per core up, threads below.
+    Auto,
     /// One OS thread per client.
     Threads,
     /// io_uring: many clients per thread.
@@ -385,6 +388,7 @@ impl RunArgs {
     pub fn client_io(&self) -> csdchar_dbload::runner::ClientIoSettings {
         csdchar_dbload::runner::ClientIoSettings {
             client_io: match self.client_io {
+                ClientIoArg::Auto => csdchar_dbload::runner::ClientIo::Auto,
                 ClientIoArg::Threads => csdchar_dbload::runner::ClientIo::Threads,
                 ClientIoArg::Uring => csdchar_dbload::runner::ClientIo::Uring,
             },

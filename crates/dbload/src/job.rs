@@ -205,13 +205,7 @@ impl DbJob {
                 .run
                 .start_at
                 .map(csdchar_core::start_at::format_rfc3339_millis),
-            client_io: Some(
-                match self.run.client_io.client_io {
-                    crate::runner::ClientIo::Threads => "threads",
-                    crate::runner::ClientIo::Uring => "uring",
-                }
-                .to_string(),
-            ),
+            client_io: Some(self.run.client_io.client_io.name().to_string()),
         }
     }
 }

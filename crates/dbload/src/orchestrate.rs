@@ -651,6 +651,7 @@ fn db_step(
                 }
             })
             .collect(),
+        client_io: Some(out.client_io.name().to_string()),
         before,
         after,
     }

@@ -305,6 +305,8 @@ pub struct OltpOutcome {
     pub by_kind: Vec<KindOutcome>,
     /// Database misses next to device I/O over the measured time, when sampled.
     pub io: Option<crate::iostat::IoRates>,
+    /// The driver that ran the clients ([`ClientIo::Auto`] resolved).
+    pub client_io: ClientIo,
 }
 
 /// Totals of one event kind.
@@ -460,17 +462,52 @@ pub(crate) enum ClientEnd {
 /// How the clients' connections are driven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClientIo {
-    /// One OS thread per connection, blocking reads and writes ([`crate::wire`]).
+    /// [`ClientIo::Uring`] from [`AUTO_URING_CLIENTS_PER_CORE`] clients per core up where
+    /// the kernel allows io_uring, [`ClientIo::Threads`] otherwise: each where it measured
+    /// faster (BENCHMARKS.md, issue 18).
     #[default]
+    Auto,
+    /// One OS thread per connection, blocking reads and writes ([`crate::wire`]).
     Threads,
     /// A few threads, each with one io_uring and many connections ([`crate::uring_client`]).
     Uring,
 }
 
+/// [`ClientIo::Auto`] picks io_uring from this many clients per core up. On the 2-core
+/// benchmark machine the ring driver had the higher TPS from 32 clients on (1.3–1.7x the
+/// thread driver at 32 and 64) and up to 15% lower at 8–16, where one ring thread is one
+/// runnable task among as many busy backends.
+pub const AUTO_URING_CLIENTS_PER_CORE: usize = 16;
+
+impl ClientIo {
+    /// The name results record: "auto", "threads" or "uring".
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientIo::Auto => "auto",
+            ClientIo::Threads => "threads",
+            ClientIo::Uring => "uring",
+        }
+    }
+
+    /// The driver for `clients` clients on `cores` cores: [`ClientIo::Auto`]
+    /// decided (io_uring only where `uring_usable`), the others as they are.
+    pub fn resolve(self, clients: usize, cores: usize, uring_usable: bool) -> ClientIo {
+        match self {
+            ClientIo::Auto
+                if uring_usable && clients >= AUTO_URING_CLIENTS_PER_CORE * cores.max(1) =>
+            {
+                ClientIo::Uring
+            }
+            ClientIo::Auto => ClientIo::Threads,
+            io => io,
+        }
+    }
+}
+
 /// The client driver of a run: [`run_with`]'s choice; [`run`] takes the default.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClientIoSettings {
-    /// Threads or io_uring.
+    /// Threads, io_uring, or by the client count.
     pub client_io: ClientIo,
     /// io_uring: driver threads (each with one ring); None: one per 32
     /// clients, at most one per core.
@@ -593,7 +630,15 @@ pub async fn run_with(
     let mut stats = Vec::new();
     let mut tasks = Vec::new();
     let clients = threads as usize;
-    let spawned = match io.client_io {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    // Auto probes the ring only when the count would pick it.
+    let driver = match io.client_io.resolve(clients, cores, true) {
+        ClientIo::Uring if io.client_io == ClientIo::Auto => {
+            io.client_io.resolve(clients, cores, uring_probe().is_ok())
+        }
+        d => d,
+    };
+    let spawned = match driver {
         ClientIo::Threads => (0..clients).try_for_each(|i| {
             let sink = new_sink();
             stats.push(Arc::clone(&sink.stats));
@@ -621,12 +666,12 @@ pub async fn run_with(
                 .map(|t| tasks.push(t))
                 .map_err(|e| format!("starting client thread {i}: {e}"))
         }),
+        ClientIo::Auto => unreachable!("resolved above"),
         ClientIo::Uring => {
             // Default: one ring thread per 32 clients, at most one per core.
             // Fewer, fuller rings batch more replies per wake-up and leave the
             // cores to the server (BENCHMARKS.md, issue 18: one thread for 8
             // clients cost 0.6x the client CPU per transaction of two).
-            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
             let n = io
                 .client_threads
                 .unwrap_or_else(|| clients.div_ceil(32).min(cores))
@@ -775,6 +820,7 @@ pub async fn run_with(
             })
             .collect(),
         io,
+        client_io: driver,
     })
 }
 
@@ -1139,6 +1185,19 @@ fn thread_client(mut conn: WireConn, mut client: Client, shared: &Shared) -> Cli
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_picks_uring_from_16_clients_per_core_where_usable() {
+        use ClientIo::*;
+        assert_eq!(Auto.resolve(31, 2, true), Threads);
+        assert_eq!(Auto.resolve(32, 2, true), Uring);
+        assert_eq!(Auto.resolve(1000, 2, false), Threads);
+        assert_eq!(Auto.resolve(16, 1, true), Uring);
+        assert_eq!(Auto.resolve(16, 0, true), Uring);
+        assert_eq!(Threads.resolve(1000, 2, true), Threads);
+        assert_eq!(Uring.resolve(1, 64, false), Uring);
+        assert_eq!(Auto.name(), "auto");
+    }
 
     #[test]
     fn literals_replace_parameters_by_number_and_quote_strings() {

@@ -245,6 +245,12 @@ pub fn merge_db_step(of: &[(usize, &DbStep)], spec: &DbSpec) -> Result<DbStep, M
         io: first.io.clone(),
         latency,
         intervals,
+        // Hosts may have driven their clients differently; then it is not one driver.
+        client_io: of
+            .iter()
+            .all(|(_, s)| s.client_io == first.client_io)
+            .then(|| first.client_io.clone())
+            .flatten(),
         before: first.before.clone(),
         after: first.after.clone(),
     })

@@ -97,9 +97,10 @@ pub struct DbSpec {
     /// together; later steps follow as soon as the one before ends. Absent: started at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<String>,
-    /// How the clients' connections were driven (`--client-io`): "threads" (one OS thread and
-    /// blocking socket per client, like sysbench and pgbench) or "uring" (a few threads, each
-    /// with one io_uring and many connections). Absent in results written before the choice existed.
+    /// How the clients' connections were to be driven (`--client-io`): "threads" (one OS thread
+    /// and blocking socket per client, like sysbench and pgbench), "uring" (a few threads, each
+    /// with one io_uring and many connections) or "auto" (by each step's client count; the
+    /// step's `client_io` says which). Absent in results written before the choice existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_io: Option<String>,
 }
@@ -168,6 +169,10 @@ pub struct DbStep {
     pub latency: LatencyStats,
     /// Per-interval series.
     pub intervals: Vec<DbInterval>,
+    /// The client driver that ran this step: "threads" or "uring" (`spec.client_io` "auto"
+    /// resolved). Absent in results written before the choice existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_io: Option<String>,
     /// Database and device state before the step.
     pub before: Option<DbSnapshot>,
     /// Database and device state after the step.
