@@ -4,10 +4,14 @@
 #     (binary COPY vs pgbench's COPY, steps dtgvp) and server-side (--init-mode server vs -I dtGvp);
 #  2. TPS and client CPU per transaction (user+sys of the client process / transactions) at
 #     CLIENTS clients, csdchar --protocol prepared vs pgbench -M prepared -n (no vacuum before the run).
-# Usage: scripts/bench/tpcb-vs-pgbench.sh     env: ROUNDS=3 SCALE=20 TIME=10 CLIENTS="1 8"
+# Loads print each tool's per-step split (wall, drop, create, generate, vacuum, primary keys) and
+# the per-step medians; SCALES and MODES choose the loads, ONLY=load stops after them.
+# Usage: scripts/bench/tpcb-vs-pgbench.sh
+#   env: ROUNDS=3 SCALE=20 TIME=10 CLIENTS="1 8" SCALES="$SCALE" MODES="client server" ONLY=
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}; SCALE=${SCALE:-20}; TIME=${TIME:-10}; CLIENTS=${CLIENTS:-1 8}
+SCALES=${SCALES:-$SCALE}; MODES=${MODES:-client server}
 cargo build --release -q -p csdchar-cli
 CSD=$PWD/target/release/csdchar
 DIR=$(mktemp -d /var/tmp/csdchar-tpcbbench.XXXX)
@@ -28,19 +32,51 @@ ratio() { python3 -c "print(f'{$1:.3f}')"; }
 med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }
 # sb_run and pg_run.
 . scripts/bench/peers.sh
-secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); python3 -c "print(f'{$t1-$t0:.3f}')"; }
 
-for mode in client server; do
+# "wall drop create generate vacuum keys" of one load: csdchar's split line (its --force drop is
+# the wall time's rest) or pgbench -i's "done in" line.
+split() { # tool logfile wall
+  python3 - "$@" <<'PY'
+import re, sys
+tool, log, wall = sys.argv[1], open(sys.argv[2]).read(), float(sys.argv[3])
+f = lambda k: float(re.search(k + r" ([\d.]+) s", log).group(1))
+if tool == "csdchar":
+    gen = f("generate"); c, v, p = f("create tables"), f("vacuum"), f("primary keys")
+    print(f"{wall:.3f} {wall - c - gen - v - p:.3f} {c:.3f} {gen:.3f} {v:.3f} {p:.3f}")
+else:
+    gen = f("(?:client|server)-side generate")
+    print(f"{wall:.3f} {f('drop tables'):.3f} {f('create tables'):.3f} {gen:.3f} {f('vacuum'):.3f} {f('primary keys'):.3f}")
+PY
+}
+timed() { # logfile command... : prints the wall seconds
+  local out=$1 t0 t1; shift; t0=$(date +%s.%N); "$@" >"$out" 2>&1; t1=$(date +%s.%N)
+  python3 -c "print(f'{$t1-$t0:.3f}')"
+}
+for scale in $SCALES; do
+for mode in $MODES; do
   if [ "$mode" = client ]; then csd_extra=(); pg_steps=dtgvp; else csd_extra=(--init-mode server); pg_steps=dtGvp; fi
-  r=()
+  r=(); A=(); B=()
   for i in $(seq "$ROUNDS"); do
-    a=$(secs "$CSD" db prepare --url "$URL" --workload tpcb --scale "$SCALE" --force "${csd_extra[@]}")
-    b=$(secs "$PGBENCH" -i -I "$pg_steps" -s "$SCALE" -q)
-    r+=("$(ratio "$a/$b")")
-    printf '  load %-6s scale %d round %d: csdchar %6.2fs | pgbench -i -I %s %6.2fs\n' "$mode" "$SCALE" "$i" "$a" "$pg_steps" "$b"
+    a=$(timed "$DIR/a" "$CSD" db prepare --url "$URL" --workload tpcb --scale "$scale" --force "${csd_extra[@]}")
+    b=$(timed "$DIR/b" "$PGBENCH" -i -I "$pg_steps" -s "$scale")
+    sa=$(split csdchar "$DIR/a" "$a"); sb=$(split pgbench "$DIR/b" "$b")
+    A+=("$sa"); B+=("$sb"); r+=("$(ratio "$a/$b")")
+    printf '  load %-6s scale %d round %d (wall drop create generate vacuum keys, s): csdchar %s | pgbench -i -I %s %s\n' \
+      "$mode" "$scale" "$i" "$sa" "$pg_steps" "$sb"
   done
-  printf 'load %-6s scale %d: time ratio csdchar/pgbench median %s (%s)\n' "$mode" "$SCALE" "$(med "${r[@]}")" "${r[*]}"
+  printf 'load %-6s scale %d: time ratio csdchar/pgbench median %s (%s)\n' "$mode" "$scale" "$(med "${r[@]}")" "${r[*]}"
+  # Per step, the median of each tool's rounds and their ratio.
+  python3 - "${#A[@]}" "${A[@]}" "${B[@]}" <<'PY'
+import statistics, sys
+n = int(sys.argv[1]); rows = [list(map(float, r.split())) for r in sys.argv[2:]]
+a, b = rows[:n], rows[n:]
+for k, name in enumerate(["wall", "drop", "create", "generate", "vacuum", "primary keys"]):
+    ma, mb = statistics.median(r[k] for r in a), statistics.median(r[k] for r in b)
+    print(f"    {name:<13} csdchar {ma:6.3f} s  pgbench {mb:6.3f} s  ratio {ma / mb if mb else float('nan'):.3f}")
+PY
 done
+done
+[ "${ONLY:-}" = load ] && exit 0
 
 # Prints "tps cpu_seconds transactions" (pg_run adds max RSS).
 csd_run() {

@@ -363,7 +363,7 @@ pub struct RunArgs {
     pub start_at: Option<std::time::SystemTime>,
     /// How the clients' connections are driven: threads (one OS thread and blocking socket per
     /// client), uring (a few threads, each with one io_uring and many connections; same
-    /// statements, order and counting) or auto (uring from 16 clients per core up where the
+    /// statements, order and counting) or auto (uring from 8 clients per core up where the
     /// kernel allows it, threads below, per step).
     #[arg(long, value_enum, default_value = "auto", env = "CSDCHAR_CLIENT_IO")]
     pub client_io: ClientIoArg,
@@ -375,7 +375,7 @@ pub struct RunArgs {
 /// `--client-io`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ClientIoArg {
-    /// By the step's client count: uring from 16 clients per core up, threads below.
+    /// By the step's client count: uring from 8 clients per core up, threads below.
     Auto,
     /// One OS thread per client.
     Threads,

@@ -474,10 +474,10 @@ pub enum ClientIo {
 }
 
 /// [`ClientIo::Auto`] picks io_uring from this many clients per core up. On the 2-core
-/// benchmark machine the ring driver had the higher TPS from 32 clients on (1.3–1.7x the
-/// thread driver at 32 and 64) and up to 15% lower at 8–16, where one ring thread is one
-/// runnable task among as many busy backends.
-pub const AUTO_URING_CLIENTS_PER_CORE: usize = 16;
+/// benchmark machine the ring driver's TPS was 1.00–1.04x the thread driver's at 16 clients
+/// and 1.07–1.24x at 32 and 64 (sysbench's three workloads), but 0.90x at 8 for read_only
+/// and point_select, where one ring thread is one runnable task among as many busy backends.
+pub const AUTO_URING_CLIENTS_PER_CORE: usize = 8;
 
 impl ClientIo {
     /// The name results record: "auto", "threads" or "uring".
@@ -1187,13 +1187,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auto_picks_uring_from_16_clients_per_core_where_usable() {
+    fn auto_picks_uring_from_8_clients_per_core_where_usable() {
         use ClientIo::*;
-        assert_eq!(Auto.resolve(31, 2, true), Threads);
-        assert_eq!(Auto.resolve(32, 2, true), Uring);
+        assert_eq!(Auto.resolve(15, 2, true), Threads);
+        assert_eq!(Auto.resolve(16, 2, true), Uring);
         assert_eq!(Auto.resolve(1000, 2, false), Threads);
-        assert_eq!(Auto.resolve(16, 1, true), Uring);
-        assert_eq!(Auto.resolve(16, 0, true), Uring);
+        assert_eq!(Auto.resolve(8, 1, true), Uring);
+        assert_eq!(Auto.resolve(8, 0, true), Uring);
         assert_eq!(Threads.resolve(1000, 2, true), Threads);
         assert_eq!(Uring.resolve(1, 64, false), Uring);
         assert_eq!(Auto.name(), "auto");
