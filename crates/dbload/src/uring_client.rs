@@ -9,9 +9,10 @@
 //!
 //! Connecting, authenticating and preparing stay blocking ([`WireConn`]),
 //! before the clock starts, as sysbench does; the socket is then handed to the
-//! ring. A reconnect after a lost connection is blocking too, in the ring's
-//! thread: it pauses that thread's other clients for the few milliseconds a
-//! connection takes, which only happens when the server went away.
+//! ring. A reconnect after a lost connection is blocking too, but on a helper
+//! thread of its own: the ring thread goes on with its other clients, and
+//! takes the new socket (or the failure) when the helper hands it over, within
+//! [`RECONNECT_POLL`].
 //!
 //! # Latency without thread-sharing artefacts
 //!
@@ -69,6 +70,12 @@ const ABORT_GRACE: Duration = Duration::from_millis(250);
 /// The longest wait in the ring: Ctrl-C and other clients' failures are
 /// looked at this often.
 const POLL: Duration = Duration::from_millis(50);
+
+/// How soon a ring thread picks up a reconnect's outcome while one is pending.
+const RECONNECT_POLL: Duration = Duration::from_millis(2);
+
+/// A reconnect's outcome from its helper thread: (client, socket or why not).
+type Reopened = (usize, Result<OwnedFd, String>);
 
 const OP_SEND: u64 = 0;
 const OP_RECV: u64 = 1;
@@ -163,6 +170,8 @@ struct Conn {
     exchanging: bool,
     /// Shut down by us after Ctrl-C: a failure is an abort, not a lost connection.
     aborting: bool,
+    /// A helper thread is connecting it again; nothing is in flight meanwhile.
+    reconnecting: bool,
     ended: bool,
 }
 
@@ -210,6 +219,7 @@ pub(crate) fn spawn(
                         outcome: None,
                         exchanging: false,
                         aborting: false,
+                        reconnecting: false,
                         ended: false,
                     }),
                     Err(e) => shared.ended(ClientEnd::Failed(e.to_string())),
@@ -224,12 +234,17 @@ pub(crate) fn spawn(
             } else {
                 None
             };
+            let (reopened_tx, reopened) = std::sync::mpsc::channel();
             Driver {
                 ring,
                 bufs,
                 taskrun_flag,
                 conns,
                 shared: &shared,
+                owner: Arc::clone(&shared),
+                reopened_tx,
+                reopened,
+                reconnecting: 0,
                 timers: BinaryHeap::new(),
                 just_sent: Vec::new(),
                 cqes: Vec::new(),
@@ -275,6 +290,13 @@ struct Driver<'a> {
     taskrun_flag: bool,
     conns: Vec<Conn>,
     shared: &'a Shared,
+    /// The same, for the reconnect helper threads.
+    owner: Arc<Shared>,
+    /// Where the helpers hand their outcome over, and where it is taken.
+    reopened_tx: std::sync::mpsc::Sender<Reopened>,
+    reopened: std::sync::mpsc::Receiver<Reopened>,
+    /// Clients whose helper has not handed over yet.
+    reconnecting: usize,
     /// Clients waiting (rate schedule, reconnect pause) until an instant.
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
     /// Clients whose exchange was queued since the last submission.
@@ -299,11 +321,18 @@ impl Driver<'_> {
         }
         while live > 0 {
             let before = self.stamp_sends();
+            let longest = if self.reconnecting > 0 {
+                RECONNECT_POLL
+            } else {
+                POLL
+            };
             let wait = self
                 .timers
                 .peek()
-                .map_or(POLL, |Reverse((t, _))| t.saturating_duration_since(before))
-                .min(POLL);
+                .map_or(longest, |Reverse((t, _))| {
+                    t.saturating_duration_since(before)
+                })
+                .min(longest);
             let ts = types::Timespec::new()
                 .sec(wait.as_secs())
                 .nsec(wait.subsec_nanos());
@@ -345,6 +374,19 @@ impl Driver<'_> {
                 }
             }
             let now = Instant::now();
+            while let Ok((c, r)) = self.reopened.try_recv() {
+                self.reconnecting -= 1;
+                let conn = &mut self.conns[c];
+                conn.reconnecting = false;
+                let r = r.map(|fd| {
+                    conn.fd = Some(fd);
+                    conn.inbuf = InBuf::new(8 * 1024);
+                });
+                conn.client.reconnected(r, now, &mut conn.out);
+                if self.advance(c, now, stopped) {
+                    live -= 1;
+                }
+            }
             while let Some(&Reverse((t, c))) = self.timers.peek() {
                 if t > now && !stopped {
                     break;
@@ -352,6 +394,7 @@ impl Driver<'_> {
                 self.timers.pop();
                 if !self.conns[c].exchanging
                     && !self.conns[c].ended
+                    && !self.conns[c].reconnecting
                     && self.advance(c, now, stopped)
                 {
                     live -= 1;
@@ -536,14 +579,31 @@ impl Driver<'_> {
                     return false;
                 }
                 Next::Reconnect => {
-                    // Blocking, in this thread: see the module's comment.
+                    // Blocking, on a helper thread: this one goes on with
+                    // the others (see the module's comment). Nothing is in
+                    // flight on the old socket: the failure was delivered.
                     conn.fd = None;
-                    let r = self.shared.open().map(|w| {
-                        conn.fd = Some(w.into_socket());
-                        conn.inbuf = InBuf::new(8 * 1024);
-                    });
-                    let r = r.map_err(|e| e.to_string());
-                    conn.client.reconnected(r, Instant::now(), &mut conn.out);
+                    let (owner, tx) = (Arc::clone(&self.owner), self.reopened_tx.clone());
+                    let helper = std::thread::Builder::new()
+                        .name(format!("reconnect-{c}"))
+                        .stack_size(256 * 1024)
+                        .spawn(move || {
+                            let r = owner.open().map(WireConn::into_socket);
+                            // The ring thread may be gone (the run ended): nothing to hand over.
+                            let _ = tx.send((c, r.map_err(|e| e.to_string())));
+                        });
+                    match helper {
+                        Ok(_) => {
+                            conn.reconnecting = true;
+                            self.reconnecting += 1;
+                            return false;
+                        }
+                        Err(e) => conn.client.reconnected(
+                            Err(format!("could not start a thread to reconnect: {e}")),
+                            Instant::now(),
+                            &mut conn.out,
+                        ),
+                    }
                 }
                 Next::End(e) => {
                     conn.ended = true;
