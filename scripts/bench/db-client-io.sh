@@ -10,7 +10,8 @@
 # Usage: scripts/bench/db-client-io.sh
 #   env: ROUNDS=3 TIME=10 THREADS="8 16 64" CLIENTS="1 8 32" TABLES=4 TABLE_SIZE=100000 SCALE=20
 #        WORKLOADS="oltp_read_write oltp_read_only oltp_point_select" RSS_CLIENTS=1000
-#        CLIENT_THREADS= (uring driver threads; default one per core) ONLY=sysbench|tpcb|rss
+#        CLIENT_THREADS= (uring driver threads; default one per 32 clients, at most one per core)
+#        ONLY=sysbench|tpcb|rss
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}; TIME=${TIME:-10}; THREADS=${THREADS:-8 16 64}; CLIENTS=${CLIENTS:-1 8 32}
@@ -34,7 +35,8 @@ stop() { if [ "$(id -u)" = 0 ]; then su postgres -c "$BIN/pg_ctl stop -m fast -D
 trap stop EXIT
 URL="host=$SOCK port=$PORT user=postgres dbname=postgres"
 export PGHOST=$SOCK PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
-CT=(); [ -n "${CLIENT_THREADS:-}" ] && CT=(--client-threads "$CLIENT_THREADS")
+# --client-threads is the ring driver's: passed with --client-io uring only.
+ct() { [ "$1" = uring ] && [ -n "${CLIENT_THREADS:-}" ] && echo "--client-threads $CLIENT_THREADS"; true; }
 
 ratio() { python3 -c "print(f'{$1:.3f}')"; }
 med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }
@@ -49,13 +51,13 @@ csd_sb() { # io workload threads
   local io=$1 w=$2 th=$3
   /usr/bin/time -f "%U %S %M" -o "$DIR/t" "$CSD" db run --url "$URL" --workload "${w//_/-}" \
     --tables "$TABLES" --table-size "$TABLE_SIZE" --threads "$th" --time "${TIME}s" --report-interval 0 \
-    --client-io "$io" "${CT[@]}" --output-format json > "$DIR/o"
+    --client-io "$io" $(ct "$io") --output-format json > "$DIR/o"
   csd_result
 }
 csd_tpcb() { # io clients
   /usr/bin/time -f "%U %S %M" -o "$DIR/t" "$CSD" db run --url "$URL" --workload tpcb --scale "$SCALE" \
     --protocol prepared --threads "$2" --time "${TIME}s" --report-interval 0 \
-    --client-io "$1" "${CT[@]}" --output-format json > "$DIR/o"
+    --client-io "$1" $(ct "$1") --output-format json > "$DIR/o"
   csd_result
 }
 # compare LABEL PEER_NAME CSD_FN PEER_FN ARGS...: alternating rounds and the medians.

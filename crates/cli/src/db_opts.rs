@@ -367,7 +367,8 @@ pub struct RunArgs {
     /// kernel allows it, threads below, per step).
     #[arg(long, value_enum, default_value = "auto", env = "CSDCHAR_CLIENT_IO")]
     pub client_io: ClientIoArg,
-    /// --client-io uring: driver threads, each with one ring (default: one per 32 clients, at most one per core).
+    /// The io_uring driver's threads, each with one ring (default: one per 32 clients, at most one
+    /// per core); for --client-io uring, and auto where it picks uring.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub client_threads: Option<u32>,
 }
