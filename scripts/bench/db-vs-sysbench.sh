@@ -3,8 +3,12 @@
 # alternating csdchar, csdchar --pipeline, sysbench: TPS ratio and client CPU
 # per transaction ratio (user+sys of the client process / transactions; the
 # server is not the client's child). Then client RSS at RSS_THREADS clients.
+# With LOAD_TABLES and LOAD_SIZE set, first the load: `csdchar db prepare` vs `sysbench prepare`
+# of LOAD_TABLES tables × LOAD_SIZE rows (secondary index k_1 in both), LOAD_THREADS connections
+# each, alternating, in a schema of their own each; ONLY=load stops after it.
 # Usage: scripts/bench/db-vs-sysbench.sh
 #   env: ROUNDS=3 TIME=10 THREADS=8 TABLES=4 TABLE_SIZE=100000 WORKLOADS="..." RSS_THREADS=256
+#        LOAD_TABLES= LOAD_SIZE= LOAD_THREADS=2 ONLY=
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}; TIME=${TIME:-10}; THREADS=${THREADS:-8}; TABLES=${TABLES:-4}; TABLE_SIZE=${TABLE_SIZE:-100000}
@@ -36,6 +40,33 @@ csd_run() { # workload threads [extra options]
 }
 ratio() { python3 -c "print(f'{$1:.3f}')"; }
 med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }
+timed() { local t0 t1; t0=$(date +%s.%N); "$@" >"$DIR/load.log" 2>&1 || { cat "$DIR/load.log" >&2; exit 1; }
+  t1=$(date +%s.%N); python3 -c "print(f'{$t1-$t0:.3f}')"; }
+if [ -n "${LOAD_TABLES:-}" ]; then
+  LOAD_SIZE=${LOAD_SIZE:?LOAD_SIZE: rows per table}; LOAD_THREADS=${LOAD_THREADS:-2}
+  PSQL=("$BIN/psql" -h "$SOCK" -p "$PORT" -U postgres -d postgres -qAt)
+  "${PSQL[@]}" -c "CREATE SCHEMA IF NOT EXISTS sbload"
+  lr=()
+  for r in $(seq "$ROUNDS"); do
+    a=$(timed "$CSD" db prepare --url "$URL" --schema csdload --tables "$LOAD_TABLES" --table-size "$LOAD_SIZE" \
+      --threads "$LOAD_THREADS" --force)
+    "$CSD" db cleanup --url "$URL" --schema csdload >/dev/null 2>&1
+    # sysbench's tables in their own schema: the role's search_path puts it first.
+    "${PSQL[@]}" -c "ALTER ROLE postgres SET search_path = sbload"
+    b=$(timed sysbench oltp_read_write --db-driver=pgsql --pgsql-host="$SOCK" --pgsql-port="$PORT" \
+      --pgsql-user=postgres --pgsql-db=postgres --tables="$LOAD_TABLES" --table-size="$LOAD_SIZE" \
+      --threads="$LOAD_THREADS" prepare)
+    sysbench oltp_read_write --db-driver=pgsql --pgsql-host="$SOCK" --pgsql-port="$PORT" --pgsql-user=postgres \
+      --pgsql-db=postgres --tables="$LOAD_TABLES" cleanup >/dev/null 2>&1
+    "${PSQL[@]}" -c "ALTER ROLE postgres RESET search_path"
+    lr+=("$(ratio "$a/$b")")
+    printf '  load %d x %d rows round %d: csdchar db prepare %6.2fs | sysbench prepare %6.2fs\n' \
+      "$LOAD_TABLES" "$LOAD_SIZE" "$r" "$a" "$b"
+  done
+  printf 'load %d tables x %d rows, %d connections: time ratio csdchar/sysbench %s (%s)\n' \
+    "$LOAD_TABLES" "$LOAD_SIZE" "$LOAD_THREADS" "$(med "${lr[@]}")" "${lr[*]}"
+fi
+[ "${ONLY:-}" = load ] && exit 0
 for w in ${WORKLOADS:-oltp_read_only oltp_read_write oltp_point_select}; do
   tr=(); cr=(); ptr=(); pcr=()
   for r in $(seq "$ROUNDS"); do
