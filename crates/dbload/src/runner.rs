@@ -490,11 +490,17 @@ impl ClientIo {
     }
 
     /// The driver for `clients` clients on `cores` cores: [`ClientIo::Auto`]
-    /// decided (io_uring only where `uring_usable`), the others as they are.
-    pub fn resolve(self, clients: usize, cores: usize, uring_usable: bool) -> ClientIo {
+    /// decided (io_uring only where `uring_usable` says so, asked only when
+    /// the count would pick it), the others as they are.
+    pub fn resolve(
+        self,
+        clients: usize,
+        cores: usize,
+        uring_usable: impl FnOnce() -> bool,
+    ) -> ClientIo {
         match self {
             ClientIo::Auto
-                if uring_usable && clients >= AUTO_URING_CLIENTS_PER_CORE * cores.max(1) =>
+                if clients >= AUTO_URING_CLIENTS_PER_CORE * cores.max(1) && uring_usable() =>
             {
                 ClientIo::Uring
             }
@@ -631,13 +637,9 @@ pub async fn run_with(
     let mut tasks = Vec::new();
     let clients = threads as usize;
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    // Auto probes the ring only when the count would pick it.
-    let driver = match io.client_io.resolve(clients, cores, true) {
-        ClientIo::Uring if io.client_io == ClientIo::Auto => {
-            io.client_io.resolve(clients, cores, uring_probe().is_ok())
-        }
-        d => d,
-    };
+    let driver = io
+        .client_io
+        .resolve(clients, cores, || uring_probe().is_ok());
     let spawned = match driver {
         ClientIo::Threads => (0..clients).try_for_each(|i| {
             let sink = new_sink();
@@ -1189,13 +1191,16 @@ mod tests {
     #[test]
     fn auto_picks_uring_from_8_clients_per_core_where_usable() {
         use ClientIo::*;
-        assert_eq!(Auto.resolve(15, 2, true), Threads);
-        assert_eq!(Auto.resolve(16, 2, true), Uring);
-        assert_eq!(Auto.resolve(1000, 2, false), Threads);
-        assert_eq!(Auto.resolve(8, 1, true), Uring);
-        assert_eq!(Auto.resolve(8, 0, true), Uring);
-        assert_eq!(Threads.resolve(1000, 2, true), Threads);
-        assert_eq!(Uring.resolve(1, 64, false), Uring);
+        let (yes, no) = (|| true, || false);
+        assert_eq!(Auto.resolve(15, 2, yes), Threads);
+        assert_eq!(Auto.resolve(16, 2, yes), Uring);
+        assert_eq!(Auto.resolve(1000, 2, no), Threads);
+        assert_eq!(Auto.resolve(8, 1, yes), Uring);
+        assert_eq!(Auto.resolve(8, 0, yes), Uring);
+        assert_eq!(Threads.resolve(1000, 2, yes), Threads);
+        assert_eq!(Uring.resolve(1, 64, no), Uring);
+        // Below the count the kernel is not asked.
+        assert_eq!(Auto.resolve(1, 2, || panic!("probed")), Threads);
         assert_eq!(Auto.name(), "auto");
     }
 

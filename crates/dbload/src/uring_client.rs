@@ -240,8 +240,7 @@ pub(crate) fn spawn(
                 bufs,
                 taskrun_flag,
                 conns,
-                shared: &shared,
-                owner: Arc::clone(&shared),
+                shared,
                 reopened_tx,
                 reopened,
                 reconnecting: 0,
@@ -284,14 +283,13 @@ fn connect_all(shared: &Shared, n: usize) -> Vec<Result<WireConn, WireError>> {
         .collect()
 }
 
-struct Driver<'a> {
+struct Driver {
     ring: IoUring,
     /// The kernel flags waiting completions (IORING_SETUP_TASKRUN_FLAG).
     taskrun_flag: bool,
     conns: Vec<Conn>,
-    shared: &'a Shared,
-    /// The same, for the reconnect helper threads.
-    owner: Arc<Shared>,
+    /// Shared with the other ring threads and with the reconnect helpers.
+    shared: Arc<Shared>,
     /// Where the helpers hand their outcome over, and where it is taken.
     reopened_tx: std::sync::mpsc::Sender<Reopened>,
     reopened: std::sync::mpsc::Receiver<Reopened>,
@@ -308,7 +306,7 @@ struct Driver<'a> {
     bufs: Option<BufRing>,
 }
 
-impl Driver<'_> {
+impl Driver {
     fn run(mut self) {
         let mut live = self.conns.len();
         let mut stop_seen: Option<Instant> = None;
@@ -583,12 +581,12 @@ impl Driver<'_> {
                     // the others (see the module's comment). Nothing is in
                     // flight on the old socket: the failure was delivered.
                     conn.fd = None;
-                    let (owner, tx) = (Arc::clone(&self.owner), self.reopened_tx.clone());
+                    let (shared, tx) = (Arc::clone(&self.shared), self.reopened_tx.clone());
                     let helper = std::thread::Builder::new()
                         .name(format!("reconnect-{c}"))
                         .stack_size(256 * 1024)
                         .spawn(move || {
-                            let r = owner.open().map(WireConn::into_socket);
+                            let r = shared.open().map(WireConn::into_socket);
                             // The ring thread may be gone (the run ended): nothing to hand over.
                             let _ = tx.send((c, r.map_err(|e| e.to_string())));
                         });
