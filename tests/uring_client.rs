@@ -279,6 +279,17 @@ fn uring(threads: usize) -> ClientIoSettings {
     }
 }
 
+/// After `ms`, ends every csdchar client's backend (as a server restart would);
+/// how many it ended.
+fn terminate_clients_after(cluster: &ManagedCluster, ms: u64) -> String {
+    std::thread::sleep(Duration::from_millis(ms));
+    common::psql(
+        cluster,
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+         WHERE application_name = 'csdchar' AND pid <> pg_backend_pid()",
+    )
+}
+
 fn pct(sorted: &[u64], p: f64) -> u64 {
     sorted[((sorted.len() - 1) as f64 * p / 100.0).round() as usize]
 }
@@ -506,14 +517,7 @@ fn uring_and_threads_count_the_same_on_a_real_server() {
     // The server ends every client's connection at 1.2 s (as a restart would):
     // with --reconnect every client reconnects and the run goes on.
     let killed = std::thread::scope(|sc| {
-        let killer = sc.spawn(|| {
-            std::thread::sleep(Duration::from_millis(1200));
-            common::psql(
-                &cluster,
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-                 WHERE application_name = 'csdchar' AND pid <> pg_backend_pid()",
-            )
-        });
+        let killer = sc.spawn(|| terminate_clients_after(&cluster, 1200));
         let out = rt
             .block_on(runner::run_with(
                 &conninfo,
@@ -535,14 +539,7 @@ fn uring_and_threads_count_the_same_on_a_real_server() {
 
     // Without --reconnect the run stops with the error and its partial result.
     let err = std::thread::scope(|sc| {
-        sc.spawn(|| {
-            std::thread::sleep(Duration::from_millis(1200));
-            common::psql(
-                &cluster,
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-                 WHERE application_name = 'csdchar' AND pid <> pg_backend_pid()",
-            )
-        });
+        sc.spawn(|| terminate_clients_after(&cluster, 1200));
         let out = rt
             .block_on(runner::run_with(
                 &conninfo,
