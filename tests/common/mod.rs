@@ -213,7 +213,7 @@ pub fn client_io() -> csdchar_dbload::runner::ClientIo {
     }
 }
 
-/// `runner::run` on the driver [`client_io`] names; checks that an explicit driver was used.
+/// A run of `workload` on the driver [`client_io`] names; checks that an explicit driver was used.
 pub async fn run_workload(
     conninfo: &str,
     workload: Arc<csdchar_dbload::runner::Workload>,
@@ -239,7 +239,7 @@ pub async fn run_workload(
     Ok(out)
 }
 
-/// `oltp::run` (sysbench's script `spec`) on the driver [`client_io`] names.
+/// A run of sysbench's script `spec` on the driver [`client_io`] names.
 pub async fn run_oltp(
     conninfo: &str,
     spec: &csdchar_dbload::oltp::OltpSpec,

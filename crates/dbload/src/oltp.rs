@@ -492,13 +492,3 @@ impl EventSource for OltpSource {
         }
     }
 }
-
-/// Runs sysbench's script `spec` (see `runner::run`).
-pub async fn run(
-    conninfo: &str,
-    spec: &OltpSpec,
-    settings: &RunSettings,
-    on_interval: impl FnMut(&OltpInterval, u32),
-) -> Result<OltpOutcome, DbError> {
-    crate::runner::run(conninfo, Arc::new(workload(spec)), settings, on_interval).await
-}

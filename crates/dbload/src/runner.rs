@@ -510,7 +510,7 @@ impl ClientIo {
     }
 }
 
-/// The client driver of a run: [`run_with`]'s choice; [`run`] takes the default.
+/// The client driver of a run: [`run_with`]'s choice (the default: [`ClientIo::Auto`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClientIoSettings {
     /// Threads, io_uring, or by the client count.
@@ -573,24 +573,6 @@ impl Shared {
             Arc::clone(&self.describe),
         )
     }
-}
-
-/// Runs `workload` as `settings` say, calling `on_interval` every report
-/// interval, with the default client driver.
-pub async fn run(
-    conninfo: &str,
-    workload: Arc<Workload>,
-    settings: &RunSettings,
-    on_interval: impl FnMut(&OltpInterval, u32),
-) -> Result<OltpOutcome, DbError> {
-    run_with(
-        conninfo,
-        workload,
-        settings,
-        ClientIoSettings::default(),
-        on_interval,
-    )
-    .await
 }
 
 /// Runs `workload` as `settings` say on the client driver `io`, calling

@@ -12,7 +12,7 @@
 //! ring. A reconnect after a lost connection is blocking too, but on a helper
 //! thread of its own: the ring thread goes on with its other clients, and
 //! takes the new socket (or the failure) when the helper hands it over, within
-//! [`RECONNECT_POLL`].
+//! 2 ms (`RECONNECT_POLL`).
 //!
 //! # Latency without thread-sharing artefacts
 //!
