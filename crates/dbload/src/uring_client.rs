@@ -372,7 +372,9 @@ impl Driver {
                 }
             }
             let now = Instant::now();
-            while let Ok((c, r)) = self.reopened.try_recv() {
+            while self.reconnecting > 0
+                && let Ok((c, r)) = self.reopened.try_recv()
+            {
                 self.reconnecting -= 1;
                 let conn = &mut self.conns[c];
                 conn.reconnecting = false;
