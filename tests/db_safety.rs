@@ -365,3 +365,266 @@ fn a_kept_running_cluster_is_attached_by_the_next_step_and_says_how_to_connect()
         );
     }
 }
+
+/// The live processes working in `pgdata` (every server process does), with
+/// their command lines (a server process's title).
+fn processes_in(pgdata: &std::path::Path) -> Vec<(i32, String)> {
+    let dir = std::fs::canonicalize(pgdata).unwrap_or_else(|_| pgdata.to_path_buf());
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir) {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            found.push((pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+        }
+    }
+    found
+}
+
+/// `/proc/<pid>/stat`'s state and parent, while the process exists.
+fn state_and_parent(pid: i32) -> Option<(String, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, tail) = stat.rsplit_once(')')?;
+    let mut w = tail.split_whitespace();
+    Some((w.next()?.to_string(), w.next()?.parse().ok()?))
+}
+
+/// What the test saw of the server it killed.
+struct Killed {
+    pgdata: std::path::PathBuf,
+    postmaster: i32,
+    /// The SysV shared memory segment's id (`postmaster.pid` line 7).
+    shmid: Option<i32>,
+    /// Every process of the server just before the kill.
+    processes: Vec<i32>,
+    at: Instant,
+}
+
+/// Waits until the server titled `cluster_name` runs the workload (two
+/// backends seen executing statements: the run's clients), lets it run
+/// `then` more and kills its postmaster with SIGKILL, as the OOM killer or an
+/// operator would.
+fn kill_postmaster_mid_run(cluster_name: &str, then: Duration) -> Killed {
+    let title = format!("postgres: {cluster_name}: ");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut busy = std::collections::BTreeMap::new();
+    let pgdata = loop {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).into_owned();
+            let executing = [" SELECT", " UPDATE", " INSERT", " DELETE"]
+                .iter()
+                .any(|c| cmdline.contains(c));
+            if cmdline.starts_with(&title)
+                && executing
+                && let Ok(cwd) = std::fs::read_link(format!("/proc/{pid}/cwd"))
+            {
+                busy.insert(pid, cwd);
+            }
+        }
+        if busy.len() >= 2 {
+            break busy.into_values().next().unwrap();
+        }
+        assert!(Instant::now() < deadline, "no run on {cluster_name} seen");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::thread::sleep(then);
+    let pid_file = std::fs::read_to_string(pgdata.join("postmaster.pid")).unwrap();
+    let lines: Vec<&str> = pid_file.lines().collect();
+    let postmaster: i32 = lines[0].trim().parse().unwrap();
+    let shmid = lines
+        .get(6)
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok());
+    let processes = processes_in(&pgdata).into_iter().map(|p| p.0).collect();
+    // Safety: SIGKILL to the postmaster of this test's own server.
+    assert_eq!(unsafe { libc::kill(postmaster, libc::SIGKILL) }, 0);
+    Killed {
+        pgdata,
+        postmaster,
+        shmid,
+        processes,
+        at: Instant::now(),
+    }
+}
+
+/// The run that lost its server ended within seconds with exit 1, saying
+/// which server, with its partial result in `out`; nothing of the server is
+/// left: no process, no zombie of ours, no `postmaster.pid`, socket or
+/// shared memory.
+fn assert_ended_cleanly(
+    case: &str,
+    ran: &common::Ran,
+    ended: Instant,
+    k: &Killed,
+    out: &std::path::Path,
+) {
+    let took = ended.duration_since(k.at);
+    eprintln!("{case}: ended {took:?} after the postmaster was killed");
+    assert!(
+        took < Duration::from_secs(10),
+        "{case}: ended {took:?} after the postmaster was killed"
+    );
+    assert_eq!(ran.outcome.exit_code, 1, "{case}: {}", ran.stderr);
+    let named = format!("(postmaster pid {}) has exited", k.postmaster);
+    assert!(
+        ran.stderr.contains(&named) && ran.stderr.contains("partial result saved"),
+        "{case}: {}",
+        ran.stderr
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true, "{case}");
+    assert!(
+        v["error"].as_str().is_some_and(|e| e.contains(&named)),
+        "{case}: {}",
+        v["error"]
+    );
+    assert_eq!(v["steps"].as_array().map(Vec::len), Some(1), "{case}");
+    assert!(
+        v["steps"][0]["transactions"].as_u64().unwrap() > 0,
+        "{case}"
+    );
+
+    let me = std::process::id() as i32;
+    for &pid in &k.processes {
+        if let Some((state, ppid)) = state_and_parent(pid) {
+            assert!(
+                !(state == "Z" && ppid == me),
+                "{case}: server process {pid} is left as a zombie of ours"
+            );
+        }
+    }
+    let left = processes_in(&k.pgdata);
+    assert!(left.is_empty(), "{case}: server processes left: {left:?}");
+    if let Some(id) = k.shmid {
+        // Safety: shmid_ds is plain data; IPC_STAT fills it or fails.
+        let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+        // Safety: IPC_STAT writes into `ds` only.
+        let exists = unsafe { libc::shmctl(id, libc::IPC_STAT, &mut ds) } == 0;
+        assert!(
+            !(exists && ds.shm_cpid == k.postmaster),
+            "{case}: the server's shared memory segment {id} is left"
+        );
+    }
+}
+
+/// A managed server whose postmaster is killed (`kill -9`) mid-run: the run
+/// ends within seconds (also with --reconnect: that server does not come
+/// back), exit 1, partial result saved; the dead server's processes are
+/// reaped, not waited for, and its leftovers removed as a shutdown would.
+#[test]
+fn a_killed_postmaster_ends_the_run_at_once_and_leaves_nothing_behind() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-pmkill")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pgdata");
+    let p = pgdata.to_str().unwrap().to_string();
+    for load in [
+        &["--workload", "tpcc", "--warehouses", "1"][..],
+        &["--workload", "oltp-read-write", "--table-size", "1000"][..],
+    ] {
+        let mut args = vec!["prepare", "--pgdata", &p];
+        args.extend_from_slice(load);
+        let ran = db(&args);
+        assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    }
+    let cases = [
+        ("tpcc", false),
+        ("tpcc", true),
+        ("oltp-read-write", false),
+        ("oltp-read-write", true),
+    ];
+    for (i, (workload, reconnect)) in cases.into_iter().enumerate() {
+        let case = format!("{workload} reconnect={reconnect}");
+        let name = format!("csdchar-pmkill-{}-{i}", std::process::id());
+        let setting = format!("cluster_name={name}");
+        let out = dir.path().join(format!("partial-{i}.json"));
+        let mut args = vec![
+            "run",
+            "--pgdata",
+            &p,
+            "--pg-set",
+            &setting,
+            "--workload",
+            workload,
+            "--threads",
+            "2",
+            "--time",
+            "60s",
+            "--output-format",
+            "json",
+            "--output",
+            out.to_str().unwrap(),
+        ];
+        if reconnect {
+            args.push("--reconnect");
+        }
+        let killer =
+            std::thread::spawn(move || kill_postmaster_mid_run(&name, Duration::from_secs(1)));
+        let ran = db(&args);
+        let ended = Instant::now();
+        let killed = killer.join().unwrap();
+        assert_eq!(
+            std::fs::canonicalize(&pgdata).unwrap(),
+            killed.pgdata,
+            "{case}"
+        );
+        assert_ended_cleanly(&case, &ran, ended, &killed, &out);
+        let pid_file = pgdata.join("postmaster.pid");
+        assert!(!pid_file.exists(), "{case}: {} is left", pid_file.display());
+        let sockets: Vec<_> = std::fs::read_dir(pgdata.join("csdchar-socket"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(sockets.is_empty(), "{case}: socket files left: {sockets:?}");
+    }
+}
+
+/// The same on a temporary cluster (`db run` without --pgdata): its
+/// directory is removed too.
+#[test]
+fn a_killed_postmaster_of_a_temporary_cluster_leaves_no_directory() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("partial.json");
+    let name = format!("csdchar-pmkill-{}-temporary", std::process::id());
+    let setting = format!("cluster_name={name}");
+    let killer = std::thread::spawn(move || kill_postmaster_mid_run(&name, Duration::from_secs(1)));
+    let ran = db(&[
+        "run",
+        "--pg-set",
+        &setting,
+        "--workload",
+        "oltp-read-write",
+        "--table-size",
+        "1000",
+        "--threads",
+        "2",
+        "--time",
+        "60s",
+        "--output-format",
+        "json",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let ended = Instant::now();
+    let killed = killer.join().unwrap();
+    assert_ended_cleanly("temporary", &ran, ended, &killed, &out);
+    let temp_dir = killed.pgdata.parent().unwrap();
+    assert!(
+        !temp_dir.exists(),
+        "the temporary cluster {} is left",
+        temp_dir.display()
+    );
+}

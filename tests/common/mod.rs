@@ -197,6 +197,7 @@ pub fn run_settings(
         rate: None,
         io_sampling: false,
         start_at: None,
+        postmaster: None,
     }
 }
 

@@ -84,6 +84,22 @@
 //! csdchar pid is gone, one note each. Needs root; when attaching, the limit
 //! is ignored with a note.
 //!
+//! # A server that dies
+//!
+//! csdchar is a child subreaper (see [`ManagedCluster::start`]), so a
+//! postmaster that dies (`kill -9`, OOM killer) and its processes become
+//! csdchar's zombies: nobody else reaps them, and `pg_ctl stop -w` would wait
+//! its whole timeout for a pid that still exists. So [`ManagedCluster::stop`]
+//! first looks whether the postmaster it started has exited (gone, a zombie,
+//! or its pid reused); if so it does not ask pg_ctl but ends what is left of
+//! the server itself: waits briefly for the server's remaining processes
+//! (`postgres` processes working in the data directory) to notice and exit,
+//! kills those that do not, reaps them, removes the server's SysV shared
+//! memory segment once nothing is attached, and removes `postmaster.pid` and
+//! the socket with its lock file, as a normal shutdown does. A run that loses
+//! its connections asks the same question through a [`PostmasterWatch`] and
+//! does not try to reconnect to a server that is gone for good.
+//!
 //! # Attaching
 //!
 //! Starting on a `--pgdata` whose server already runs (live pid in
@@ -359,6 +375,8 @@ struct PidFile {
     listen: String,
     /// `starting`, `ready`, `stopping`, `standby` (line 8).
     status: String,
+    /// The SysV shared memory segment's key and id (line 7), when there is one.
+    shmem: Option<(i64, i32)>,
 }
 
 impl PidFile {
@@ -371,7 +389,54 @@ impl PidFile {
             socket_dir: lines.get(4).unwrap_or(&"").to_string(),
             listen: lines.get(5).unwrap_or(&"").to_string(),
             status: lines.get(7).unwrap_or(&"").to_string(),
+            shmem: lines.get(6).and_then(|l| {
+                let mut w = l.split_whitespace();
+                Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+            }),
         })
+    }
+}
+
+/// The postmaster of a server csdchar started, to ask whether it has
+/// exited: then the server is gone for good (nobody restarts it), so a run
+/// that lost its connections stops instead of reconnecting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostmasterWatch {
+    pgdata: PathBuf,
+    pid: i32,
+    /// Its start time (clock ticks), so that a reused pid is not taken for it.
+    start: Option<u64>,
+}
+
+impl PostmasterWatch {
+    /// Whether the postmaster has exited: gone, a zombie, or its pid reused.
+    pub fn exited(&self) -> bool {
+        !process_alive(self.pid, self.start)
+    }
+
+    /// Whether the postmaster has exited or does within `wait`: a dying
+    /// process closes its files (its backends notice) a moment before the
+    /// kernel shows it as exited.
+    pub fn exited_within(&self, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            if self.exited() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The server in words, for messages: `the server of DIR (postmaster pid N)`.
+    pub fn server(&self) -> String {
+        format!(
+            "the server of {} (postmaster pid {})",
+            self.pgdata.display(),
+            self.pid
+        )
     }
 }
 
@@ -403,8 +468,9 @@ pub struct ManagedCluster {
     listen: Option<String>,
     password_file: Option<PathBuf>,
     notes: Vec<String>,
-    /// The postmaster's PID (our child, as we are a subreaper), reaped on stop.
-    postmaster: Option<i32>,
+    /// The postmaster this run started (our child, as we are a subreaper),
+    /// reaped on stop; None when attached or before the start.
+    postmaster: Option<PostmasterWatch>,
     watchdog: Option<Watchdog>,
     /// Owns the temporary directory of an ephemeral cluster.
     ephemeral: Option<tempfile::TempDir>,
@@ -643,7 +709,11 @@ impl ManagedCluster {
         cluster.running = pid_file
             .as_ref()
             .is_some_and(|p| process_alive(p.pid, None));
-        cluster.postmaster = pid_file.as_ref().map(|p| p.pid);
+        cluster.postmaster = pid_file.as_ref().map(|p| PostmasterWatch {
+            pgdata: pgdata.clone(),
+            pid: p.pid,
+            start: proc_start_time(p.pid),
+        });
         if let Err(e) = started {
             let limit = cluster.memory_limit.map_or(String::new(), |l| {
                 format!(
@@ -944,6 +1014,11 @@ impl ManagedCluster {
         if !self.running {
             return Ok(());
         }
+        // pg_ctl would wait its whole timeout for a dead postmaster's zombie.
+        if self.postmaster_exited() {
+            self.clean_up_after_postmaster();
+            return Ok(());
+        }
         let mut cmd = Command::new(self.bin.bin("pg_ctl"));
         cmd.arg("stop")
             .arg("-w")
@@ -959,11 +1034,53 @@ impl ManagedCluster {
         Ok(())
     }
 
+    /// The postmaster this run started, to ask whether it has exited (None
+    /// when attached: whoever started that server may restart it).
+    pub fn postmaster_watch(&self) -> Option<PostmasterWatch> {
+        self.postmaster.clone()
+    }
+
+    /// Whether the postmaster this run started has exited while it should run.
+    fn postmaster_exited(&self) -> bool {
+        self.postmaster
+            .as_ref()
+            .is_some_and(PostmasterWatch::exited)
+    }
+
+    /// Ends what is left of a server whose postmaster has exited, as its
+    /// shutdown would have (see the module doc): processes, zombies, shared
+    /// memory, `postmaster.pid`, the socket and its lock file.
+    fn clean_up_after_postmaster(&mut self) {
+        let Some(pid) = self.postmaster.as_ref().map(|w| w.pid) else {
+            return;
+        };
+        // Only a file of that postmaster's is ours to remove.
+        let pid_file = PidFile::read(&self.pgdata).filter(|p| p.pid == pid);
+        end_server_processes(&self.pgdata);
+        self.running = false;
+        self.reap();
+        if let Some((_, id)) = pid_file.as_ref().and_then(|p| p.shmem) {
+            remove_shmem_segment(id, pid);
+        }
+        if let Some(p) = &pid_file {
+            if !p.socket_dir.is_empty() {
+                let socket = Path::new(&p.socket_dir).join(format!(".s.PGSQL.{}", p.port));
+                let _ = fs::remove_file(&socket);
+                let mut lock = socket.into_os_string();
+                lock.push(".lock");
+                let _ = fs::remove_file(lock);
+            }
+            let _ = fs::remove_file(self.pgdata.join("postmaster.pid"));
+        }
+        // No server process is left in it.
+        drop(self.memory_cgroup.take());
+    }
+
     /// Collects the exited postmaster if it is our child (see start), and
     /// server processes orphaned to us after a crash.
     fn reap(&mut self) {
         reap_orphaned_postgres();
-        let Some(pid) = self.postmaster.take() else {
+        let Some(pid) = self.postmaster.take().map(|w| w.pid) else {
             return;
         };
         for _ in 0..200 {
@@ -997,7 +1114,10 @@ impl Drop for ManagedCluster {
             }
             return;
         }
-        if self.stop().is_err() {
+        if self.stop().is_err() && self.postmaster_exited() {
+            // It died while pg_ctl stop waited.
+            self.clean_up_after_postmaster();
+        } else if self.running {
             // Last resort so no server outlives us: immediate shutdown.
             let mut cmd = Command::new(self.bin.bin("pg_ctl"));
             cmd.arg("stop")
@@ -1685,29 +1805,108 @@ fn sweep_stale(root: &Path) -> Vec<String> {
     notes
 }
 
-/// Reaps exited `postgres` processes whose parent is this process: backends
-/// of a crashed server get reparented to us as the subreaper. Only those
-/// specific zombies are waited for, never any other child.
+/// How long the processes of a server whose postmaster died get to notice
+/// and exit by themselves (they do at their next wait) before they are killed.
+const ORPHANS_GRACE: Duration = Duration::from_secs(2);
+
+/// Ends the processes left of a server whose postmaster has exited: the
+/// `postgres` processes working in `pgdata` (every server process runs
+/// there). They get [`ORPHANS_GRACE`] to exit, then SIGKILL (what they would
+/// get from an immediate shutdown is SIGQUIT, but nobody is left to wait for
+/// their answer); their zombies are reaped meanwhile. Waits at most a second
+/// after the kill (a process stuck in the kernel cannot be helped).
+fn end_server_processes(pgdata: &Path) {
+    let dir = fs::canonicalize(pgdata).unwrap_or_else(|_| pgdata.to_path_buf());
+    let started = Instant::now();
+    let mut killed = false;
+    loop {
+        reap_orphaned_postgres();
+        let left = processes_in(&dir, "postgres");
+        if left.is_empty() || started.elapsed() > ORPHANS_GRACE + Duration::from_secs(1) {
+            return;
+        }
+        if !killed && started.elapsed() >= ORPHANS_GRACE {
+            for &pid in &left {
+                // Safety: kill sends a signal to a process of this server only.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            killed = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Live (not zombie) processes named `comm` whose working directory is `dir`.
+fn processes_in(dir: &Path, comm: &str) -> Vec<i32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            proc_stat(pid).is_some_and(|s| s.comm == comm && s.state != "Z" && s.state != "X")
+                && fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir)
+        })
+        .collect()
+}
+
+/// Removes the SysV shared memory segment `id` if postmaster `pid` created
+/// it and nothing is attached any more (a running server's is never touched).
+fn remove_shmem_segment(id: i32, pid: i32) {
+    // Safety: shmid_ds is plain data; IPC_STAT fills it or fails.
+    let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+    // Safety: shmctl with IPC_STAT writes into `ds` only.
+    if unsafe { libc::shmctl(id, libc::IPC_STAT, &mut ds) } != 0 {
+        return; // gone already, or not ours to see
+    }
+    if ds.shm_cpid == pid && ds.shm_nattch == 0 {
+        // Safety: IPC_RMID on the segment checked above; no buffer is used.
+        unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+    }
+}
+
+/// The fields of `/proc/<pid>/stat` csdchar looks at.
+struct ProcStat {
+    comm: String,
+    state: String,
+    ppid: i32,
+    session: i32,
+}
+
+fn proc_stat(pid: i32) -> Option<ProcStat> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp session ..."; comm may hold spaces, so split at the last ')'.
+    let (head, tail) = stat.rsplit_once(')')?;
+    let comm = head.split_once('(')?.1.to_string();
+    let mut rest = tail.split_whitespace();
+    let state = rest.next()?.to_string();
+    let ppid = rest.next()?.parse().ok()?;
+    let session = rest.nth(1)?.parse().ok()?;
+    Some(ProcStat {
+        comm,
+        state,
+        ppid,
+        session,
+    })
+}
+
+/// Reaps exited server processes whose parent is this process: the
+/// postmaster and the backends of a crashed server get reparented to us as
+/// the subreaper. Only those zombies are waited for, never another child
+/// (such as a `postgres --version` a [`Command`] waits for): every server
+/// process leads a session of its own, which no child csdchar starts does.
 fn reap_orphaned_postgres() {
     let me = std::process::id() as i32;
     let Ok(entries) = fs::read_dir("/proc") else {
         return;
     };
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid ..."; comm may hold spaces, so split at the last ')'.
-        let Some((head, tail)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let comm = head.split_once('(').map_or("", |(_, c)| c);
-        let mut rest = tail.split_whitespace();
-        let (state, ppid) = (rest.next(), rest.next().and_then(|p| p.parse::<i32>().ok()));
-        if comm == "postgres" && state == Some("Z") && ppid == Some(me) {
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    {
+        let Some(s) = proc_stat(pid) else { continue };
+        if s.comm == "postgres" && s.state == "Z" && s.ppid == me && s.session == pid {
             let mut status = 0;
             // Safety: waitpid on one specific zombie child; WNOHANG never blocks.
             unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };

@@ -558,6 +558,7 @@ pub async fn run_steps(
             io_sampling: plan.io_sampling,
             // An instant already past (every step after the first) starts at once.
             start_at: plan.start_at,
+            postmaster: server.postmaster.clone(),
         };
         let out = runner::run_with(
             conninfo,

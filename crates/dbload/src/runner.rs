@@ -16,6 +16,7 @@ use csdchar_core::stats::{LatencyRecorder, LatencyStats};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use crate::cluster::PostmasterWatch;
 use crate::conn::{ConnTarget, ProcessEnv};
 use crate::oltp::DbError;
 use bytes::BytesMut;
@@ -383,6 +384,11 @@ pub struct RunSettings {
     /// hosts start together (`--start-at`); the wait ends early on Ctrl-C.
     /// None, or an instant already past: at once.
     pub start_at: Option<SystemTime>,
+    /// The postmaster of the managed server the run talks to, when csdchar
+    /// started it: once it has exited, a lost connection ends the run at once
+    /// (with `reconnect` too: nobody brings that server back). None: a
+    /// server csdchar does not manage, where reconnecting may succeed.
+    pub postmaster: Option<PostmasterWatch>,
 }
 
 /// Where clients wait until all are connected; then the clock starts.
@@ -880,6 +886,7 @@ pub(crate) struct Client {
     measured: Instant,
     deadline: Instant,
     pace: Option<Duration>,
+    postmaster: Option<PostmasterWatch>,
     next_start: Instant,
     rng: Xoshiro256PlusPlus,
     source: Box<dyn EventSource>,
@@ -917,6 +924,7 @@ impl Client {
                 .rate
                 .filter(|r| *r > 0.0)
                 .map(|r| Duration::from_secs_f64(f64::from(settings.threads.max(1)) / r)),
+            postmaster: settings.postmaster.clone(),
             next_start: start,
             rng: Xoshiro256PlusPlus::seed_from_u64(
                 workload.seed ^ (i as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F),
@@ -1076,8 +1084,19 @@ impl Client {
             }
             e => e,
         };
-        let end = match e {
-            WireError::Lost(lost) if self.reconnect => {
+        // A server gone for good is not worth reconnecting to. Its backends
+        // can report its death a moment before it shows as exited; a run
+        // that ends here anyway waits that moment to say why.
+        let gone = match e {
+            WireError::Lost(_) if self.reconnect => self.server_gone(Duration::ZERO),
+            WireError::Lost(_) => self.server_gone(POSTMASTER_EXIT_WAIT),
+            _ => None,
+        };
+        let end = match (e, gone) {
+            (WireError::Lost(m), Some(gone)) => {
+                ClientEnd::Failed(format!("connection to {} lost: {m}; {gone}", self.target))
+            }
+            (WireError::Lost(lost), None) if self.reconnect => {
                 self.phase = Phase::Reconnecting {
                     last: lost.clone(),
                     lost,
@@ -1086,12 +1105,12 @@ impl Client {
                 return;
             }
             // Ctrl-C while waiting: the unfinished transaction is not counted.
-            WireError::Aborted => ClientEnd::Normal,
-            WireError::Lost(m) => ClientEnd::Failed(format!(
+            (WireError::Aborted, _) => ClientEnd::Normal,
+            (WireError::Lost(m), None) => ClientEnd::Failed(format!(
                 "connection to {} lost: {m} (pass --reconnect to resume after reconnecting)",
                 self.target
             )),
-            e => ClientEnd::Failed(format!("transaction: {e}")),
+            (e, _) => ClientEnd::Failed(format!("transaction: {e}")),
         };
         self.end(end);
     }
@@ -1114,12 +1133,29 @@ impl Client {
                 self.attempt(now, out);
             }
             Err(e) => {
-                if let Phase::Reconnecting { last, retry_at, .. } = &mut self.phase {
+                if let Some(gone) = self.server_gone(Duration::ZERO)
+                    && let Phase::Reconnecting { lost, .. } = &self.phase
+                {
+                    let m = format!(
+                        "connection to {} lost: {lost}; {gone} (last attempt: {e})",
+                        self.target
+                    );
+                    self.end(ClientEnd::Failed(m));
+                } else if let Phase::Reconnecting { last, retry_at, .. } = &mut self.phase {
                     *last = e;
                     *retry_at = Some(now + Duration::from_millis(100));
                 }
             }
         }
+    }
+
+    /// Why reconnecting cannot succeed: the managed server's postmaster has
+    /// exited, or does within `wait` (see [`RunSettings::postmaster`]).
+    fn server_gone(&self, wait: Duration) -> Option<String> {
+        self.postmaster
+            .as_ref()
+            .filter(|p| p.exited_within(wait))
+            .map(|p| format!("{} has exited", p.server()))
     }
 
     /// The transaction is done at `at`: counted unless it started in the warm-up.
@@ -1138,6 +1174,10 @@ impl Client {
         self.phase = Phase::Ended(Some(e));
     }
 }
+
+/// How long a client that lost its connection without --reconnect waits for
+/// the managed server's postmaster to show as exited (see [`Client::on_error`]).
+const POSTMASTER_EXIT_WAIT: Duration = Duration::from_millis(500);
 
 /// The thread driver: one client on its own OS thread and blocking socket,
 /// until the deadline, Ctrl-C or a fatal error.

@@ -2,7 +2,7 @@
 //! (on `pgdata`, or a temporary one) and stops again when the session ends;
 //! either way a conninfo whose connections work in the job's schema only.
 
-use crate::cluster::{ClusterError, ClusterSpec, ManagedCluster};
+use crate::cluster::{ClusterError, ClusterSpec, ManagedCluster, PostmasterWatch};
 use crate::conn::{ProcessEnv, with_search_path};
 use crate::dialect::Dialect;
 
@@ -117,7 +117,9 @@ impl DbSession {
 
     /// Connects and probes the server's dialect.
     pub async fn probe(&self) -> Result<DbServer, String> {
-        DbServer::probe(self.conninfo.clone(), self.source).await
+        let mut server = DbServer::probe(self.conninfo.clone(), self.source).await?;
+        server.postmaster = self.cluster.as_ref().and_then(|c| c.postmaster_watch());
+        Ok(server)
     }
 }
 
@@ -130,6 +132,9 @@ pub struct DbServer {
     pub dialect: Dialect,
     /// How it was reached.
     pub source: ServerSource,
+    /// The postmaster of a managed server csdchar started (not one it
+    /// attached to): a run stops reconnecting once it has exited.
+    pub postmaster: Option<PostmasterWatch>,
 }
 
 impl DbServer {
@@ -140,6 +145,7 @@ impl DbServer {
             conninfo,
             dialect,
             source,
+            postmaster: None,
         })
     }
 }
