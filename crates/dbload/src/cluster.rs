@@ -1009,7 +1009,9 @@ impl ManagedCluster {
     }
 
     /// Stops the server (fast shutdown). Idempotent. Also stops an attached
-    /// server: an explicit request, unlike drop.
+    /// server: an explicit request, unlike drop. A server this run started
+    /// whose postmaster has exited is not waited for but cleaned up after
+    /// (see "A server that dies" in the module doc).
     pub fn stop(&mut self) -> Result<(), ClusterError> {
         if !self.running {
             return Ok(());
