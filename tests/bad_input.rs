@@ -403,6 +403,32 @@ const CASES: &[Case] = &[
         option: "--workload",
         says: "fillfactor 10",
     },
+    // Issue 30 rows 1 and 4: a load the data directory's file system (or the
+    // client's memory) cannot hold is refused before anything is created.
+    Case {
+        args: &["db", "run", "--workload", "pgio", "--pgio-size", "100t"],
+        option: "--pgio-size",
+        says: "--force does not override this",
+    },
+    Case {
+        args: &["db", "run", "--workload", "tpcc", "--warehouses", "100000"],
+        option: "--warehouses",
+        says: "free",
+    },
+    Case {
+        args: &[
+            "db",
+            "study",
+            "--workload",
+            "oltp-read-write",
+            "--tables",
+            "64",
+            "--table-size",
+            "1000000000",
+        ],
+        option: "--table-size",
+        says: "free",
+    },
     Case {
         args: &["db", "run", "--rate", "0"],
         option: "--rate",

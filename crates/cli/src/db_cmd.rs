@@ -387,6 +387,23 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
         return Outcome::code(EXIT_USAGE);
     }
     let job = job_of(o);
+    // A load that cannot fit is refused before a cluster is made for it.
+    let choice = server_choice(o);
+    let loads = match step {
+        "prepare" | "study" => true,
+        "run" => choice.url.is_none() && choice.cluster.pgdata.is_none(),
+        _ => false,
+    };
+    if loads
+        && let Err(r) = orchestrate::check_room_before_start(
+            &job,
+            step == "study",
+            choice.new_data_directory().as_deref(),
+        )
+    {
+        let _ = writeln!(io.stderr, "error: {}", refusal(&r));
+        return Outcome::code(EXIT_USAGE);
+    }
     let session = match open_session(o, &job, io) {
         Ok(s) => s,
         Err(code) => return Outcome::code(code),
@@ -556,7 +573,7 @@ async fn prepare(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) ->
     match orchestrate::prepare(server, job, &mut printer, &interrupt).await {
         Ok(_) => 0,
         Err(LoadError::Interrupted { .. }) => EXIT_INTERRUPTED,
-        Err(LoadError::TablesExist(_)) => EXIT_USAGE,
+        Err(LoadError::TablesExist(_) | LoadError::Refused(_)) => EXIT_USAGE,
         Err(LoadError::Failed(_)) => 1,
     }
 }
@@ -652,6 +669,7 @@ fn refusal(r: &Refusal) -> String {
         ),
         Refusal::TooManyTerminals { .. } => format!("--threads: {r}"),
         Refusal::TablesExist { .. } => format!("{r}: pass --force"),
+        Refusal::NoRoom(_) => r.to_string(),
     }
 }
 
@@ -778,6 +796,7 @@ impl DbObserver for Printer<'_, '_> {
             Err(LoadError::TablesExist(m) | LoadError::Failed(m)) => {
                 writeln!(stderr, "error: {m}")
             }
+            Err(LoadError::Refused(r)) => writeln!(stderr, "error: {}", refusal(r)),
         };
     }
 

@@ -62,26 +62,13 @@ pub fn blocks_for_bytes(bytes: u64) -> u64 {
     bytes / BLOCK_SIZE
 }
 
-/// Heap rows PostgreSQL puts in one 8 KiB block at `fillfactor`, for pgio's
-/// row: 24-byte tuple header, two bigints, char(1024) with a 4-byte varlena
-/// header = 1068 bytes, MAXALIGNed to 1072, plus a 4-byte line pointer. A
-/// page takes another tuple while `tuple + reserved <= free − line pointer`
-/// (`RelationGetBufferForTuple`); an empty page always takes one.
+/// pgio's row as stored: 24-byte tuple header, two bigints, char(1024) with
+/// a 4-byte varlena header = 1068 bytes, MAXALIGNed to 1072.
+pub const TUPLE_BYTES: u64 = 1072;
+
+/// Heap rows PostgreSQL puts in one 8 KiB block at `fillfactor`, for pgio's row.
 pub fn rows_per_block(fillfactor: u8) -> u64 {
-    const PAGE_HEADER: u64 = 24;
-    const LINE_POINTER: u64 = 4;
-    const TUPLE: u64 = 1072;
-    let reserved = BLOCK_SIZE * (100 - u64::from(fillfactor.clamp(10, 100))) / 100;
-    let mut free = BLOCK_SIZE - PAGE_HEADER;
-    let mut rows = 0;
-    loop {
-        let fits = free.saturating_sub(LINE_POINTER) >= TUPLE + reserved;
-        if rows > 0 && !fits {
-            return rows;
-        }
-        rows += 1;
-        free -= TUPLE + LINE_POINTER;
-    }
+    crate::load_size::heap_rows_per_page(TUPLE_BYTES, fillfactor)
 }
 
 /// Rows of a schema of `blocks` blocks: pgio loads one row per block.

@@ -149,6 +149,36 @@ impl Bench {
         }
     }
 
+    /// What a full load (a TPC-C one limited to `warehouse_range`) writes
+    /// and holds in memory with `loaders` connections.
+    pub fn load_footprint(
+        &self,
+        warehouse_range: Option<(u32, u32)>,
+        loaders: u32,
+    ) -> csdchar_core::load_size::LoadFootprint {
+        use csdchar_core::load_size;
+        match self {
+            Bench::Sysbench(s) => load_size::sysbench(s.tables, s.table_size, s.fillfactor),
+            Bench::Tpcb(t) => load_size::tpcb(t.scale, t.fillfactor),
+            Bench::Tpcc(t) => {
+                let (from, to) = warehouse_range.unwrap_or((1, t.warehouses));
+                let n = to.saturating_sub(from).saturating_add(1);
+                load_size::tpcc(n, warehouse_range.is_none(), t.fillfactor)
+            }
+            Bench::Pgio(p) => load_size::pgio(p.schemas, p.blocks_per_schema, loaders),
+        }
+    }
+
+    /// The option that sizes the load (named when a load cannot fit).
+    pub fn size_option(&self) -> &'static str {
+        match self {
+            Bench::Sysbench(_) => "--table-size",
+            Bench::Tpcb(_) => "--scale",
+            Bench::Tpcc(_) => "--warehouses",
+            Bench::Pgio(_) => "--pgio-size",
+        }
+    }
+
     /// The workload's transactions, with `protocol` replacing the default
     /// where the peer lets one choose (sysbench, pgio; pgbench's and
     /// TPC-C's protocol is in their spec).

@@ -121,7 +121,8 @@ use crate::conn::{ConnTarget, Env};
 use crate::wire::WireConn;
 
 /// Where temporary clusters live (and stale ones are looked for).
-const TEMP_ROOT: &str = "/var/tmp";
+/// Where temporary clusters are made.
+pub const TEMP_ROOT: &str = "/var/tmp";
 /// Name prefix of a temporary cluster's directory.
 const TEMP_PREFIX: &str = "csdchar-pg";
 /// The marker a temporary cluster's directory holds (see the module doc).

@@ -136,6 +136,9 @@ pub enum LoadError {
     /// The load failed.
     #[error("{0}")]
     Failed(String),
+    /// Refused before anything was written (it cannot fit).
+    #[error("{0}")]
+    Refused(Refusal),
 }
 
 /// Why a job was refused before it changed anything.
@@ -162,6 +165,8 @@ pub enum Refusal {
         /// The tables found.
         tables: Vec<String>,
     },
+    /// A load would not fit on the data directory's file system or in memory.
+    NoRoom(crate::space::NoRoom),
 }
 
 impl std::fmt::Display for Refusal {
@@ -181,6 +186,7 @@ impl std::fmt::Display for Refusal {
                 "tables exist already in schema {schema} ({}); the study loads them anew for every fillfactor",
                 tables.join(", ")
             ),
+            Refusal::NoRoom(n) => n.fmt(f),
         }
     }
 }
@@ -262,6 +268,11 @@ async fn load(
     observer: &mut dyn DbObserver,
     interrupt: &AtomicBool,
 ) -> Result<LoadReport, LoadError> {
+    if let Err(r) = check_room(server, job, bench, force).await {
+        let end = Err(LoadError::Refused(r));
+        observer.load_ended(bench, &end);
+        return end;
+    }
     let total = bench.rows_to_load(job.load.warehouse_range);
     let loaded = Arc::new(AtomicU64::new(0));
     let t0 = Instant::now();
@@ -326,6 +337,52 @@ async fn load(
     };
     observer.load_ended(bench, &end);
     end
+}
+
+/// Before any server is started: refuses the job's load (a study's largest)
+/// when it cannot fit in `new_data_dir` — where a cluster about to be
+/// created would keep it — or in the client's memory, so nothing is created.
+pub fn check_room_before_start(
+    job: &DbJob,
+    study: bool,
+    new_data_dir: Option<&std::path::Path>,
+) -> Result<(), Refusal> {
+    let bench = if study {
+        let lowest = job.study_fillfactors().into_iter().min().unwrap_or(100);
+        job.bench.with_fillfactor(lowest)
+    } else {
+        job.bench.clone()
+    };
+    let footprint = bench.load_footprint(job.load.warehouse_range, job.loader_threads());
+    crate::space::check_load_room(footprint, bench.size_option(), new_data_dir, 0)
+        .map_err(Refusal::NoRoom)
+}
+
+/// Refuses a load that cannot fit on the server's data directory (when it
+/// is on this machine) or in the client's memory; with `force`, the
+/// workload's existing tables count as room, as the load drops them first.
+async fn check_room(
+    server: &DbServer,
+    job: &DbJob,
+    bench: &Bench,
+    force: bool,
+) -> Result<(), Refusal> {
+    let footprint = bench.load_footprint(job.load.warehouse_range, job.loader_threads());
+    let (dir, replaced) = match oltp::connect(&server.conninfo).await {
+        Ok(c) => {
+            let dir = crate::space::local_data_directory(&c).await;
+            let replaced = if force {
+                crate::space::existing_bytes(&c, &job.schema, &bench.tables()).await
+            } else {
+                0
+            };
+            (dir, replaced)
+        }
+        // The load's own connection reports why the server cannot be reached.
+        Err(_) => (None, 0),
+    };
+    crate::space::check_load_room(footprint, bench.size_option(), dir.as_deref(), replaced)
+        .map_err(Refusal::NoRoom)
 }
 
 /// Connects, reads the server version and checks `max_connections` against
@@ -686,6 +743,11 @@ pub async fn study(
         Err(e) => return Err(JobError::failed(e.0)),
     }
     let fillfactors = job.study_fillfactors();
+    // The lowest fillfactor's load is the largest; the tables are replaced.
+    let largest = bench.with_fillfactor(fillfactors.iter().copied().min().unwrap_or(100));
+    check_room(server, job, &largest, true)
+        .await
+        .map_err(JobError::Refused)?;
     let mut rows: Vec<StudyRow> = Vec::new();
     let mut runs = Vec::new();
     let mut error = None;

@@ -39,6 +39,22 @@ pub struct ServerChoice {
     pub db: String,
 }
 
+impl ServerChoice {
+    /// Where a cluster that does not exist yet would be created: `pgdata`
+    /// when it holds no cluster, the temporary root without one; None for a
+    /// URL or an existing cluster.
+    pub fn new_data_directory(&self) -> Option<std::path::PathBuf> {
+        if self.url.is_some() {
+            return None;
+        }
+        match &self.cluster.pgdata {
+            Some(p) if p.join("PG_VERSION").exists() => None,
+            Some(p) => Some(p.clone()),
+            None => Some(crate::cluster::TEMP_ROOT.into()),
+        }
+    }
+}
+
 /// Why a session could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {

@@ -194,6 +194,112 @@ pub async fn measure_space(
     }
 }
 
+/// A load that cannot fit, found before it starts: what it would take and
+/// what there is, per resource. `--force` does not override it (it replaces
+/// tables; it cannot make room).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoRoom {
+    /// The option that sizes the load.
+    pub option: &'static str,
+    /// One phrase per resource that is short, naming both figures.
+    pub reasons: Vec<String>,
+}
+
+impl std::fmt::Display for NoRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: the load would {}; lower {} or make room (--force does not override this)",
+            self.option,
+            self.reasons.join(", and "),
+            self.option
+        )
+    }
+}
+
+/// Checks a load's `footprint` against the file system holding `data_dir`
+/// (its free space plus `replaced_bytes`, the tables the load drops first)
+/// and against the memory this machine has available for the client's
+/// buffers. An unknown free space or memory passes.
+pub fn check_load_room(
+    footprint: csdchar_core::load_size::LoadFootprint,
+    option: &'static str,
+    data_dir: Option<&Path>,
+    replaced_bytes: u64,
+) -> Result<(), NoRoom> {
+    use csdchar_core::units::format_bytes;
+    let mut reasons = Vec::new();
+    if let Some(dir) = data_dir {
+        let at = csdchar_devices::nearest_existing(dir);
+        if let Some(free) = csdchar_devices::free_bytes(at) {
+            let room = free.saturating_add(replaced_bytes);
+            if footprint.table_bytes > room {
+                reasons.push(format!(
+                    "write about {} of tables and indexes, but the file system of {} has {} free{}",
+                    format_bytes(footprint.table_bytes as f64),
+                    dir.display(),
+                    format_bytes(free as f64),
+                    if replaced_bytes > 0 {
+                        format!(
+                            " (plus {} of tables it replaces)",
+                            format_bytes(replaced_bytes as f64)
+                        )
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+    }
+    if footprint.client_buffer_bytes > 0
+        && let Some(avail) = crate::iostat::mem_available_bytes()
+        && footprint.client_buffer_bytes > avail
+    {
+        reasons.push(format!(
+            "hold about {} in the client's memory while it orders the rows, but {} is available",
+            format_bytes(footprint.client_buffer_bytes as f64),
+            format_bytes(avail as f64)
+        ));
+    }
+    if reasons.is_empty() {
+        Ok(())
+    } else {
+        Err(NoRoom { option, reasons })
+    }
+}
+
+/// The data directory of the server behind `client` when it is on this
+/// machine: the server shows it (superusers, pg_read_all_settings) and the
+/// `postmaster.pid` there names the server's port. None otherwise (a remote
+/// server's space cannot be checked from here).
+pub async fn local_data_directory(client: &Client) -> Option<PathBuf> {
+    let dir: String = client
+        .query_one("SHOW data_directory", &[])
+        .await
+        .ok()?
+        .get(0);
+    let port: String = client.query_one("SHOW port", &[]).await.ok()?.get(0);
+    let dir = PathBuf::from(dir);
+    let pid_file = std::fs::read_to_string(dir.join("postmaster.pid")).ok()?;
+    // postmaster.pid: pid, data directory, start time, port, ...
+    (pid_file.lines().nth(3).map(str::trim) == Some(port.trim())).then_some(dir)
+}
+
+/// Bytes the workload's `tables` in `schema` hold now (tables, indexes,
+/// TOAST): what a load with --force drops before it writes.
+pub async fn existing_bytes(client: &Client, schema: &str, tables: &[String]) -> u64 {
+    let names: Vec<&str> = tables.iter().map(String::as_str).collect();
+    client
+        .query_one(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = ANY($2) AND c.relkind = 'r'",
+            &[&schema, &names],
+        )
+        .await
+        .map_or(0, |r| r.get::<_, i64>(0).max(0) as u64)
+}
+
 /// Bytes of all regular files under `dir`.
 pub fn directory_bytes(dir: &Path) -> std::io::Result<u64> {
     let mut total = 0;

@@ -23,6 +23,29 @@ pub mod zram;
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
 const BLKSSZGET: libc::c_ulong = 0x1268;
 
+/// Bytes available on the file system holding `path`, as `df` shows them:
+/// root's reserve is left alone (filling it hurts the whole system). None
+/// when the path cannot be statted.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // Safety: statvfs only writes into the struct we own; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // Safety: as above.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// The path itself when it exists, else its nearest existing ancestor (where
+/// a directory about to be created would get its space from).
+pub fn nearest_existing(path: &Path) -> &Path {
+    path.ancestors()
+        .find(|p| !p.as_os_str().is_empty() && p.exists())
+        .unwrap_or(Path::new("."))
+}
+
 /// Size in bytes and logical block size of an open block device.
 pub fn block_geometry(f: &fs::File) -> std::io::Result<(u64, u32)> {
     use std::os::fd::AsRawFd;

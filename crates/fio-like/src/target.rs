@@ -274,7 +274,7 @@ fn check_room(path: &Path, path_str: &str, cur_size: u64, end: u64) -> Result<()
     } else {
         path
     };
-    let Some(free) = free_bytes(dir) else {
+    let Some(free) = csdchar_devices::free_bytes(dir) else {
         return Ok(());
     };
     if end - cur_size > free {
@@ -290,20 +290,6 @@ fn check_room(path: &Path, path_str: &str, cur_size: u64, end: u64) -> Result<()
         )));
     }
     Ok(())
-}
-
-/// Bytes available on the file system holding `path`, as `df` shows them:
-/// root's reserve is left alone (filling it hurts the whole system).
-fn free_bytes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // Safety: statvfs only writes into the struct we own; the path is NUL-terminated.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // Safety: as above.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
 /// Extends a file to `end`. When the job reads, the new part gets real data
