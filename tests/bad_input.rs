@@ -451,6 +451,14 @@ fn workdir() -> tempfile::TempDir {
     std::fs::write(dir.path().join("existing.dat"), vec![9u8; 64 << 10]).unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::fs::write(dir.path().join("sub/inner.dat"), vec![1u8; 8192]).unwrap();
+    // A directory only its owner may enter, as `mktemp -d` makes.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(dir.path().join("private")).unwrap();
+    std::fs::set_permissions(
+        dir.path().join("private"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
     dir
 }
 
@@ -535,6 +543,38 @@ fn check(case: &Case) {
 #[test]
 fn every_bad_input_exits_2_with_one_line_and_changes_nothing() {
     for case in CASES {
+        check(case);
+    }
+}
+
+/// Issue 30 row 14: as root the server runs as postgres, which cannot enter
+/// `{dir}/private` (a 0700 directory of root's, as `mktemp -d` makes):
+/// bad input, refused before a cluster is half made.
+#[test]
+fn a_data_directory_the_server_cannot_reach_is_bad_input() {
+    if !common::is_root_or_skip("a_data_directory_the_server_cannot_reach_is_bad_input") {
+        return;
+    }
+    const UNREACHABLE: &[Case] = &[
+        Case {
+            args: &[
+                "db",
+                "prepare",
+                "--pgdata",
+                "{dir}/private/pg",
+                "--workload",
+                "tpcc",
+            ],
+            option: "--pgdata",
+            says: "cannot enter",
+        },
+        Case {
+            args: &["db", "run", "--pgdata", "{dir}/private/pg", "--time", "2s"],
+            option: "--pgdata",
+            says: "cannot enter",
+        },
+    ];
+    for case in UNREACHABLE {
         check(case);
     }
 }

@@ -350,6 +350,34 @@ fn a_kept_running_cluster_is_attached_by_the_next_step_and_says_how_to_connect()
         .unwrap()
         .to_string();
     assert!(ran.stderr.contains(&port), "{}", ran.stderr);
+    // Issue 30 row 8: a memory limit asked of a server that already runs is
+    // not applied, so the result must not claim it.
+    let result = dir.path().join("limited.json");
+    let ran = db(&[
+        "run",
+        "--pgdata",
+        p,
+        "--time",
+        "1s",
+        "--table-size",
+        "100",
+        "--pg-memory-limit",
+        "64m",
+        "--output-format",
+        "json",
+        "--output",
+        result.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stderr.contains("ignored"), "{}", ran.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    let cache = &v["spec"]["cache_control"];
+    assert!(
+        !cache.as_str().unwrap_or("").contains("memory limit"),
+        "the result claims a limit that was not in force: {cache}"
+    );
+
     for step in [
         &["run", "--time", "1s", "--table-size", "100"][..],
         &["cleanup"][..],
@@ -364,6 +392,42 @@ fn a_kept_running_cluster_is_attached_by_the_next_step_and_says_how_to_connect()
             "{step:?} left the server it attached to running"
         );
     }
+
+    // Issue 30 rows 1 and 4 on a server found by URL: the room check asks
+    // the server for its data directory, then refuses before loading.
+    let sock = std::fs::read_to_string(pgdata.join("postmaster.pid"))
+        .unwrap()
+        .lines()
+        .nth(4)
+        .unwrap()
+        .to_string();
+    let url = format!("host={sock} port={port} user=postgres dbname=postgres");
+    let ran = db(&[
+        "prepare",
+        "--url",
+        &url,
+        "--workload",
+        "tpcc",
+        "--warehouses",
+        "100000",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 2, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("--warehouses") && ran.stderr.contains("free"),
+        "{}",
+        ran.stderr
+    );
+    let attached = ManagedCluster::start(&ClusterSpec {
+        pgdata: Some(pgdata.clone()),
+        ..ClusterSpec::default()
+    })
+    .unwrap();
+    let tables = psql(
+        &attached,
+        "select count(*) from pg_tables where tablename like 'bmsql%'",
+    );
+    drop(attached);
+    assert_eq!(tables.trim(), "0", "a refused load created tables");
 }
 
 /// The live processes working in `pgdata` (every server process does), with

@@ -352,6 +352,11 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
             ));
         }
     }
+    if let Some(p) = &s.pgdata {
+        // As root the server runs as postgres: a directory it cannot enter is
+        // bad input, found before a cluster is half made.
+        csdchar_dbload::cluster::check_pgdata_reachable(p).map_err(|e| e.to_string())?;
+    }
     for kv in &s.pg_set {
         let key = kv.split_once('=').map(|(k, _)| k.trim());
         if !key.is_some_and(|k| {
@@ -408,6 +413,7 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
         Ok(s) => s,
         Err(code) => return Outcome::code(code),
     };
+    let job = job.on_session(&session);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

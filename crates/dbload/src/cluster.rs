@@ -1917,6 +1917,20 @@ fn reap_orphaned_postgres() {
     }
 }
 
+/// Checks, before anything starts, that the server's user can reach
+/// `pgdata` (relative paths are taken from the working directory): the
+/// error names `--pgdata` and the directory it cannot enter. Running as the
+/// server's own user there is nothing to check; a missing `postgres` user is
+/// left to [`ManagedCluster::start`] to report.
+pub fn check_pgdata_reachable(pgdata: &Path) -> Result<(), ClusterError> {
+    let Ok(Some(r)) = ManagedCluster::run_as() else {
+        return Ok(());
+    };
+    let pgdata = std::path::absolute(pgdata)
+        .map_err(|e| ClusterError::Io(format!("--pgdata: {}: {e}", pgdata.display())))?;
+    unreachable_ancestor(&pgdata, r)
+}
+
 /// As root the server runs as `postgres`, which must be able to enter every
 /// directory above the data directory: say which one it cannot (a 0700
 /// directory of root's, such as `mktemp -d` makes) instead of initdb's

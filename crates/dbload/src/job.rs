@@ -118,6 +118,14 @@ impl DbJob {
         }
     }
 
+    /// The job as `session` runs it: the server memory limit is the one in
+    /// force — the cgroup limit of a server this run started, none for a
+    /// server that already ran (the limit was not applied) or a URL.
+    pub fn on_session(mut self, session: &crate::session::DbSession) -> DbJob {
+        self.server_memory_limit = session.cluster.as_ref().and_then(|c| c.memory_limit());
+        self
+    }
+
     /// What kept the page cache from absorbing reads, in the result's words.
     pub fn cache_control(&self) -> Option<String> {
         let mut what = Vec::new();
