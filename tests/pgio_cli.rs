@@ -63,3 +63,57 @@ fn pgio_run_records_the_io_correlation() {
     assert!(intervals.len() >= 3);
     assert!(intervals.iter().all(|i| i["io"]["riops"].is_number()));
 }
+
+/// Issue 30 row 7: a run asked for another --pgio-size than the tables hold
+/// draws its keys from, and records, the tables' size, with a note.
+#[test]
+fn a_run_goes_by_the_size_the_pgio_tables_hold() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-pgio-size")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pg");
+    let p = pgdata.to_str().unwrap();
+    let prepared = common::csdchar(&[
+        "db",
+        "prepare",
+        "--pgdata",
+        p,
+        "--workload",
+        "pgio",
+        "--pgio-size",
+        "8m",
+    ]);
+    assert_eq!(prepared.outcome.exit_code, 0, "{}", prepared.stderr);
+    for (given, noted) in [("16m", true), ("8m", false)] {
+        let ran = common::csdchar(&[
+            "db",
+            "run",
+            "--pgdata",
+            p,
+            "--workload",
+            "pgio",
+            "--pgio-size",
+            given,
+            "--threads",
+            "1",
+            "--time",
+            "1s",
+            "--output-format",
+            "json",
+        ]);
+        assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+        assert_eq!(
+            ran.stderr
+                .contains("--pgio-size 16.00MiB ignored, using the 1024 blocks"),
+            noted,
+            "{}",
+            ran.stderr
+        );
+        let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+        assert_eq!(v["spec"]["pgio"]["blocks_per_schema"], 1024, "{given}");
+    }
+}

@@ -746,6 +746,11 @@ impl DbObserver for Printer<'_, '_> {
             DbNote::FillfactorFromTables { given, found } => format!(
                 "--fillfactor {given} ignored: the tables have fillfactor {found} (change it with `csdchar db alter`)"
             ),
+            DbNote::PgioSizeFromTables { given, found } => format!(
+                "--pgio-size {} ignored, using the {found} blocks ({}) per schema the tables hold",
+                csdchar_core::units::format_bytes((given * csdchar_core::pgio::BLOCK_SIZE) as f64),
+                csdchar_core::units::format_bytes((found * csdchar_core::pgio::BLOCK_SIZE) as f64),
+            ),
             DbNote::CacheWarning(w) => {
                 format!("{w} (keep the page cache out with --pg-memory-limit on a managed cluster)")
             }

@@ -16,7 +16,7 @@ use csdchar_core::result::study::{STUDY_SCHEMA, StudyResult, StudyRow, StudyRun}
 use crate::bench::Bench;
 use crate::job::DbJob;
 use crate::oltp::{self, Client, OltpInterval, OltpOutcome};
-use crate::pgio;
+use crate::pgio::{self, PgioSpec};
 use crate::runner::{self, Protocol};
 use crate::session::DbServer;
 use crate::space::{SpaceEstimator, measure_space, settled_snapshot};
@@ -56,6 +56,14 @@ pub enum DbNote {
         given: u8,
         /// The tables' fillfactor.
         found: u8,
+    },
+    /// pgio's tables hold another size than the one given (the run draws
+    /// keys from, and the result records, theirs).
+    PgioSizeFromTables {
+        /// The blocks per schema asked for.
+        given: u64,
+        /// The blocks per schema the tables hold.
+        found: u64,
     },
     /// Memory could serve the reads pgio means to measure on the drive.
     CacheWarning(String),
@@ -481,8 +489,25 @@ pub async fn run(
             }));
         }
     }
-    // pgio measures physical reads: say when memory could serve them instead.
+    // Like pgio's SCALE, but from the tables: keys are drawn from the rows
+    // they hold, and the result records their size, not the one given.
     if let Bench::Pgio(p) = bench {
+        let found = pgio::loaded_blocks(&client, schema)
+            .await
+            .map_err(|e| JobError::failed(e.0))?;
+        if found != p.blocks_per_schema {
+            observer.note(&DbNote::PgioSizeFromTables {
+                given: p.blocks_per_schema,
+                found,
+            });
+            adjusted = Some(Bench::Pgio(PgioSpec {
+                blocks_per_schema: found,
+                ..p.clone()
+            }));
+        }
+    }
+    // pgio measures physical reads: say when memory could serve them instead.
+    if let Bench::Pgio(p) = adjusted.as_ref().unwrap_or(bench) {
         let sb = crate::iostat::shared_buffers_bytes(&client).await;
         let avail = crate::iostat::mem_available_bytes();
         if let (Some(sb), Some(avail)) = (sb, avail) {

@@ -75,6 +75,24 @@ pub fn table_names(schemas: u32) -> Vec<String> {
     (1..=schemas).map(table_name).collect()
 }
 
+/// Blocks per schema the loaded tables hold: pgio1's rows (keys 1..=rows,
+/// one row per block), read from its index.
+pub async fn loaded_blocks(client: &Client, schema: &str) -> Result<u64, DbError> {
+    let sql = format!("SELECT max(mykey) FROM {schema}.{}", table_name(1));
+    let max: Option<i64> = client
+        .query_one(&sql, &[])
+        .await
+        .map_err(|e| db_err(&sql, e))?
+        .get(0);
+    match max {
+        Some(rows) if rows > 0 => Ok(rows as u64),
+        _ => Err(DbError(format!(
+            "{schema}.{} holds no rows: run `csdchar db prepare --workload pgio` first",
+            table_name(1)
+        ))),
+    }
+}
+
 /// Drops `schema`.pgio1..N and the `mypgio` function (and the schema, if
 /// csdchar created it and it is now empty). Returns what was dropped:
 /// table names, then `mypgio()` if the function existed.
