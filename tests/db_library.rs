@@ -305,7 +305,7 @@ fn study_through_the_library_gives_the_cli_result() {
         ..job()
     };
     // The CLI's estimator: where the drive has no counters, both estimate alike.
-    let estimator = csdchar_cli::db_cmd::RelationEstimator;
+    let estimator = csdchar_dbload::space::RelationEstimator;
 
     let mut seen = Recorder::default();
     let lib = rt

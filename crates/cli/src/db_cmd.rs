@@ -6,7 +6,6 @@
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
@@ -27,7 +26,7 @@ use csdchar_dbload::runner::Protocol;
 use csdchar_dbload::session::{
     self, DbServer, DbSession, ServerChoice, ServerSource, SessionError,
 };
-use csdchar_dbload::space::{EstimateRequest, Estimated, SpaceEstimator};
+use csdchar_dbload::space::RelationEstimator;
 use csdchar_dbload::tpcb::{self, TpcbSpec};
 use csdchar_dbload::tpcc::{self, TpccSpec};
 
@@ -676,28 +675,6 @@ fn refusal(r: &Refusal) -> String {
         Refusal::TooManyTerminals { .. } => format!("--threads: {r}"),
         Refusal::TablesExist { .. } => format!("{r}: pass --force"),
         Refusal::NoRoom(_) => r.to_string(),
-    }
-}
-
-/// The study's estimates where the drive has no counters: `csdchar estimate`'s engine.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RelationEstimator;
-
-impl SpaceEstimator for RelationEstimator {
-    fn estimate(&self, request: &EstimateRequest, interrupt: &AtomicBool) -> Option<Estimated> {
-        let plan = crate::estimate::EstimatePlan {
-            paths: request.paths.clone(),
-            codec: request.codec,
-            chunk: request.chunk,
-            sample_pct: request.sample_pct,
-            seed: request.seed,
-            threads: request.threads,
-        };
-        let e = crate::estimate::run(&plan, interrupt, String::new()).ok()?;
-        Some(Estimated {
-            stored_bytes: e.total.stored_bytes,
-            logical_bytes: e.total.logical_bytes,
-        })
     }
 }
 

@@ -5,7 +5,6 @@
 pub mod campaign_cmd;
 pub mod db_cmd;
 pub mod db_opts;
-pub mod estimate;
 pub mod opts;
 pub mod output;
 pub mod report_cmd;
@@ -122,7 +121,7 @@ fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
         let _ = writeln!(io.stderr, "error: {e}");
         return Outcome::code(EXIT_USAGE);
     }
-    let plan = estimate::EstimatePlan {
+    let plan = csdchar_estimate::EstimatePlan {
         paths: opts.paths.clone(),
         codec: match opts.codec {
             CodecArg::DeflateFixed => csdchar_core::compressibility::Codec::DeflateFixed,
@@ -146,15 +145,16 @@ fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
         return Outcome::code(EXIT_USAGE);
     }
     let started = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-    let (mut result, fault) = match estimate::run_reporting_faults(&plan, &io.interrupt, started) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            return Outcome::code(EXIT_USAGE);
-        }
-    };
+    let (mut result, fault) =
+        match csdchar_estimate::run_reporting_faults(&plan, &io.interrupt, started) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = writeln!(io.stderr, "error: {e}");
+                return Outcome::code(EXIT_USAGE);
+            }
+        };
     if let (Some(url), Some(pg)) = (&opts.url, result.postgres.as_mut()) {
-        if let Err(e) = estimate::name_relations(url, pg) {
+        if let Err(e) = csdchar_dbload::snapshot::name_relations(url, pg) {
             let _ = writeln!(io.stderr, "error: {e}");
             return Outcome::code(1);
         }

@@ -208,3 +208,30 @@ pub async fn relation_names(client: &Client) -> Result<Vec<RelationName>, tokio_
         })
         .collect())
 }
+
+/// Fills in the relation names (and TOAST owners) of an estimate of a data
+/// directory from its server at `url` (blocking: `csdchar estimate --url`).
+pub fn name_relations(
+    url: &str,
+    pg: &mut csdchar_core::estimate::PgBreakdown,
+) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    let names = rt.block_on(async {
+        let client = crate::oltp::connect(url).await.map_err(|e| e.0)?;
+        relation_names(&client)
+            .await
+            .map_err(|e| format!("reading pg_class: {e}"))
+    })?;
+    let by_file: BTreeMap<(Option<u32>, u32), &RelationName> =
+        names.iter().map(|n| ((n.db, n.relfilenode), n)).collect();
+    for rel in &mut pg.relations {
+        if let Some(n) = by_file.get(&(rel.db, rel.relfilenode)) {
+            rel.name = Some(n.name.clone());
+            rel.toast_of = n.toast_of.clone();
+        }
+    }
+    Ok(())
+}

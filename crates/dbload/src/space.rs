@@ -13,8 +13,9 @@ use crate::dialect::Dialect;
 use crate::oltp::Client;
 
 /// Predicts what a compressing drive would store for some files; the study
-/// uses it where the drive has no counters. The estimator engine lives
-/// outside this crate, so callers pass it in ([`NoEstimator`] declines).
+/// uses it where the drive has no counters. Callers pass it in:
+/// [`RelationEstimator`] is `csdchar estimate`'s engine, [`NoEstimator`]
+/// declines, and tests can count what was asked.
 pub trait SpaceEstimator {
     /// The stored and logical bytes of `request.paths`, or None when they
     /// cannot be estimated; stops early when `interrupt` is set.
@@ -55,6 +56,29 @@ pub struct NoEstimator;
 impl SpaceEstimator for NoEstimator {
     fn estimate(&self, _: &EstimateRequest, _: &AtomicBool) -> Option<Estimated> {
         None
+    }
+}
+
+/// The study's estimates where the drive has no counters: `csdchar
+/// estimate`'s engine ([`csdchar_estimate`]) on the relation files.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RelationEstimator;
+
+impl SpaceEstimator for RelationEstimator {
+    fn estimate(&self, request: &EstimateRequest, interrupt: &AtomicBool) -> Option<Estimated> {
+        let plan = csdchar_estimate::EstimatePlan {
+            paths: request.paths.clone(),
+            codec: request.codec,
+            chunk: request.chunk,
+            sample_pct: request.sample_pct,
+            seed: request.seed,
+            threads: request.threads,
+        };
+        let e = csdchar_estimate::run(&plan, interrupt, String::new()).ok()?;
+        Some(Estimated {
+            stored_bytes: e.total.stored_bytes,
+            logical_bytes: e.total.logical_bytes,
+        })
     }
 }
 

@@ -1,6 +1,15 @@
-//! `csdchar estimate`: compress every chunk of the inputs on its own, as a
-//! drive with per-4 KiB compression does, on all cores; optionally only a
-//! sample of the chunks, with a confidence interval.
+//! The estimator engine behind `csdchar estimate` and the fillfactor study:
+//! compress every chunk of the inputs on its own, as a drive with per-4 KiB
+//! compression does, on all cores; optionally only a sample of the chunks,
+//! with a confidence interval. A PostgreSQL data directory among the inputs
+//! is broken down by relation and page kind.
+//!
+//! Its own crate because it is an engine of its own (a file walk and
+//! compression on all cores, with fault reporting) that the CLI, the study
+//! in `csdchar-dbload` and tests all call; it needs only the models in
+//! `csdchar-core` and block-device geometry from `csdchar-devices`.
+//! Naming relations over a database connection is the database's side
+//! (`csdchar_dbload::snapshot::name_relations`).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -426,27 +435,4 @@ fn pg_breakdown(
             .collect(),
         relations,
     })
-}
-
-/// Fills in relation names (and TOAST owners) from the server at `url`.
-pub fn name_relations(url: &str, pg: &mut PgBreakdown) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("runtime: {e}"))?;
-    let names = rt.block_on(async {
-        let client = csdchar_dbload::oltp::connect(url).await.map_err(|e| e.0)?;
-        csdchar_dbload::snapshot::relation_names(&client)
-            .await
-            .map_err(|e| format!("reading pg_class: {e}"))
-    })?;
-    let by_file: BTreeMap<(Option<u32>, u32), &csdchar_dbload::snapshot::RelationName> =
-        names.iter().map(|n| ((n.db, n.relfilenode), n)).collect();
-    for rel in &mut pg.relations {
-        if let Some(n) = by_file.get(&(rel.db, rel.relfilenode)) {
-            rel.name = Some(n.name.clone());
-            rel.toast_of = n.toast_of.clone();
-        }
-    }
-    Ok(())
 }
