@@ -602,7 +602,10 @@ fn passwords_md5_and_scram_authenticate_and_never_show() {
         // The admin path (tokio-postgres) takes the same target.
         let rt = tokio::runtime::Runtime::new().unwrap();
         let info = format!("{base} user={user} password={pw}");
-        assert!(rt.block_on(oltp::connect(&info)).is_ok(), "{user}");
+        assert!(
+            rt.block_on(csdchar_dbload::conn::connect(&info)).is_ok(),
+            "{user}"
+        );
     }
 
     // The CLI against a server by URL, with a password that must show up nowhere.
@@ -732,7 +735,7 @@ fn protocol_351_is_negotiated_down_by_postgresql() {
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
     let version: String = rt.block_on(async {
-        let client = oltp::connect(&conninfo).await.unwrap();
+        let client = csdchar_dbload::conn::connect(&conninfo).await.unwrap();
         client
             .query_one("SELECT current_setting('server_version_num')", &[])
             .await

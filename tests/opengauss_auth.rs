@@ -60,7 +60,7 @@ fn tokio_login(conninfo: &str) -> Result<(), String> {
         .build()
         .unwrap();
     rt.block_on(async {
-        let client = csdchar_dbload::oltp::connect(conninfo)
+        let client = csdchar_dbload::conn::connect(conninfo)
             .await
             .map_err(|e| e.0)?;
         client

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
+use csdchar_dbload::conn::connect;
 use csdchar_dbload::conn::{ProcessEnv, with_search_path};
 use csdchar_dbload::iostat::{self, IoRates, IoSampler};
-use csdchar_dbload::oltp::connect;
 use csdchar_dbload::pgio::{self, PgioSpec};
 
 mod common;

@@ -144,7 +144,7 @@ fn load_run_check_and_cleanup_follow_benchmarksql() {
     );
     // bmsql_config as BenchmarkSQL's run reads it; the run's C_LAST constant keeps its distance.
     let client = rt
-        .block_on(csdchar_dbload::oltp::connect(&conninfo))
+        .block_on(csdchar_dbload::conn::connect(&conninfo))
         .unwrap();
     let cfg = rt.block_on(tpcc::read_config(&client, "public")).unwrap();
     assert_eq!(cfg.warehouses, 2);

@@ -220,7 +220,7 @@ pub async fn run_workload(
     workload: Arc<csdchar_dbload::runner::Workload>,
     settings: &csdchar_dbload::runner::RunSettings,
     on_interval: impl FnMut(&csdchar_dbload::oltp::OltpInterval, u32),
-) -> Result<csdchar_dbload::runner::OltpOutcome, csdchar_dbload::oltp::DbError> {
+) -> Result<csdchar_dbload::runner::OltpOutcome, csdchar_dbload::conn::DbError> {
     use csdchar_dbload::runner::{ClientIo, ClientIoSettings};
     let io = client_io();
     let out = csdchar_dbload::runner::run_with(
@@ -246,7 +246,7 @@ pub async fn run_oltp(
     spec: &csdchar_dbload::oltp::OltpSpec,
     settings: &csdchar_dbload::runner::RunSettings,
     on_interval: impl FnMut(&csdchar_dbload::oltp::OltpInterval, u32),
-) -> Result<csdchar_dbload::runner::OltpOutcome, csdchar_dbload::oltp::DbError> {
+) -> Result<csdchar_dbload::runner::OltpOutcome, csdchar_dbload::conn::DbError> {
     let workload = Arc::new(csdchar_dbload::oltp::workload(spec));
     run_workload(conninfo, workload, settings, on_interval).await
 }

@@ -1,9 +1,12 @@
-//! Where to connect: a libpq-style connection string or URL, completed from
-//! the libpq `PG*` environment variables the way libpq does, and a redacted
-//! description for messages (host and port, never a password).
+//! Where to connect and how: a libpq-style connection string or URL, completed
+//! from the libpq `PG*` environment variables the way libpq does, a redacted
+//! description for messages (host and port, never a password), [`connect`],
+//! and [`DbError`], the plain-words error every database call returns.
 
 use std::time::Duration;
 
+/// A connection to the server (tokio-postgres), for everything but the measured loop.
+pub use tokio_postgres::Client;
 use tokio_postgres::config::Host;
 
 /// A resolved connection target.
@@ -477,6 +480,25 @@ pub fn describe_error(e: &tokio_postgres::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// A database failure, in plain words.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DbError(pub String);
+
+pub(crate) fn db_err(what: &str, e: tokio_postgres::Error) -> DbError {
+    match e.as_db_error() {
+        Some(d) => DbError(format!("{what}: {} ({})", d.message(), d.code().code())),
+        None => DbError(format!("{what}: {e}")),
+    }
+}
+
+/// Connects (tokio-postgres, for everything but the measured loop); a
+/// refused connection names host and port, never a password.
+pub async fn connect(conninfo: &str) -> Result<Client, DbError> {
+    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(DbError)?;
+    connect_client(&target).await.map_err(DbError)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod bench;
+pub mod catalog;
 pub mod cluster;
 pub mod conn;
 pub mod dialect;

@@ -13,9 +13,9 @@ use csdchar_core::oltp::{
 use futures_util::SinkExt;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-pub use tokio_postgres::Client;
 
-use crate::conn::{ConnTarget, ProcessEnv};
+use crate::catalog::{drop_tables, ensure_schema, existing_tables};
+use crate::conn::{Client, DbError, connect, db_err};
 use crate::dialect::Dialect;
 use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};
 pub use crate::runner::{OltpInterval, OltpOutcome, RunSettings, Tally};
@@ -49,123 +49,9 @@ pub struct OltpSpec {
     pub schema: String,
 }
 
-/// A database failure, in plain words.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct DbError(pub String);
-
-pub(crate) fn db_err(what: &str, e: tokio_postgres::Error) -> DbError {
-    match e.as_db_error() {
-        Some(d) => DbError(format!("{what}: {} ({})", d.message(), d.code().code())),
-        None => DbError(format!("{what}: {e}")),
-    }
-}
-
-/// Connects (tokio-postgres, for everything but the measured loop); a
-/// refused connection names host and port, never a password.
-pub async fn connect(conninfo: &str) -> Result<Client, DbError> {
-    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(DbError)?;
-    crate::conn::connect_client(&target).await.map_err(DbError)
-}
-
 /// sysbench's tables sbtest1..N.
 pub fn table_names(tables: u32) -> Vec<String> {
     (1..=tables).map(|n| format!("sbtest{n}")).collect()
-}
-
-/// Which of the tables `names` exist in `schema` (tables of the same name in
-/// other schemas are not the workload's and never count).
-pub async fn existing_tables(
-    client: &Client,
-    schema: &str,
-    names: &[String],
-) -> Result<Vec<String>, DbError> {
-    let rows = client
-        .query(
-            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE c.relkind IN ('r', 'p') AND n.nspname = $1 AND c.relname = ANY($2) ORDER BY c.relname",
-            &[&schema, &names.to_vec()],
-        )
-        .await
-        .map_err(|e| db_err("listing tables", e))?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
-}
-
-/// The effective fillfactor of `schema.table` (100, PostgreSQL's default
-/// for tables, when none is set).
-pub async fn table_fillfactor(client: &Client, schema: &str, table: &str) -> Result<u8, DbError> {
-    let row = client
-        .query_one(
-            "SELECT COALESCE((SELECT substr(o, 12)::int FROM unnest(c.reloptions) o \
-             WHERE o LIKE 'fillfactor=%'), 100) FROM pg_class c \
-             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
-            &[&schema, &table],
-        )
-        .await
-        .map_err(|e| db_err(&format!("reading the fillfactor of {schema}.{table}"), e))?;
-    let ff: i32 = row.get(0);
-    Ok(ff.clamp(10, 100) as u8)
-}
-
-/// Creates `schema` if it is missing (marked as csdchar's, so cleanup may
-/// drop it again once it is empty).
-pub async fn ensure_schema(client: &Client, schema: &str) -> Result<(), DbError> {
-    let exists = client
-        .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])
-        .await
-        .map_err(|e| db_err("looking up the schema", e))?
-        .is_some();
-    if !exists {
-        // Not IF NOT EXISTS (9.3): one created meanwhile by another session
-        // (duplicate_schema) is not ours and keeps its comment.
-        match client
-            .batch_execute(&format!(
-                "CREATE SCHEMA {schema}; COMMENT ON SCHEMA {schema} IS '{SCHEMA_MARK}'"
-            ))
-            .await
-        {
-            Ok(()) => {}
-            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_SCHEMA) => {}
-            Err(e) => return Err(db_err(&format!("creating schema {schema}"), e)),
-        }
-    }
-    Ok(())
-}
-
-/// The comment on schemas csdchar created.
-const SCHEMA_MARK: &str = "created by csdchar";
-
-/// Drops `tables` of `schema` that exist (qualified: nothing in another schema
-/// is touched), then `schema` itself if csdchar created it and it is now
-/// empty. Returns the tables dropped, in order.
-pub async fn drop_tables(
-    conninfo: &str,
-    schema: &str,
-    tables: &[String],
-) -> Result<Vec<String>, DbError> {
-    let client = connect(conninfo).await?;
-    let existing = existing_tables(&client, schema, tables).await?;
-    for t in &existing {
-        client
-            .batch_execute(&format!("DROP TABLE {schema}.{t}"))
-            .await
-            .map_err(|e| db_err(&format!("dropping {schema}.{t}"), e))?;
-    }
-    let ours_and_empty = client
-        .query_opt(
-            "SELECT 1 FROM pg_namespace n WHERE n.nspname = $1 \
-             AND obj_description(n.oid, 'pg_namespace') = $2 \
-             AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = n.oid)",
-            &[&schema, &SCHEMA_MARK],
-        )
-        .await
-        .map_err(|e| db_err("looking up the schema", e))?
-        .is_some();
-    if ours_and_empty {
-        // RESTRICT (the default): refuses if anything was created in it meanwhile.
-        let _ = client.batch_execute(&format!("DROP SCHEMA {schema}")).await;
-    }
-    Ok(existing)
 }
 
 /// Creates and loads the tables, `threads` at a time; `progress(rows)` is

@@ -14,8 +14,10 @@ use csdchar_core::result::db::{DB_SCHEMA, DbInterval, DbResult, DbStep, DbTxType
 use csdchar_core::result::study::{STUDY_SCHEMA, StudyResult, StudyRow, StudyRun};
 
 use crate::bench::Bench;
+use crate::catalog;
+use crate::conn::{self, Client};
 use crate::job::DbJob;
-use crate::oltp::{self, Client, OltpInterval, OltpOutcome};
+use crate::oltp::{self, OltpInterval, OltpOutcome};
 use crate::pgio::{self, PgioSpec};
 use crate::runner::{self, Protocol};
 use crate::session::DbServer;
@@ -376,7 +378,7 @@ async fn check_room(
     force: bool,
 ) -> Result<(), Refusal> {
     let footprint = bench.load_footprint(job.load.warehouse_range, job.loader_threads());
-    let (dir, replaced) = match oltp::connect(&server.conninfo).await {
+    let (dir, replaced) = match conn::connect(&server.conninfo).await {
         Ok(c) => {
             let dir = crate::space::local_data_directory(&c).await;
             let replaced = if force {
@@ -396,7 +398,7 @@ async fn check_room(
 /// Connects, reads the server version and checks `max_connections` against
 /// the job's largest step.
 async fn open_checked<R>(conninfo: &str, job: &DbJob) -> Result<(Client, String), JobError<R>> {
-    let client = oltp::connect(conninfo)
+    let client = conn::connect(conninfo)
         .await
         .map_err(|e| JobError::failed(e.0))?;
     let version: String = match client.query_one("SHOW server_version", &[]).await {
@@ -454,7 +456,7 @@ pub async fn run(
     let started_at = now_rfc3339();
     let (client, version) = open_checked(conninfo, job).await?;
     let schema = job.schema.as_str();
-    match oltp::existing_tables(&client, schema, &tables).await {
+    match catalog::existing_tables(&client, schema, &tables).await {
         Ok(t) if t.len() == tables.len() => {}
         Ok(t) => {
             let missing: Vec<&str> = tables
@@ -552,14 +554,14 @@ pub async fn run(
         // BenchmarkSQL's own fillfactors differ per table: one figure only
         // when they were all set alike.
         Bench::Tpcc(_) => match (
-            oltp::table_fillfactor(&client, schema, "bmsql_stock").await,
-            oltp::table_fillfactor(&client, schema, "bmsql_order_line").await,
+            catalog::table_fillfactor(&client, schema, "bmsql_stock").await,
+            catalog::table_fillfactor(&client, schema, "bmsql_order_line").await,
         ) {
             (Ok(a), Ok(b)) if a == b => Ok(Some(a)),
             (Ok(_), Ok(_)) => Ok(None),
             (Err(e), _) | (_, Err(e)) => Err(e),
         },
-        _ => oltp::table_fillfactor(&client, schema, &bench.fillfactor_table())
+        _ => catalog::table_fillfactor(&client, schema, &bench.fillfactor_table())
             .await
             .map(Some),
     };
@@ -623,7 +625,7 @@ pub async fn run_steps(
             break;
         }
         observer.step_started(bench, per, threads, plan.time);
-        let before = match oltp::connect(conninfo).await {
+        let before = match conn::connect(conninfo).await {
             Ok(c) => Some(crate::snapshot::take(&c, dialect, tables).await),
             Err(_) => None,
         };
@@ -659,7 +661,7 @@ pub async fn run_steps(
                 break;
             }
         };
-        let after = match oltp::connect(conninfo).await {
+        let after = match conn::connect(conninfo).await {
             Ok(c) => Some(crate::snapshot::take(&c, dialect, tables).await),
             Err(_) => None,
         };
@@ -757,7 +759,7 @@ pub async fn study(
     let (client, version) = open_checked(conninfo, job).await?;
     let tables = bench.tables();
     let schema = job.schema.as_str();
-    match oltp::existing_tables(&client, schema, &tables).await {
+    match catalog::existing_tables(&client, schema, &tables).await {
         Ok(t) if !t.is_empty() && !job.load.force => {
             return Err(JobError::Refused(Refusal::TablesExist {
                 schema: schema.to_string(),

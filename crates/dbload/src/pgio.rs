@@ -17,8 +17,9 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio_postgres::Client;
 
+use crate::catalog::{drop_tables, ensure_schema, existing_tables};
+use crate::conn::{DbError, connect, db_err};
 use crate::dialect::Dialect;
-use crate::oltp::{DbError, connect, db_err, drop_tables, ensure_schema, existing_tables};
 use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};
 use crate::wire::Param;
 

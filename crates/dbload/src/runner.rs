@@ -17,8 +17,8 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::cluster::PostmasterWatch;
+use crate::conn::DbError;
 use crate::conn::{ConnTarget, ProcessEnv};
-use crate::oltp::DbError;
 use bytes::BytesMut;
 
 use crate::wire::{self, Param, Reply, WireConn, WireError};
@@ -697,7 +697,7 @@ pub async fn run_with(
     // The I/O sampler's own connection, opened while the clients warm up.
     let mut sampler = None;
     if settings.io_sampling
-        && let Ok(client) = crate::oltp::connect(conninfo).await
+        && let Ok(client) = crate::conn::connect(conninfo).await
     {
         let s = crate::iostat::IoSampler::new(&client).await;
         sampler = Some((client, s));

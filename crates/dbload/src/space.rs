@@ -9,8 +9,8 @@ use std::sync::atomic::AtomicBool;
 use csdchar_core::capacity::CapacitySnapshot;
 use csdchar_core::result::db::DbSnapshot;
 
+use crate::conn::Client;
 use crate::dialect::Dialect;
-use crate::oltp::Client;
 
 /// Predicts what a compressing drive would store for some files; the study
 /// uses it where the drive has no counters. Callers pass it in:
