@@ -506,3 +506,52 @@ fn ctrl_c_ends_the_wait_for_start_at() {
     assert_eq!(ran.outcome.exit_code, 130, "{}", ran.stderr);
     assert!(t0.elapsed() < std::time::Duration::from_secs(10));
 }
+
+/// Issue 30 row 9: `--merge` never adds a result to itself, and results of
+/// different runs (workloads, kinds) are refused, not reported side by side.
+#[test]
+fn merge_refuses_the_same_result_twice_and_results_of_different_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = db_result(4, &vec![vec![(0, 2_000_000), (1, 3_000_000)]; 5]);
+    let a_path = dir.path().join("a.json");
+    std::fs::write(&a_path, serde_json::to_vec(&a).unwrap()).unwrap();
+    let copy = dir.path().join("a-copy.json");
+    std::fs::copy(&a_path, &copy).unwrap();
+    let a_s = a_path.to_str().unwrap();
+    let tpcc = fixture("tpcc-ssd/db-tpcc.json").display().to_string();
+    let pgio = fixture("pgio-zram/db-pgio.json").display().to_string();
+    let block = fixture("block.json").display().to_string();
+    let out = dir.path().join("out");
+    for (files, says) in [
+        (vec![a_s, copy.to_str().unwrap()], "the same result as"),
+        (vec![tpcc.as_str(), pgio.as_str()], "workload tpcc vs pgio"),
+        (
+            vec![pgio.as_str(), block.as_str()],
+            "a db result and a block result",
+        ),
+    ] {
+        let mut args = vec!["report", "--merge", "-q", "--out", out.to_str().unwrap()];
+        args.extend(&files);
+        let ran = common::csdchar(&args);
+        assert_eq!(ran.outcome.exit_code, 2, "{files:?}: {}", ran.stderr);
+        assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
+        assert!(ran.stderr.contains("--merge"), "{}", ran.stderr);
+        assert!(ran.stderr.contains(says), "{files:?}: {}", ran.stderr);
+        let names: Vec<&str> = files
+            .iter()
+            .map(|f| {
+                std::path::Path::new(f)
+                    .file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+            })
+            .collect();
+        assert!(
+            names.iter().all(|n| ran.stderr.contains(n)),
+            "names the files {names:?}: {}",
+            ran.stderr
+        );
+        assert!(!out.exists(), "nothing written");
+    }
+}

@@ -7,8 +7,11 @@
 //! the first one's label), and the same spec apart from what names the host's
 //! target — block: every [`BlockSpec`] field but `target` and `force`; db:
 //! the whole [`DbSpec`] (workload, sizes, options, percentiles, `start_at`).
-//! Within a db result, steps merge by their (per-host) thread count. A group of
-//! one passes unchanged; so do study, capacity and estimate results.
+//! Within a db result, steps merge by their (per-host) thread count. Study,
+//! capacity and estimate results pass unchanged, and so does a block or db
+//! result alone in its label; one that matches no other result of its label
+//! is refused (it is not a host's share of one run), and so is the same
+//! result given twice (same start and measurements: it would count twice).
 //!
 //! What a merged result holds:
 //! - counts (I/Os, bytes, transactions, statements, errors by SQLSTATE,
@@ -493,6 +496,7 @@ pub fn merge_inputs(
         }
     };
     let keys: Vec<Option<String>> = inputs.iter().map(key).collect();
+    let group_label = |i: &ReportInput| explicit(&i.label).then(|| i.label.clone());
     let mut out = Vec::new();
     let mut notes = Vec::new();
     let mut used = vec![false; inputs.len()];
@@ -513,8 +517,39 @@ pub fn merge_inputs(
             }
         }
         if members.len() == 1 {
+            // Under --merge a result left alone beside others of its label is
+            // not one host's share of a run: refuse rather than report it as one.
+            if let Some(j) = (0..inputs.len()).find(|&j| {
+                j != i && keys[j].is_some() && group_label(&inputs[j]) == group_label(&inputs[i])
+            }) {
+                return Err(ReportError::input(
+                    &inputs[i].path,
+                    &format!(
+                        "--merge: not the same run as {} ({}); merge only one run's results from \
+                         several hosts, or report without --merge",
+                        inputs[j].path.display(),
+                        difference(&inputs[i], &inputs[j])
+                    ),
+                ));
+            }
             out.push(inputs[i].clone());
             continue;
+        }
+        // The same file twice (or a copy) would count its run twice.
+        for (n, &a) in members.iter().enumerate() {
+            if let Some(&b) = members[n + 1..]
+                .iter()
+                .find(|&&b| same_run(&inputs[a].result, &inputs[b].result))
+            {
+                return Err(ReportError::input(
+                    &inputs[b].path,
+                    &format!(
+                        "--merge: the same result as {} (same start and measurements); \
+                         give each host's result once",
+                        inputs[a].path.display()
+                    ),
+                ));
+            }
         }
         let fail = |f: MergeFailure| {
             let input = &inputs[members[f.part]];
@@ -565,4 +600,62 @@ pub fn merge_inputs(
         });
     }
     Ok((out, notes))
+}
+
+/// Whether two results are one run's, not two hosts' shares of it: the same
+/// start and the same measurements (two hosts never record identical
+/// histograms; an empty run counts only with the same start).
+fn same_run(a: &LoadedResult, b: &LoadedResult) -> bool {
+    let measured = |r: &LoadedResult| match r {
+        LoadedResult::Block(b) => Some((
+            b.started_at.clone(),
+            serde_json::to_string(&(&b.read, &b.write)).expect("serializes"),
+            b.read.is_none() && b.write.is_none(),
+        )),
+        LoadedResult::Db(d) => Some((
+            d.started_at.clone(),
+            serde_json::to_string(&d.steps).expect("serializes"),
+            d.steps.is_empty(),
+        )),
+        _ => None,
+    };
+    match (measured(a), measured(b)) {
+        (Some((sa, ma, empty)), Some((sb, mb, _))) => ma == mb && (!empty || sa == sb),
+        _ => false,
+    }
+}
+
+/// What keeps two results from being one run, in a few words.
+fn difference(a: &ReportInput, b: &ReportInput) -> String {
+    let spec = |r: &LoadedResult| match r {
+        LoadedResult::Block(b) => {
+            let mut s = b.spec.clone();
+            s.target = None;
+            s.force = false;
+            serde_json::to_value(s).ok()
+        }
+        LoadedResult::Db(d) => serde_json::to_value(&d.spec).ok(),
+        _ => None,
+    };
+    match (&a.result, &b.result) {
+        (LoadedResult::Db(x), LoadedResult::Db(y)) if x.spec.workload != y.spec.workload => {
+            format!("workload {} vs {}", x.spec.workload, y.spec.workload)
+        }
+        (LoadedResult::Db(_), LoadedResult::Db(_))
+        | (LoadedResult::Block(_), LoadedResult::Block(_)) => {
+            let (Some(serde_json::Value::Object(x)), Some(serde_json::Value::Object(y))) =
+                (spec(&a.result), spec(&b.result))
+            else {
+                return "different options".to_string();
+            };
+            let fields: Vec<&str> = x
+                .iter()
+                .filter(|(k, v)| y.get(*k) != Some(*v))
+                .map(|(k, _)| k.as_str())
+                .chain(y.keys().filter(|k| !x.contains_key(*k)).map(String::as_str))
+                .collect();
+            format!("options differ: {}", fields.join(", "))
+        }
+        _ => format!("a {} result and a {} result", a.kind(), b.kind()),
+    }
 }
