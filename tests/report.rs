@@ -1121,3 +1121,35 @@ fn pgio_results_get_an_io_table_a_comparison_and_riops_charts() {
         );
     }
 }
+
+/// Issue 30: a TPC-C run without one fillfactor is "BenchmarkSQL's per table"
+/// in every table of the report, the I/O table included.
+#[test]
+fn a_tpcc_run_has_one_fillfactor_label_in_every_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = |rel: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(fixture(rel)).unwrap()).unwrap()
+    };
+    let mut tpcc = read("tpcc-ssd/db-tpcc.json");
+    let pgio = read("pgio-zram/db-pgio.json");
+    assert!(tpcc["spec"]["fillfactor"].is_null());
+    let io = pgio["steps"][0]["io"].clone();
+    assert!(io.is_object(), "the pgio fixture has I/O figures");
+    for step in tpcc["steps"].as_array_mut().unwrap() {
+        step["io"] = io.clone();
+    }
+    let input = dir.path().join("db-tpcc.json");
+    std::fs::write(&input, serde_json::to_vec(&tpcc).unwrap()).unwrap();
+    let out = dir.path().join("out");
+    let ran = common::csdchar(&[
+        "report",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("fillfactor BenchmarkSQL's per table"), "{md}");
+    assert!(!md.contains("100 (default)"), "{md}");
+}

@@ -44,8 +44,7 @@ impl IoKey {
             Some(p) => pgio_config(p),
             None => format!(
                 "fillfactor {}",
-                self.fillfactor
-                    .map_or("100 (default)".to_string(), |f| f.to_string())
+                crate::tables::ff_words(&self.workload, self.fillfactor)
             ),
         }
     }

@@ -225,14 +225,20 @@ impl Table {
     }
 }
 
-/// A fillfactor cell: none set is PostgreSQL's 100, except for TPC-C, whose
-/// tables then have BenchmarkSQL's own per-table fillfactors.
+/// A fillfactor cell (see [`ff_words`]).
 pub(crate) fn ff_text(workload: &str, ff: Option<i64>) -> Cell {
-    Cell::Text(match ff {
+    Cell::Text(ff_words(workload, ff))
+}
+
+/// A fillfactor in words, the same in every table: none set is
+/// PostgreSQL's 100, except for TPC-C, whose tables then have BenchmarkSQL's
+/// own per-table fillfactors.
+pub(crate) fn ff_words(workload: &str, ff: Option<i64>) -> String {
+    match ff {
         Some(f) => f.to_string(),
         None if workload == "tpcc" => "BenchmarkSQL's per table".to_string(),
         None => "100 (default)".to_string(),
-    })
+    }
 }
 
 /// Whole-step latency of a group; several runs in one group are combined
