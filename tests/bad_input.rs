@@ -429,6 +429,34 @@ const CASES: &[Case] = &[
         option: "--table-size",
         says: "free",
     },
+    // Issue 30 row 11: --out must be a new or empty directory, or one to
+    // resume; the dry run checks what the run checks.
+    Case {
+        args: &[
+            "campaign",
+            "{dir}/campaign.toml",
+            "--out",
+            "{dir}/existing.dat",
+        ],
+        option: "--out",
+        says: "not a directory",
+    },
+    Case {
+        args: &["campaign", "{dir}/campaign.toml", "--out", "{dir}/sub"],
+        option: "--out",
+        says: "holds files but no manifest.json",
+    },
+    Case {
+        args: &[
+            "campaign",
+            "{dir}/campaign.toml",
+            "--dry-run",
+            "--out",
+            "{dir}/sub",
+        ],
+        option: "--out",
+        says: "holds files but no manifest.json",
+    },
     Case {
         args: &["db", "run", "--rate", "0"],
         option: "--rate",
@@ -451,6 +479,16 @@ fn workdir() -> tempfile::TempDir {
     std::fs::write(dir.path().join("existing.dat"), vec![9u8; 64 << 10]).unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::fs::write(dir.path().join("sub/inner.dat"), vec![1u8; 8192]).unwrap();
+    // A campaign of one block step on a directory target.
+    std::fs::write(
+        dir.path().join("campaign.toml"),
+        format!(
+            "name = \"bad\"\n\n[targets.disk]\ndir = \"{}\"\n\n[[steps]]\ncommand = \"block\"\n\
+             args = {{ rw = \"write\", bs = \"64k\", size = \"1m\" }}\n",
+            dir.path().join("sub").display()
+        ),
+    )
+    .unwrap();
     // A directory only its owner may enter, as `mktemp -d` makes.
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir(dir.path().join("private")).unwrap();

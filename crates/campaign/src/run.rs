@@ -289,9 +289,16 @@ impl Drop for OutLock {
     }
 }
 
-/// Creates `out` or accepts it: empty, or holding a manifest.
+/// Creates `out` or accepts it (see [`check_out`]).
 fn prepare_out(out: &Path) -> Result<(), CampaignError> {
-    if out.exists() {
+    check_out(out)?;
+    fs::create_dir_all(out).map_err(|e| CampaignError::Io(format!("--out {}: {e}", out.display())))
+}
+
+/// Whether `out` can take the campaign: new, or a directory that is empty
+/// or holds a manifest (of a run to resume). Creates nothing.
+fn check_out(out: &Path) -> Result<(), CampaignError> {
+    if out.exists() || out.is_symlink() {
         if !out.is_dir() {
             return Err(CampaignError::Usage(format!(
                 "--out {}: exists and is not a directory",
@@ -309,7 +316,7 @@ fn prepare_out(out: &Path) -> Result<(), CampaignError> {
             )));
         }
     }
-    fs::create_dir_all(out).map_err(|e| CampaignError::Io(format!("--out {}: {e}", out.display())))
+    Ok(())
 }
 
 fn device_record(path: &Path) -> Result<DeviceRecord, String> {
@@ -338,14 +345,27 @@ impl Executor<'_> {
     /// manifest of an earlier run, then runs what is not done.
     pub fn run(&mut self, campaign: &Campaign, plan: &Plan) -> Result<Summary, CampaignError> {
         let started = Instant::now();
+        self.check(campaign, plan)?;
+        prepare_out(&plan.out)?;
+        self.run_checked(campaign, plan, started)
+    }
+
+    /// Everything [`Self::run`] checks before it creates anything: every
+    /// step's options, `--out`, and the zram targets that would run steps
+    /// here. `--dry-run` checks the same.
+    pub fn check(&mut self, campaign: &Campaign, plan: &Plan) -> Result<(), CampaignError> {
         {
             let runner = &*self.runner;
             plan.check(|s| runner.check(s))?;
         }
+        check_out(&plan.out)?;
         // zram targets that will run steps must be possible here before
         // anything is created (--out included): bad input writes nothing.
         {
             let before = Manifest::read(&plan.out)?;
+            if let Some(old) = &before {
+                self.verify_resume(old, campaign, plan)?;
+            }
             for t in &campaign.targets {
                 let Storage::Zram(z) = &t.storage else {
                     continue;
@@ -367,7 +387,16 @@ impl Executor<'_> {
                 }
             }
         }
-        prepare_out(&plan.out)?;
+        Ok(())
+    }
+
+    /// [`Self::run`] once checked and `--out` is there.
+    fn run_checked(
+        &mut self,
+        campaign: &Campaign,
+        plan: &Plan,
+        started: Instant,
+    ) -> Result<Summary, CampaignError> {
         let _lock = OutLock::take(&plan.out)?;
         let old = Manifest::read(&plan.out)?;
         let changed_targets = match &old {

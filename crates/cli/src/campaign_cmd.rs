@@ -155,14 +155,30 @@ pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>) -> Outcome {
         interrupt: Arc::clone(&io.interrupt),
         out: plan.out.clone(),
     };
+    let interrupt = Arc::clone(&io.interrupt);
+    let options = RunOptions {
+        fail_fast: opts.fail_fast,
+        force: opts.force,
+        csdchar_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
     if opts.dry_run {
-        if let Err(e) = plan.check(|s| steps.check(s)) {
-            return usage(io, &e);
+        // The dry run checks what the run would check before it starts.
+        let checked = Executor {
+            runner: &mut steps,
+            progress: &mut |_: &Event<'_>| {},
+            provisioner: &mut ZramProvisioner,
+            interrupt: &interrupt,
+            options,
+        }
+        .check(&campaign, &plan);
+        if let Err(e) = checked {
+            let code = if e.is_bad_input() { EXIT_USAGE } else { 1 };
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(code);
         }
         let _ = io.stdout.write_all(plan.render().as_bytes());
         return Outcome::code(0);
     }
-    let interrupt = Arc::clone(&io.interrupt);
     let summary = {
         let stdout = &mut *io.stdout;
         let mut progress = |e: &Event<'_>| print_event(stdout, e);
@@ -171,11 +187,7 @@ pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>) -> Outcome {
             progress: &mut progress,
             provisioner: &mut ZramProvisioner,
             interrupt: &interrupt,
-            options: RunOptions {
-                fail_fast: opts.fail_fast,
-                force: opts.force,
-                csdchar_version: env!("CARGO_PKG_VERSION").to_string(),
-            },
+            options,
         }
         .run(&campaign, &plan)
     };
