@@ -457,6 +457,23 @@ const CASES: &[Case] = &[
         option: "--out",
         says: "holds files but no manifest.json",
     },
+    // Issue 30 row 2: a resume range must lie within the load's warehouses.
+    Case {
+        args: &[
+            "db",
+            "prepare",
+            "--url",
+            "host=/nonexistent",
+            "--workload",
+            "tpcc",
+            "--warehouses",
+            "4",
+            "--warehouse-range",
+            "3-6",
+        ],
+        option: "--warehouse-range",
+        says: "within 1-4",
+    },
     Case {
         args: &["db", "run", "--rate", "0"],
         option: "--rate",

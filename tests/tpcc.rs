@@ -362,7 +362,7 @@ fn a_load_cut_short_fails_cleanly_says_how_far_it_got_and_resumes() {
                 let n = psql(
                     &cluster,
                     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-                     WHERE application_name = 'csdchar' AND query LIKE 'COPY%'",
+                     WHERE application_name LIKE 'csdchar-load-%' AND query LIKE 'COPY%'",
                 );
                 if n != "0" {
                     break;
@@ -424,8 +424,9 @@ fn a_load_cut_short_fails_cleanly_says_how_far_it_got_and_resumes() {
     assert_eq!(counts(&cluster), expected_counts(2));
     assert_order_lines(&cluster, 2);
     assert_consistent(&rt, &conninfo, "after resuming");
-    // A complete load is not resumed again.
-    let err = rt
+    // Resuming a complete load loads and builds nothing (a resume works
+    // from any point, the end included).
+    let again = rt
         .block_on(tpcc::prepare(
             &conninfo,
             &spec(2, None),
@@ -434,9 +435,29 @@ fn a_load_cut_short_fails_cleanly_says_how_far_it_got_and_resumes() {
             Arc::new(|_| {}),
             Some((1, 2)),
         ))
+        .unwrap();
+    assert!(
+        again.warehouses_loaded.is_empty() && !again.item_loaded,
+        "{again:?}"
+    );
+    assert_eq!(counts(&cluster), expected_counts(2));
+    assert_consistent(&rt, &conninfo, "after resuming a complete load");
+    // Keys built: a range beyond the load cannot add warehouses.
+    let err = rt
+        .block_on(tpcc::prepare(
+            &conninfo,
+            &spec(3, None),
+            2,
+            false,
+            Arc::new(|_| {}),
+            Some((1, 3)),
+        ))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("keys already"), "{err}");
+    assert!(
+        err.contains("keys already") && err.contains("warehouses 3"),
+        "{err}"
+    );
     assert_eq!(
         rt.block_on(tpcc::cleanup(&conninfo, "public"))
             .unwrap()

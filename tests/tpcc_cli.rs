@@ -160,3 +160,149 @@ fn tpcc_study_loads_and_measures_each_fillfactor() {
     );
     assert!(rows.iter().all(|r| r["tps"].as_f64().unwrap() > 0.0));
 }
+
+/// Raises `flag` once a load connection of this process runs a statement
+/// matching `pattern` (SQL LIKE) on the server of `pgdata`; returns when
+/// raised, or when `done` is set first.
+fn interrupt_when(
+    pgdata: &std::path::Path,
+    pattern: &str,
+    flag: &std::sync::atomic::AtomicBool,
+    done: &std::sync::atomic::AtomicBool,
+) -> Option<std::time::Instant> {
+    use std::sync::atomic::Ordering;
+    common::after_server_ready(pgdata, std::time::Duration::ZERO);
+    let cluster =
+        csdchar_dbload::cluster::ManagedCluster::start(&csdchar_dbload::cluster::ClusterSpec {
+            pgdata: Some(pgdata.to_path_buf()),
+            ..Default::default()
+        })
+        .ok()?;
+    let sql = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'csdchar-load-%' \
+         AND state = 'active' AND query ILIKE '{pattern}'"
+    );
+    while !done.load(Ordering::Relaxed) {
+        let out = std::process::Command::new("su")
+            .args(["postgres", "-c"])
+            .arg(format!(
+                "psql -h {} -p {} -d postgres -Atc \"{sql}\"",
+                cluster.socket_dir().display(),
+                cluster.port()
+            ))
+            .output();
+        let busy = out
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        if busy.as_deref().is_some_and(|n| n != "0" && !n.is_empty()) {
+            flag.store(true, Ordering::Relaxed);
+            return Some(std::time::Instant::now());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    None
+}
+
+/// Issue 30 rows 5, 6 and 10: a prepare interrupted while loading, then
+/// while building keys, names what is complete and a resume that works
+/// from there; run and check refuse the cut load before doing anything.
+#[test]
+fn an_interrupted_tpcc_prepare_names_what_is_complete_and_resumes_from_any_point() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-tpcc-cut")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pg");
+    let p = pgdata.to_str().unwrap();
+    let prepare = [
+        "prepare",
+        "--pgdata",
+        p,
+        "--workload",
+        "tpcc",
+        "--warehouses",
+        "2",
+        "--threads",
+        "2",
+    ];
+    for (phase, pattern, range) in [
+        ("load", "COPY%", None),
+        ("keys", "alter table % add constraint %", Some("1-2")),
+    ] {
+        let flag = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let (f2, d2, watched) = (Arc::clone(&flag), Arc::clone(&done), pgdata.clone());
+        let watcher = std::thread::spawn(move || interrupt_when(&watched, pattern, &f2, &d2));
+        let mut args = prepare.to_vec();
+        if let Some(r) = range {
+            args.extend(["--warehouse-range", r]);
+        }
+        let ran = db_with_interrupt(&args, flag);
+        let ended = std::time::Instant::now();
+        done.store(true, Ordering::Relaxed);
+        let raised = watcher.join().unwrap();
+        let raised =
+            raised.unwrap_or_else(|| panic!("{phase}: never saw {pattern}: {}", ran.stderr));
+        assert_eq!(ran.outcome.exit_code, 130, "{phase}: {}", ran.stderr);
+        assert!(
+            ended.duration_since(raised) < std::time::Duration::from_secs(10),
+            "{phase}: ended {:?} after the interrupt",
+            ended.duration_since(raised)
+        );
+        let e = &ran.stderr;
+        assert!(
+            e.contains("warehouses complete: ")
+                && e.contains("missing: ")
+                && e.contains("--warehouse-range 1-2")
+                && e.contains("--seed 1"),
+            "{phase}: {e}"
+        );
+        if phase == "keys" {
+            assert!(
+                e.contains("warehouses complete: 1-2;") && e.contains("keys ("),
+                "{e}"
+            );
+        }
+        // Row 6: check fails on the cut load, naming what is missing.
+        let check = db(&["check", "--pgdata", p, "--workload", "tpcc"]);
+        assert_eq!(check.outcome.exit_code, 1, "{phase}: {}", check.stderr);
+        assert!(
+            check.stderr.contains("the load is incomplete"),
+            "{}",
+            check.stderr
+        );
+        // Row 5: run refuses it before running.
+        let t0 = std::time::Instant::now();
+        let run = db(&["run", "--pgdata", p, "--workload", "tpcc", "--time", "5s"]);
+        assert_eq!(run.outcome.exit_code, 1, "{phase}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("the load is incomplete")
+                && run.stderr.contains("--warehouse-range"),
+            "{}",
+            run.stderr
+        );
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5), "it ran");
+    }
+    // The resume the messages name finishes the load from where it stopped.
+    let mut args = prepare.to_vec();
+    args.extend(["--warehouse-range", "1-2"]);
+    let resumed = db(&args);
+    assert_eq!(resumed.outcome.exit_code, 0, "{}", resumed.stderr);
+    let check = db(&["check", "--pgdata", p, "--workload", "tpcc"]);
+    assert_eq!(check.outcome.exit_code, 0, "{}", check.stderr);
+    assert_eq!(check.stdout.matches("holds").count(), 4, "{}", check.stdout);
+}
+
+fn db_with_interrupt(
+    args: &[&str],
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> common::Ran {
+    let mut a = vec!["db"];
+    a.extend_from_slice(args);
+    common::csdchar_with_interrupt(&a, flag)
+}

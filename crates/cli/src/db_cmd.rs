@@ -262,6 +262,13 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
     if o.tables.workload == WorkloadArg::Tpcc {
         tpcc_mix(&o.run.mix).map_err(|e| format!("--mix: {e}"))?;
     }
+    if let (Some((from, to)), Some(w)) = (o.load.warehouse_range, o.load.warehouses)
+        && to > w
+    {
+        return Err(format!(
+            "--warehouse-range: {from}-{to} lies beyond --warehouses {w}; give a range within 1-{w}"
+        ));
+    }
     if o.tables.workload == WorkloadArg::Pgio {
         let blocks = csdchar_core::pgio::blocks_for_bytes(o.load.pgio_size);
         csdchar_core::pgio::check_blocks(blocks, o.run.work_unit)
@@ -775,7 +782,15 @@ impl DbObserver for Printer<'_, '_> {
                     .map_or(String::new(), |f| format!(", fillfactor {f}")),
                 load_phases(&r.phases)
             ),
-            Err(LoadError::Interrupted { loaded, total }) => writeln!(
+            Err(LoadError::Interrupted {
+                loaded,
+                total,
+                state: Some(state),
+            }) => writeln!(
+                stderr,
+                "interrupted: the load stopped after {loaded} of {total} rows; {state}"
+            ),
+            Err(LoadError::Interrupted { loaded, total, .. }) => writeln!(
                 stderr,
                 "interrupted: the load stopped after {loaded} of {total} rows; {}; \
                  run prepare again with --force to start over, or `csdchar db cleanup`",

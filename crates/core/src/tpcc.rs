@@ -155,22 +155,56 @@ pub fn create_tables_sql(fillfactor: Option<u8>) -> Vec<String> {
 /// secondary indexes, built after the load. Largest tables first, so a
 /// pool of connections finishes sooner. (The config table has its key from creation.)
 pub fn index_sql() -> Vec<String> {
-    [
-        "alter table bmsql_stock add constraint bmsql_stock_pkey primary key (s_w_id, s_i_id)",
-        "alter table bmsql_order_line add constraint bmsql_order_line_pkey primary key (ol_w_id, ol_d_id, ol_o_id, ol_number)",
-        "alter table bmsql_customer add constraint bmsql_customer_pkey primary key (c_w_id, c_d_id, c_id)",
-        "create index bmsql_customer_idx1 on bmsql_customer (c_w_id, c_d_id, c_last, c_first)",
-        "alter table bmsql_oorder add constraint bmsql_oorder_pkey primary key (o_w_id, o_d_id, o_id)",
-        "create unique index bmsql_oorder_idx1 on bmsql_oorder (o_w_id, o_d_id, o_carrier_id, o_id)",
-        "alter table bmsql_item add constraint bmsql_item_pkey primary key (i_id)",
-        "alter table bmsql_new_order add constraint bmsql_new_order_pkey primary key (no_w_id, no_d_id, no_o_id)",
-        "alter table bmsql_district add constraint bmsql_district_pkey primary key (d_w_id, d_id)",
-        "alter table bmsql_warehouse add constraint bmsql_warehouse_pkey primary key (w_id)",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    INDEXES.iter().map(|(_, sql)| sql.to_string()).collect()
 }
+
+/// BenchmarkSQL's `indexCreates.sql` as (index name, statement); a primary
+/// key's index has the constraint's name, so the name tells whether it is built.
+pub const INDEXES: [(&str, &str); 10] = [
+    (
+        "bmsql_stock_pkey",
+        "alter table bmsql_stock add constraint bmsql_stock_pkey primary key (s_w_id, s_i_id)",
+    ),
+    (
+        "bmsql_order_line_pkey",
+        "alter table bmsql_order_line add constraint bmsql_order_line_pkey primary key (ol_w_id, ol_d_id, ol_o_id, ol_number)",
+    ),
+    (
+        "bmsql_customer_pkey",
+        "alter table bmsql_customer add constraint bmsql_customer_pkey primary key (c_w_id, c_d_id, c_id)",
+    ),
+    (
+        "bmsql_customer_idx1",
+        "create index bmsql_customer_idx1 on bmsql_customer (c_w_id, c_d_id, c_last, c_first)",
+    ),
+    (
+        "bmsql_oorder_pkey",
+        "alter table bmsql_oorder add constraint bmsql_oorder_pkey primary key (o_w_id, o_d_id, o_id)",
+    ),
+    (
+        "bmsql_oorder_idx1",
+        "create unique index bmsql_oorder_idx1 on bmsql_oorder (o_w_id, o_d_id, o_carrier_id, o_id)",
+    ),
+    (
+        "bmsql_item_pkey",
+        "alter table bmsql_item add constraint bmsql_item_pkey primary key (i_id)",
+    ),
+    (
+        "bmsql_new_order_pkey",
+        "alter table bmsql_new_order add constraint bmsql_new_order_pkey primary key (no_w_id, no_d_id, no_o_id)",
+    ),
+    (
+        "bmsql_district_pkey",
+        "alter table bmsql_district add constraint bmsql_district_pkey primary key (d_w_id, d_id)",
+    ),
+    (
+        "bmsql_warehouse_pkey",
+        "alter table bmsql_warehouse add constraint bmsql_warehouse_pkey primary key (w_id)",
+    ),
+];
+
+/// The primary key [`history_id_sql`] adds last: the build's final step.
+pub const HISTORY_KEY: &str = "bmsql_history_pkey";
 
 /// BenchmarkSQL's `foreignKeys.sql` (after the keys they reference):
 /// (table, constraint name, statement).

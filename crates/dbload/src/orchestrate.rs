@@ -139,6 +139,9 @@ pub enum LoadError {
         loaded: u64,
         /// Rows the load was to write.
         total: u64,
+        /// TPC-C: what is complete, what is missing and how to finish, as
+        /// read from the server afterwards (None when it could not tell).
+        state: Option<String>,
     },
     /// The workload's tables exist and the load was not told to replace them.
     #[error("{0}")]
@@ -332,6 +335,12 @@ async fn load(
         None => Err(LoadError::Interrupted {
             loaded: loaded.load(Ordering::Relaxed),
             total,
+            state: match bench {
+                Bench::Tpcc(t) => {
+                    tpcc::describe_stopped_load(conninfo, t, job.load.warehouse_range).await
+                }
+                _ => None,
+            },
         }),
         Some(Ok(phases)) => Ok(LoadReport {
             total_rows: total,
@@ -523,6 +532,17 @@ pub async fn run(
     // Like BenchmarkSQL: the warehouses and NURand constants are what the
     // load recorded in bmsql_config.
     if let Bench::Tpcc(t) = bench {
+        // A cut load fails late and misleads (New-Orders of missing stock):
+        // refuse it, naming what is missing and how to finish it.
+        let state = tpcc::TpccLoadState::read(&client, schema)
+            .await
+            .map_err(|e| JobError::failed(e.0))?;
+        if !state.missing_to_run().is_empty() {
+            return Err(JobError::failed(format!(
+                "schema {schema}: {}",
+                state.describe(None, None)
+            )));
+        }
         let cfg = tpcc::read_config(&client, schema)
             .await
             .map_err(|e| JobError::failed(e.0))?;
@@ -962,5 +982,18 @@ pub async fn check(conninfo: &str, job: &DbJob) -> Result<Vec<tpcc::CheckOutcome
     if !matches!(job.bench, Bench::Tpcc(_)) {
         return Err("check runs TPC-C's consistency conditions: the workload is not tpcc".into());
     }
+    // The conditions hold trivially on missing rows: an incomplete load fails.
+    let client = conn::connect(conninfo).await.map_err(|e| e.0)?;
+    let state = tpcc::TpccLoadState::read(&client, &job.schema)
+        .await
+        .map_err(|e| e.0)?;
+    if !state.missing_to_run().is_empty() {
+        return Err(format!(
+            "schema {}: {}",
+            job.schema,
+            state.describe(None, None)
+        ));
+    }
+    drop(client);
     tpcc::check(conninfo, &job.schema).await.map_err(|e| e.0)
 }

@@ -136,6 +136,21 @@ fn quote_ident(s: &str) -> String {
 
 /// Connects with `schema` first in the search_path, so unqualified names
 /// land where [`existing_tables`] looks.
+/// The `application_name` of this process's load connections, so that an
+/// interrupted prepare can cancel what they left running on the server.
+fn loader_name() -> String {
+    format!("csdchar-load-{}", std::process::id())
+}
+
+/// A load connection: in `schema`, named [`loader_name`].
+async fn connect_loader(conninfo: &str, schema: &str) -> Result<Client, DbError> {
+    let c = connect_in(conninfo, schema).await?;
+    c.batch_execute(&format!("set application_name = '{}'", loader_name()))
+        .await
+        .map_err(|e| db_err("setting the application_name", e))?;
+    Ok(c)
+}
+
 async fn connect_in(conninfo: &str, schema: &str) -> Result<Client, DbError> {
     let c = connect(conninfo).await?;
     c.batch_execute(&format!("set search_path to {}", quote_ident(schema)))
@@ -206,6 +221,252 @@ pub async fn warehouses_in(client: &Client, schema: &str) -> Result<u32, DbError
         .await
         .map_err(|e| db_err("counting warehouses", e))?;
     Ok(row.get::<_, i64>(0) as u32)
+}
+
+/// How far a TPC-C load got, read from the server: the one view of a load
+/// that prepare's resume, run's refusal and check's verdict share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TpccLoadState {
+    /// BenchmarkSQL's tables present in the schema.
+    pub tables: usize,
+    /// Warehouses committed (each loads in one transaction).
+    pub warehouses: BTreeSet<u32>,
+    /// Whether `bmsql_item` holds its rows.
+    pub item_loaded: bool,
+    /// The warehouses `bmsql_config` records, if it holds a valid count.
+    pub config_warehouses: Option<u32>,
+    /// Keys and indexes built, by name, of [`tpcc::INDEXES`].
+    pub indexes: BTreeSet<String>,
+    /// Foreign keys built, by name, of [`FOREIGN_KEYS`].
+    pub foreign_keys: BTreeSet<String>,
+    /// Whether the history id's key, the build's last step, is there.
+    pub history_key: bool,
+}
+
+impl TpccLoadState {
+    /// Reads the state of the load in `schema`.
+    pub async fn read(client: &Client, schema: &str) -> Result<TpccLoadState, DbError> {
+        let names = table_names();
+        let tables = existing_tables(client, schema, &names).await?.len();
+        let q = quote_ident(schema);
+        let mut state = TpccLoadState {
+            tables,
+            warehouses: BTreeSet::new(),
+            item_loaded: false,
+            config_warehouses: None,
+            indexes: BTreeSet::new(),
+            foreign_keys: BTreeSet::new(),
+            history_key: false,
+        };
+        if tables < names.len() {
+            return Ok(state);
+        }
+        state.warehouses = client
+            .query(&format!("select w_id from {q}.bmsql_warehouse"), &[])
+            .await
+            .map_err(|e| db_err("listing loaded warehouses", e))?
+            .iter()
+            .map(|r| r.get::<_, i32>(0) as u32)
+            .collect();
+        state.item_loaded = client
+            .query_opt(&format!("select 1 from {q}.bmsql_item limit 1"), &[])
+            .await
+            .map_err(|e| db_err("looking at bmsql_item", e))?
+            .is_some();
+        state.config_warehouses = read_config(client, schema).await.ok().map(|c| c.warehouses);
+        let index_names: Vec<String> = tpcc::INDEXES
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .chain(std::iter::once(tpcc::HISTORY_KEY.to_string()))
+            .collect();
+        let built: Vec<String> = client
+            .query(
+                "select c.relname::text from pg_class c join pg_namespace n on n.oid = c.relnamespace \
+                 where n.nspname = $1 and c.relkind = 'i' and c.relname = any($2)",
+                &[&schema, &index_names],
+            )
+            .await
+            .map_err(|e| db_err("looking for keys", e))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        state.indexes = built
+            .iter()
+            .filter(|b| b.as_str() != tpcc::HISTORY_KEY)
+            .cloned()
+            .collect();
+        state.history_key = built.iter().any(|b| b == tpcc::HISTORY_KEY);
+        let fk_names: Vec<String> = FOREIGN_KEYS.iter().map(|f| f.1.to_string()).collect();
+        state.foreign_keys = client
+            .query(
+                "select k.conname::text from pg_constraint k join pg_namespace n on n.oid = k.connamespace \
+                 where n.nspname = $1 and k.contype = 'f' and k.conname = any($2)",
+                &[&schema, &fk_names],
+            )
+            .await
+            .map_err(|e| db_err("looking for foreign keys", e))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        Ok(state)
+    }
+
+    /// The warehouses the load is for: `bmsql_config`'s count, else `intended`.
+    fn intended(&self, intended: Option<u32>) -> Option<u32> {
+        self.config_warehouses.or(intended)
+    }
+
+    /// The warehouses of 1..=N (N: [`Self::intended`]) not committed.
+    pub fn missing_warehouses(&self, intended: Option<u32>) -> BTreeSet<u32> {
+        let n = self.intended(intended).unwrap_or(0);
+        (1..=n).filter(|w| !self.warehouses.contains(w)).collect()
+    }
+
+    /// Whether anything of the build after the load (keys, foreign keys,
+    /// history id) is there: then no warehouse can be added.
+    pub fn build_started(&self) -> bool {
+        !self.indexes.is_empty() || !self.foreign_keys.is_empty() || self.history_key
+    }
+
+    /// What a run or a consistency check needs and the tables lack: the
+    /// data and the keys (foreign keys and the history id's key, which a
+    /// BenchmarkSQL build may skip, are not needed); empty when none.
+    pub fn missing_to_run(&self) -> Vec<String> {
+        self.gaps(None, false)
+    }
+
+    /// What keeps the load from being complete, in a few words each; empty
+    /// when it is complete (VACUUM ANALYZE, which changes no data, aside).
+    pub fn missing(&self, intended: Option<u32>) -> Vec<String> {
+        self.gaps(intended, true)
+    }
+
+    /// The data and keys missing, and with `whole_build` the foreign keys
+    /// and the history id's key too.
+    fn gaps(&self, intended: Option<u32>, whole_build: bool) -> Vec<String> {
+        let names = table_names();
+        if self.tables == 0 {
+            return vec!["BenchmarkSQL's tables".into()];
+        }
+        if self.tables < names.len() {
+            return vec![format!(
+                "{} of BenchmarkSQL's {} tables",
+                names.len() - self.tables,
+                names.len()
+            )];
+        }
+        let mut out = Vec::new();
+        if !self.item_loaded {
+            out.push("the item table".into());
+        }
+        if self.config_warehouses.is_none() {
+            out.push("bmsql_config's warehouse count".into());
+        }
+        let missing = self.missing_warehouses(intended);
+        if !missing.is_empty() {
+            out.push(format!("warehouses {}", ranges(&missing)));
+        } else if self.intended(intended).is_none() && self.warehouses.is_empty() {
+            out.push("every warehouse".into());
+        }
+        if self.indexes.len() < tpcc::INDEXES.len() {
+            out.push(format!(
+                "keys ({} of {} built)",
+                self.indexes.len(),
+                tpcc::INDEXES.len()
+            ));
+        }
+        if !whole_build {
+            return out;
+        }
+        if self.foreign_keys.len() < FOREIGN_KEYS.len() {
+            out.push(format!(
+                "foreign keys ({} of {} built)",
+                self.foreign_keys.len(),
+                FOREIGN_KEYS.len()
+            ));
+        }
+        if !self.history_key {
+            out.push("the history id's key".into());
+        }
+        out
+    }
+
+    /// One line: what is complete, what is missing, and the prepare options
+    /// that finish the load from here (`intended`: the warehouses of the
+    /// load when `bmsql_config` does not say; `seed`: the first load's, when known).
+    pub fn describe(&self, intended: Option<u32>, seed: Option<u64>) -> String {
+        let missing = self.missing(intended);
+        if missing.is_empty() {
+            return format!(
+                "the load is complete (warehouses {})",
+                ranges(&self.warehouses)
+            );
+        }
+        let seed = seed.map_or("the first load's --seed".to_string(), |s| {
+            format!("--seed {s}")
+        });
+        let resume = match self.intended(intended) {
+            _ if self.tables < table_names().len() => {
+                "run prepare again with --force to start over".to_string()
+            }
+            Some(n) => format!(
+                "finish it with `csdchar db prepare --workload tpcc --warehouses {n} --warehouse-range 1-{n}` and {seed} \
+                 (loads only what is missing, then builds what is not built), or start over with --force"
+            ),
+            None => format!(
+                "finish it with `csdchar db prepare --workload tpcc --warehouses N --warehouse-range 1-N` (N: the \
+                 warehouses of the first load) and {seed}, or start over with --force"
+            ),
+        };
+        format!(
+            "the load is incomplete: warehouses complete: {}; missing: {}; {resume}",
+            ranges(&self.warehouses),
+            missing.join(", ")
+        )
+    }
+}
+
+/// After a prepare stopped: cancels what the load's connections left
+/// running on the server, then [`TpccLoadState::describe`]s what the load
+/// left; None when the server cannot tell within a few seconds.
+pub async fn describe_stopped_load(
+    conninfo: &str,
+    spec: &TpccSpec,
+    warehouse_range: Option<(u32, u32)>,
+) -> Option<String> {
+    let read = async {
+        let client = connect(conninfo).await.ok()?;
+        // The load's connections closed, but a statement the server is busy
+        // with (a key being built, a VACUUM) runs on until it checks on its
+        // client: cancel them, so nothing is left running and their locks go.
+        let busy_sql = "select count(*) from pg_stat_activity where application_name = $1 \
+                      and pid <> pg_backend_pid() and (state <> 'idle' or backend_xid is not null)";
+        let name = loader_name();
+        for _ in 0..40 {
+            let busy: i64 = client.query_one(busy_sql, &[&name]).await.ok()?.get(0);
+            if busy == 0 {
+                break;
+            }
+            let _ = client
+                .execute(
+                    "select pg_cancel_backend(pid) from pg_stat_activity where application_name = $1 \
+                     and pid <> pg_backend_pid()",
+                    &[&name],
+                )
+                .await;
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        client
+            .batch_execute("set lock_timeout = '2s'; set statement_timeout = '4s'")
+            .await
+            .ok()?;
+        TpccLoadState::read(&client, &spec.schema).await.ok()
+    };
+    let state = tokio::time::timeout(std::time::Duration::from_secs(6), read)
+        .await
+        .ok()??;
+    let intended = warehouse_range.map_or(spec.warehouses, |(_, to)| to);
+    Some(state.describe(Some(intended), Some(spec.seed)))
 }
 
 /// Reads `bmsql_config` (BenchmarkSQL will not run without it either).
@@ -403,34 +664,19 @@ pub async fn prepare_with(
                     names.len()
                 )));
             }
-            let keys: i64 = admin
-                .query_one(
-                    "select count(*) from pg_indexes where schemaname = $1 and tablename like 'bmsql\\_%' \
-                     and tablename <> 'bmsql_config'",
-                    &[&schema],
-                )
-                .await
-                .map_err(|e| db_err("looking for keys", e))?
-                .get(0);
-            if keys > 0 {
+            let state = TpccLoadState::read(&admin, schema).await?;
+            let present = &state.warehouses;
+            let to_load: Vec<u32> = (from..=to).filter(|w| !present.contains(w)).collect();
+            // Keys are built only once every warehouse is in: past that
+            // point a resume finishes the build, it adds no warehouse.
+            if state.build_started() && !to_load.is_empty() {
                 return Err(DbError(format!(
-                    "the tables in schema {schema} have their keys already (the load finished); a warehouse \
-                     range only resumes a load that stopped: use --force to load again"
+                    "the tables in schema {schema} have keys already, so warehouses {} cannot be added; \
+                     use --force to load again",
+                    ranges(&to_load.iter().copied().collect())
                 )));
             }
-            let present: BTreeSet<u32> = admin
-                .query("select w_id from bmsql_warehouse", &[])
-                .await
-                .map_err(|e| db_err("listing loaded warehouses", e))?
-                .iter()
-                .map(|r| r.get::<_, i32>(0) as u32)
-                .collect();
-            let item_loaded = admin
-                .query_opt("select 1 from bmsql_item limit 1", &[])
-                .await
-                .map_err(|e| db_err("looking at bmsql_item", e))?
-                .is_some();
-            if item_loaded {
+            if state.item_loaded {
                 let cfg = read_config(&admin, schema).await?;
                 if cfg.constants != data.constants() {
                     return Err(DbError(format!(
@@ -443,12 +689,9 @@ pub async fn prepare_with(
             } else {
                 todo.push(Job::Item);
             }
-            todo.extend(
-                (from..=to)
-                    .filter(|w| !present.contains(w))
-                    .map(Job::Warehouse),
-            );
-            config_warehouses = present.len() as u32 + todo.len() as u32;
+            todo.extend(to_load.into_iter().map(Job::Warehouse));
+            config_warehouses = present.len() as u32 + todo.len() as u32
+                - u32::from(todo.iter().any(|j| matches!(j, Job::Item)));
         }
     }
     admin
@@ -482,7 +725,7 @@ pub async fn prepare_with(
             Arc::clone(&data),
         );
         tasks.push(tokio::spawn(async move {
-            let client = connect_in(&conninfo, &schema).await?;
+            let client = connect_loader(&conninfo, &schema).await?;
             loop {
                 if stop.load(Ordering::Relaxed) {
                     return Ok(());
@@ -565,27 +808,47 @@ pub async fn prepare_with(
     // BenchmarkSQL's build after the load: indexCreates, foreignKeys, extraHistID.
     let after = |step: &str, e: DbError| {
         DbError(format!(
-            "{}; all warehouses are loaded but the step '{step}' failed: run prepare again with --force",
-            e.0
+            "{}; all warehouses are loaded but the step '{step}' failed: finish the load with prepare \
+             --warehouses {n} --warehouse-range 1-{n} and the same --seed, or start over with --force",
+            e.0,
+            n = config_warehouses
         ))
     };
+    // A resume builds only what an earlier prepare did not.
+    let built = TpccLoadState::read(&admin, schema).await?;
     let mem = "set maintenance_work_mem = '512MB'";
-    pool(conninfo, schema, jobs, mem, tpcc::index_sql())
-        .await
-        .map_err(|e| after("keys", e))?;
     pool(
         conninfo,
         schema,
         jobs,
         mem,
-        FOREIGN_KEYS.iter().map(|f| f.2.to_string()).collect(),
+        tpcc::INDEXES
+            .iter()
+            .filter(|(n, _)| !built.indexes.contains(*n))
+            .map(|(_, sql)| sql.to_string())
+            .collect(),
+    )
+    .await
+    .map_err(|e| after("keys", e))?;
+    pool(
+        conninfo,
+        schema,
+        jobs,
+        mem,
+        FOREIGN_KEYS
+            .iter()
+            .filter(|f| !built.foreign_keys.contains(f.1))
+            .map(|f| f.2.to_string())
+            .collect(),
     )
     .await
     .map_err(|e| after("foreign keys", e))?;
-    admin
-        .batch_execute(&format!("{mem}; {}", tpcc::history_id_sql().join(";\n")))
-        .await
-        .map_err(|e| after("history id", db_err("history id", e)))?;
+    if !built.history_key {
+        admin
+            .batch_execute(&format!("{mem}; {}", tpcc::history_id_sql().join(";\n")))
+            .await
+            .map_err(|e| after("history id", db_err("history id", e)))?;
+    }
     times.keys_s = lap();
     pool(
         conninfo,
@@ -622,7 +885,7 @@ async fn pool(
             Arc::clone(&queue),
         );
         tasks.push(tokio::spawn(async move {
-            let c = connect_in(&conninfo, &schema).await?;
+            let c = connect_loader(&conninfo, &schema).await?;
             if !setup.is_empty() {
                 c.batch_execute(&setup)
                     .await
