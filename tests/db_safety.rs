@@ -692,3 +692,64 @@ fn a_killed_postmaster_of_a_temporary_cluster_leaves_no_directory() {
         temp_dir.display()
     );
 }
+
+/// Issue 30 row 12: `db run --start-at` says it waits and until when; Ctrl-C
+/// during the wait ends the run at once with no step recorded (no all-zero
+/// summary, no 0-transaction step in the result).
+#[test]
+fn ctrl_c_while_waiting_for_start_at_records_no_step() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-startat")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pgdata");
+    let p = pgdata.to_str().unwrap();
+    let ran = db(&["prepare", "--pgdata", p, "--table-size", "100"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let at = std::time::SystemTime::now() + Duration::from_secs(3600);
+    let text = csdchar_core::start_at::format_rfc3339_millis(at);
+    let flag = Arc::new(AtomicBool::new(false));
+    let (f2, watched) = (Arc::clone(&flag), pgdata.clone());
+    let raised = std::thread::spawn(move || {
+        common::after_server_ready(&watched, Duration::from_secs(2));
+        f2.store(true, Ordering::Relaxed);
+        Instant::now()
+    });
+    let ran = common::csdchar_with_interrupt(
+        &[
+            "db",
+            "run",
+            "--pgdata",
+            p,
+            "--table-size",
+            "100",
+            "--threads",
+            "1,2",
+            "--time",
+            "1s",
+            "--start-at",
+            &text,
+            "--output-format",
+            "json",
+        ],
+        flag,
+    );
+    let raised = raised.join().unwrap();
+    assert!(raised.elapsed() < Duration::from_secs(10), "ended late");
+    assert_eq!(ran.outcome.exit_code, 130, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("waiting until") && ran.stderr.contains(&text[..16]),
+        "{}",
+        ran.stderr
+    );
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(v["steps"].as_array().unwrap().len(), 0, "{}", ran.stdout);
+    assert_eq!(v["interrupted"], true);
+    assert!(
+        !pgdata.join("postmaster.pid").exists(),
+        "the managed server still runs"
+    );
+}

@@ -814,6 +814,18 @@ impl DbObserver for Printer<'_, '_> {
         let _ = writeln!(self.io.stderr, "error: {message}");
     }
 
+    fn waiting_until(&mut self, at: std::time::SystemTime) {
+        let left = at
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        let _ = writeln!(
+            self.io.stderr,
+            "--start-at: waiting until {} (in {:.0} s) before the clock starts; Ctrl-C ends the wait without a run",
+            csdchar_core::start_at::format_rfc3339_millis(at),
+            left.as_secs_f64()
+        );
+    }
+
     fn step_started(&mut self, bench: &Bench, threads: u32, clients: u32, time: Duration) {
         if !self.live {
             return;

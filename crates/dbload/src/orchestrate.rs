@@ -75,6 +75,9 @@ pub enum DbNote {
 pub trait DbObserver {
     /// A note (see [`DbNote`]).
     fn note(&mut self, _note: &DbNote) {}
+    /// The step's clients connect, then wait for this instant (`--start-at`)
+    /// before the clock starts.
+    fn waiting_until(&mut self, _at: std::time::SystemTime) {}
     /// A load of about `total_rows` rows starts; the returned function is
     /// called, from the loaders' threads, with each batch of rows written.
     fn load_started(&mut self, _bench: &Bench, _total_rows: u64) -> LoadProgress {
@@ -645,6 +648,11 @@ pub async fn run_steps(
             break;
         }
         observer.step_started(bench, per, threads, plan.time);
+        if let Some(at) = plan.start_at
+            && at > std::time::SystemTime::now()
+        {
+            observer.waiting_until(at);
+        }
         let before = match conn::connect(conninfo).await {
             Ok(c) => Some(crate::snapshot::take(&c, dialect, tables).await),
             Err(_) => None,
@@ -675,6 +683,7 @@ pub async fn run_steps(
         )
         .await;
         let out = match out {
+            Ok(out) if !out.started => break, // interrupted waiting for --start-at: no step
             Ok(out) => out,
             Err(e) => {
                 error = Some(e.0);

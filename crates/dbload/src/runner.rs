@@ -308,6 +308,9 @@ pub struct OltpOutcome {
     pub io: Option<crate::iostat::IoRates>,
     /// The driver that ran the clients ([`ClientIo::Auto`] resolved).
     pub client_io: ClientIo,
+    /// Whether the step started: false when interrupted while waiting for
+    /// [`RunSettings::start_at`] (nothing was measured).
+    pub started: bool,
 }
 
 /// Totals of one event kind.
@@ -419,14 +422,14 @@ impl StartGate {
     }
 
     /// Waits for `clients` arrivals and then for `not_before` (in short
-    /// sleeps, ending early when `interrupt` is set), starts the clock and
-    /// lets everyone go.
+    /// sleeps), starts the clock and lets everyone go; None when `interrupt`
+    /// is set during the wait: the run is called off before it starts.
     fn open_when(
         &self,
         clients: usize,
         not_before: Option<SystemTime>,
         interrupt: &AtomicBool,
-    ) -> Instant {
+    ) -> Option<Instant> {
         let s = self.state.lock().expect("not poisoned");
         let s = self
             .changed
@@ -434,7 +437,11 @@ impl StartGate {
             .expect("not poisoned");
         drop(s);
         if let Some(at) = not_before {
-            while !interrupt.load(Ordering::Relaxed) {
+            loop {
+                if interrupt.load(Ordering::Relaxed) {
+                    self.call_off();
+                    return None;
+                }
                 match at.duration_since(SystemTime::now()) {
                     Ok(left) if !left.is_zero() => {
                         std::thread::sleep(left.min(Duration::from_millis(50)))
@@ -447,7 +454,7 @@ impl StartGate {
         let start = Instant::now();
         s.start = Some(start);
         self.changed.notify_all();
-        start
+        Some(start)
     }
 
     /// Releases the waiting clients without a run.
@@ -683,7 +690,7 @@ pub async fn run_with(
     }
     // The clock starts when every client is connected (or has failed to),
     // and the measurement after the warm-up.
-    let start = {
+    let opened = {
         let shared = Arc::clone(&shared);
         let (not_before, interrupt) = (settings.start_at, Arc::clone(&settings.interrupt));
         tokio::task::spawn_blocking(move || {
@@ -693,10 +700,15 @@ pub async fn run_with(
         })
         .await
         .map_err(|e| DbError(format!("client start: {e}")))?
-    } + settings.warmup;
+    };
+    // Interrupted while waiting for --start-at: the clients were released
+    // without running, and the step did not start.
+    let started = opened.is_some();
+    let start = opened.unwrap_or_else(Instant::now) + settings.warmup;
     // The I/O sampler's own connection, opened while the clients warm up.
     let mut sampler = None;
-    if settings.io_sampling
+    if started
+        && settings.io_sampling
         && let Ok(client) = crate::conn::connect(conninfo).await
     {
         let s = crate::iostat::IoSampler::new(&client).await;
@@ -811,6 +823,7 @@ pub async fn run_with(
             .collect(),
         io,
         client_io: driver,
+        started,
     })
 }
 
