@@ -111,6 +111,7 @@ fn db_result(threads: u32, host: &DbHost) -> DbResult {
         latency: total.summary(&ps),
         intervals,
         client_io: Some("uring".to_string()),
+        client_threads: None,
         before: None,
         after: None,
     };

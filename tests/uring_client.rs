@@ -636,3 +636,64 @@ fn ctrl_c_ends_a_ring_run_promptly() {
     assert!(took < Duration::from_millis(5500), "{took:?}");
     assert_eq!(out.tally.transactions, 0);
 }
+
+/// Issue 30 row 13: `--client-threads` beyond the clients, or unused when
+/// `auto` picks the threads driver, draws a note; the spec records the count
+/// asked for and each step the count it ran on.
+#[test]
+fn client_threads_that_do_not_apply_are_noted_and_recorded() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    if let Err(why) = csdchar_dbload::runner::uring_probe() {
+        eprintln!("skipped: io_uring unavailable ({why})");
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-ct")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let pgdata = dir.path().join("pg");
+    let p = pgdata.to_str().unwrap();
+    let prepared = common::csdchar(&["db", "prepare", "--pgdata", p, "--table-size", "100"]);
+    assert_eq!(prepared.outcome.exit_code, 0, "{}", prepared.stderr);
+    for (io, given, note, ran_on) in [
+        (
+            "uring",
+            "100",
+            "--client-threads 100: 2 clients keep at most 2",
+            Some(2),
+        ),
+        ("auto", "3", "--client-threads 3 unused", None),
+    ] {
+        let ran = common::csdchar(&[
+            "db",
+            "run",
+            "--pgdata",
+            p,
+            "--table-size",
+            "100",
+            "--threads",
+            "2",
+            "--time",
+            "1s",
+            "--client-io",
+            io,
+            "--client-threads",
+            given,
+            "--output-format",
+            "json",
+        ]);
+        assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+        assert!(ran.stderr.contains(note), "{io}: {}", ran.stderr);
+        let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+        common::assert_matches_schema(&v, "db");
+        assert_eq!(v["spec"]["client_threads"], given.parse::<u64>().unwrap());
+        assert_eq!(
+            v["steps"][0]["client_threads"].as_u64(),
+            ran_on,
+            "{io}: {}",
+            v["steps"][0]
+        );
+    }
+}

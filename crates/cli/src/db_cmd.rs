@@ -735,6 +735,20 @@ impl DbObserver for Printer<'_, '_> {
                 csdchar_core::units::format_bytes((given * csdchar_core::pgio::BLOCK_SIZE) as f64),
                 csdchar_core::units::format_bytes((found * csdchar_core::pgio::BLOCK_SIZE) as f64),
             ),
+            DbNote::ClientThreadsAdjusted {
+                given,
+                clients,
+                used: Some(used),
+            } => format!(
+                "--client-threads {given}: {clients} clients keep at most {used} driver threads busy; the step ran on {used}"
+            ),
+            DbNote::ClientThreadsAdjusted {
+                given,
+                clients,
+                used: None,
+            } => format!(
+                "--client-threads {given} unused: at {clients} clients --client-io auto chose threads (one OS thread per client)"
+            ),
             DbNote::CacheWarning(w) => {
                 format!("{w} (keep the page cache out with --pg-memory-limit on a managed cluster)")
             }

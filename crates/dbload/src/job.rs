@@ -214,6 +214,7 @@ impl DbJob {
                 .start_at
                 .map(csdchar_core::start_at::format_rfc3339_millis),
             client_io: Some(self.run.client_io.client_io.name().to_string()),
+            client_threads: self.run.client_io.client_threads.map(|n| n as u32),
         }
     }
 }

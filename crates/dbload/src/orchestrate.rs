@@ -67,6 +67,16 @@ pub enum DbNote {
         /// The blocks per schema the tables hold.
         found: u64,
     },
+    /// `--client-threads` did not apply as given to a step: more driver
+    /// threads than clients, or the threads driver chosen by `auto`.
+    ClientThreadsAdjusted {
+        /// The io_uring driver threads asked for.
+        given: u32,
+        /// The step's clients.
+        clients: u32,
+        /// The driver threads it ran on; None: on the threads driver.
+        used: Option<u32>,
+    },
     /// Memory could serve the reads pgio means to measure on the drive.
     CacheWarning(String),
 }
@@ -682,6 +692,16 @@ pub async fn run_steps(
             },
         )
         .await;
+        if let (Ok(out), Some(given)) = (&out, plan.client_io.client_threads)
+            && out.started
+            && out.driver_threads != Some(given as u32)
+        {
+            observer.note(&DbNote::ClientThreadsAdjusted {
+                given: given as u32,
+                clients: threads,
+                used: out.driver_threads,
+            });
+        }
         let out = match out {
             Ok(out) if !out.started => break, // interrupted waiting for --start-at: no step
             Ok(out) => out,
@@ -766,6 +786,7 @@ fn db_step(
             })
             .collect(),
         client_io: Some(out.client_io.name().to_string()),
+        client_threads: out.driver_threads,
         before,
         after,
     }

@@ -308,6 +308,8 @@ pub struct OltpOutcome {
     pub io: Option<crate::iostat::IoRates>,
     /// The driver that ran the clients ([`ClientIo::Auto`] resolved).
     pub client_io: ClientIo,
+    /// io_uring driver threads the clients ran on; None on the threads driver.
+    pub driver_threads: Option<u32>,
     /// Whether the step started: false when interrupted while waiting for
     /// [`RunSettings::start_at`] (nothing was measured).
     pub started: bool,
@@ -635,6 +637,7 @@ pub async fn run_with(
     let driver = io
         .client_io
         .resolve(clients, cores, || uring_probe().is_ok());
+    let mut driver_threads = None;
     let spawned = match driver {
         ClientIo::Threads => (0..clients).try_for_each(|i| {
             let sink = new_sink();
@@ -673,6 +676,7 @@ pub async fn run_with(
                 .client_threads
                 .unwrap_or_else(|| clients.div_ceil(32).min(cores))
                 .clamp(1, clients.max(1));
+            driver_threads = Some(n as u32);
             // Clients are dealt out evenly: thread t drives clients t, t+n, t+2n, …
             (0..n).try_for_each(|t| {
                 let sink = new_sink();
@@ -823,6 +827,7 @@ pub async fn run_with(
             .collect(),
         io,
         client_io: driver,
+        driver_threads,
         started,
     })
 }

@@ -254,6 +254,11 @@ pub fn merge_db_step(of: &[(usize, &DbStep)], spec: &DbSpec) -> Result<DbStep, M
             .all(|(_, s)| s.client_io == first.client_io)
             .then(|| first.client_io.clone())
             .flatten(),
+        // The hosts' driver threads together, when every host ran on io_uring.
+        client_threads: of
+            .iter()
+            .map(|(_, s)| s.client_threads)
+            .sum::<Option<u32>>(),
         before: first.before.clone(),
         after: first.after.clone(),
     })

@@ -103,6 +103,10 @@ pub struct DbSpec {
     /// step's `client_io` says which). Absent in results written before the choice existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_io: Option<String>,
+    /// io_uring driver threads asked for (`--client-threads`); absent: the default (one per
+    /// 32 clients, at most one per core). Each step's `client_threads` says what it ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_threads: Option<u32>,
 }
 
 /// pgio's parameters, with its names.
@@ -173,6 +177,10 @@ pub struct DbStep {
     /// resolved). Absent in results written before the choice existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_io: Option<String>,
+    /// io_uring driver threads this step ran on (each with one ring); absent when it ran on
+    /// the threads driver (one OS thread per client) or in results written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_threads: Option<u32>,
     /// Database and device state before the step.
     pub before: Option<DbSnapshot>,
     /// Database and device state after the step.
