@@ -247,7 +247,7 @@ const CASES: &[Case] = &[
             "{dir}/new.dat",
         ],
         option: "--start-at",
-        says: "HH:MM:SS",
+        says: "HH:MM[:SS]",
     },
     Case {
         args: &["db", "run", "--start-at", "2000-01-01T00:00:00+02:00"],
@@ -631,5 +631,89 @@ fn a_data_directory_the_server_cannot_reach_is_bad_input() {
     ];
     for case in UNREACHABLE {
         check(case);
+    }
+}
+
+/// The help text of `csdchar ARGS… --help`, as clap renders it.
+fn help(args: &[&str]) -> String {
+    use clap::CommandFactory;
+    let mut cmd = csdchar_cli::opts::Cli::command();
+    let mut sub = &mut cmd;
+    for a in args {
+        sub = sub.find_subcommand_mut(a).expect("subcommand");
+    }
+    sub.render_long_help().to_string()
+}
+
+/// Issue 30 row 15: help says what each step and workload takes, and the
+/// errors say what is allowed.
+#[test]
+fn help_says_what_each_db_step_and_workload_takes() {
+    for (args, promises) in [
+        (&[][..], &["TPC-C", "pgio", "check"][..]),
+        (&["db"][..], &["TPC-C", "pgio", "check"][..]),
+        (
+            &["db", "run"][..],
+            &[
+                "BenchmarkSQL's TPC-C (tpcc, alias",
+                "benchmarksql",
+                "pgio",
+                "0-50 or 100",
+            ][..],
+        ),
+        (
+            &["db", "prepare"][..],
+            &["loader connections", "bmsql_"][..],
+        ),
+    ] {
+        let text = help(args);
+        for p in promises {
+            assert!(text.contains(p), "{args:?} help lacks '{p}':\n{text}");
+        }
+    }
+    // prepare takes a single loader connection: the help must not ask for two.
+    assert!(!help(&["db", "prepare"]).contains("at least 2"));
+    let ran = csdchar(&[
+        "db",
+        "prepare",
+        "--threads",
+        "1",
+        "--url",
+        "host=/nonexistent",
+    ]);
+    assert_ne!(ran.outcome.exit_code, 2, "{}", ran.stderr);
+    // check lists only what it takes.
+    let check = help(&["db", "check"]);
+    for absent in ["--tables <", "--listen <", "--pg-memory-limit <", "--threads <"] {
+        assert!(
+            !check.contains(absent),
+            "check help lists {absent}:\n{check}"
+        );
+    }
+    // Values clap refuses still name the option and what is allowed.
+    for (args, option, says) in [
+        (
+            &["db", "run", "--warehouses", "-1"][..],
+            "--warehouses",
+            "1..=100000",
+        ),
+        (
+            &["db", "run", "--update-pct", "101"][..],
+            "--update-pct",
+            "0 to 50, or 100",
+        ),
+        (
+            &["db", "run", "--start-at", "25:00"][..],
+            "--start-at",
+            "HH:MM[:SS]",
+        ),
+    ] {
+        let ran = csdchar(args);
+        assert_eq!(ran.outcome.exit_code, 2, "{args:?}");
+        assert!(
+            ran.stderr.contains(option) && ran.stderr.contains(says),
+            "{args:?}: {}",
+            ran.stderr
+        );
     }
 }

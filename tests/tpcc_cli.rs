@@ -54,6 +54,20 @@ fn tpcc_prepare_check_sweep_check_cleanup() {
     common::assert_matches_schema(&v, "db");
     assert_eq!(v["spec"]["workload"], "tpcc");
     assert_eq!(v["spec"]["warehouses"], 2);
+    // Issue 30 row 15: the spec holds TPC-C's fields, not sysbench's.
+    for sysbench_only in [
+        "tables",
+        "table_size",
+        "point_selects",
+        "range_size",
+        "string_dup",
+    ] {
+        assert!(
+            v["spec"].get(sysbench_only).is_none(),
+            "{sysbench_only} in a tpcc spec: {}",
+            v["spec"]
+        );
+    }
     assert_eq!(v["spec"]["mix"]["payment"], 43.0);
     assert_eq!(v["spec"]["warmup_s"], 1.0);
     // BenchmarkSQL's per-table fillfactors differ: no single figure.

@@ -196,7 +196,7 @@ pub fn job_of(o: &DbOpts) -> DbJob {
             warehouses: o.load.warehouses,
         },
         study_fillfactors: o.load.fillfactor.clone(),
-        server_memory_limit: o.server.pg_memory_limit,
+        server_memory_limit: o.cluster.pg_memory_limit,
         range_size: o.run.range_size,
         string_dup: o.load.string_dup,
     }
@@ -212,8 +212,8 @@ pub fn server_choice(o: &DbOpts) -> ServerChoice {
             pg_bin: s.pg_bin.clone(),
             settings: s.pg_set.clone(),
             keep_running: s.keep_running,
-            listen: s.listen.clone(),
-            memory_limit: s.pg_memory_limit,
+            listen: o.cluster.listen.clone(),
+            memory_limit: o.cluster.pg_memory_limit,
         },
         db: s.db.clone(),
     }
@@ -298,12 +298,12 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
     if o.run.drop_caches && !root {
         return Err("--drop-caches: needs root (writes /proc/sys/vm/drop_caches)".into());
     }
-    if o.server.pg_memory_limit.is_some() && !root {
+    if o.cluster.pg_memory_limit.is_some() && !root {
         return Err(
             "--pg-memory-limit: needs root (creates a memory cgroup for the server)".into(),
         );
     }
-    if o.server.pg_memory_limit.is_some_and(|m| m < 32 << 20) {
+    if o.cluster.pg_memory_limit.is_some_and(|m| m < 32 << 20) {
         return Err("--pg-memory-limit: at least 32m (the server itself needs some)".into());
     }
     if step == "alter" && o.tables.workload == WorkloadArg::Tpcc {

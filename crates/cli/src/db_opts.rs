@@ -21,7 +21,7 @@ pub struct DbArgs {
 /// `csdchar db` steps; each lists only the options it uses.
 #[derive(Debug, Subcommand)]
 pub enum DbCommand {
-    /// Create and load the tables (sbtest1..N, or pgbench's with --workload tpcb).
+    /// Create and load the workload's tables (sysbench's sbtest1..N, pgbench's, BenchmarkSQL's bmsql_, pgio's).
     Prepare(PrepareArgs),
     /// Run the workload (a --threads list runs a sweep). Without --url or --pgdata: on a temporary cluster, prepared first.
     Run(DbOpts),
@@ -29,8 +29,9 @@ pub enum DbCommand {
     Cleanup(CleanupArgs),
     /// Change existing sysbench tables: --fillfactor N, c/pad STORAGE PLAIN, VACUUM FULL ANALYZE.
     Alter(AlterArgs),
-    /// tpcc: the TPC-C consistency conditions 1-4 (clause 3.3.2), each reported; exit 1 if one fails.
-    Check(CleanupArgs),
+    /// tpcc: the TPC-C consistency conditions 1-4 (clause 3.3.2), each reported; exit 1 if one
+    /// fails or the load is incomplete.
+    Check(CheckArgs),
     /// For each --fillfactor (e.g. 100,70,50): load, checkpoint, measure logical and physical size
     /// (the drive's counters, or the estimator's prediction), run; one table of all.
     Study(DbOpts),
@@ -47,6 +48,7 @@ impl DbArgs {
                 "prepare",
                 DbOpts {
                     server: p.server.clone(),
+                    cluster: p.cluster.clone(),
                     tables: p.tables.clone(),
                     load: p.load.clone(),
                     threads: p.threads.clone(),
@@ -57,7 +59,10 @@ impl DbArgs {
                 "check",
                 DbOpts {
                     server: c.server.clone(),
-                    tables: c.tables.clone(),
+                    tables: TablesArgs {
+                        workload: c.workload.unwrap_or(defaults::<TablesArgs>().workload),
+                        ..defaults()
+                    },
                     ..DbOpts::default()
                 },
             ),
@@ -100,6 +105,9 @@ pub struct DbOpts {
     /// Which server.
     #[command(flatten)]
     pub server: ServerArgs,
+    /// How a managed cluster serves.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Which tables.
     #[command(flatten)]
     pub tables: TablesArgs,
@@ -136,6 +144,9 @@ pub struct PrepareArgs {
     /// Which server.
     #[command(flatten)]
     pub server: ServerArgs,
+    /// How a managed cluster serves.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Which tables.
     #[command(flatten)]
     pub tables: TablesArgs,
@@ -156,6 +167,18 @@ pub struct CleanupArgs {
     /// Which tables.
     #[command(flatten)]
     pub tables: TablesArgs,
+}
+
+/// `csdchar db check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// Which server.
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// The workload whose consistency conditions to check: tpcc (alias benchmarksql), the only
+    /// one that has them.
+    #[arg(long, value_enum)]
+    pub workload: Option<WorkloadArg>,
 }
 
 /// `csdchar db alter`.
@@ -191,6 +214,18 @@ pub struct ServerArgs {
     /// Leave the --pgdata cluster running afterwards (reachable through its private socket; the command to connect is printed).
     #[arg(long)]
     pub keep_running: bool,
+    /// Database name.
+    #[arg(long, default_value = "postgres")]
+    pub db: String,
+    /// Schema the tables are created in, looked up in and dropped from (created when missing).
+    #[arg(long, default_value = "public")]
+    pub schema: String,
+}
+
+/// How a cluster csdchar manages serves the steps that load and run
+/// (prepare, run, study).
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
     /// A managed cluster also listens on TCP at this address (e.g. 127.0.0.1), with a random password
     /// (scram-sha-256) kept in a 0600 file in the data directory. Default: Unix socket only.
     #[arg(long, value_name = "ADDR", conflicts_with = "url")]
@@ -200,22 +235,17 @@ pub struct ServerArgs {
     /// started still serve it: add --drop-caches. Load without it (a small limit makes loads crawl).
     #[arg(long, value_name = "SIZE", value_parser = crate::opts::size_arg, conflicts_with = "url")]
     pub pg_memory_limit: Option<u64>,
-    /// Database name.
-    #[arg(long, default_value = "postgres")]
-    pub db: String,
-    /// Schema the tables are created in, looked up in and dropped from (created when missing).
-    #[arg(long, default_value = "public")]
-    pub schema: String,
 }
 
 /// The workload and its tables.
 #[derive(Debug, Clone, Args)]
 pub struct TablesArgs {
-    /// sysbench or pgbench script.
+    /// The workload: a sysbench script, a pgbench script, BenchmarkSQL's TPC-C (tpcc, alias
+    /// benchmarksql) or pgio.
     #[arg(long, value_enum, default_value = "oltp-read-write")]
     pub workload: WorkloadArg,
     /// sysbench workloads: tables sbtest1..N.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub tables: u32,
 }
 
@@ -223,13 +253,13 @@ pub struct TablesArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
     /// sysbench workloads: rows per table.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=2_000_000_000))]
+    #[arg(long, default_value_t = 10_000, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=2_000_000_000))]
     pub table_size: u64,
     /// tpcc: warehouses to load (BenchmarkSQL's warehouses); `run` takes the count from the tables.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub warehouses: Option<u32>,
     /// pgio: tables pgio1..N (pgio's NUM_SCHEMAS).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub schemas: u32,
     /// pgio: size of each table (pgio's SCALE, one row per 8 KiB block; e.g. 256m, 8g; at least 8m).
     #[arg(long, default_value = "64m", value_parser = crate::opts::size_arg)]
@@ -247,7 +277,7 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value = "copy")]
     pub load_method: LoadMethodArg,
     /// tpcb: pgbench's scale factor (100,000 accounts, 10 tellers, 1 branch per unit); `run` takes it from the tables.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub scale: Option<u32>,
     /// Table fillfactor at prepare (10-100); `db study` takes a comma-separated list (default 100,70,50).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u8).range(10..=100))]
@@ -272,8 +302,9 @@ pub struct LoadArgs {
 /// Client counts.
 #[derive(Debug, Clone, Args)]
 pub struct ThreadsArgs {
-    /// Clients; a comma-separated list runs one step per count (e.g. 1,8,16,32). prepare: loader connections (at least 2).
-    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    /// Clients; a comma-separated list runs one step per count (e.g. 1,8,16,32); tpcc: terminals,
+    /// pgio: clients per schema. prepare: loader connections.
+    #[arg(long, value_delimiter = ',', default_value = "1", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub threads: Vec<u32>,
 }
 
@@ -333,7 +364,7 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', default_value = "45,43,4,4,4", value_parser = mix_arg)]
     pub mix: Vec<f64>,
     /// pgio: updates per 100 operations (pgio's UPDATE_PCT: 0-50 or 100).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = update_pct_arg)]
     pub update_pct: u8,
     /// pgio: keys per select (pgio's WORK_UNIT).
     #[arg(long, default_value_t = 255, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -446,7 +477,7 @@ pub enum WorkloadArg {
     /// pgbench's select-only (-S)
     #[value(alias = "select-only")]
     TpcbSelectOnly,
-    /// BenchmarkSQL 5.x's TPC-C (bmsql_ tables, --warehouses, --threads = terminals)
+    /// BenchmarkSQL 5.x's TPC-C, alias benchmarksql (bmsql_ tables, --warehouses, --threads = terminals)
     #[value(alias = "benchmarksql")]
     Tpcc,
     /// pgio (SLOB for PostgreSQL): random block reads past shared_buffers (--schemas, --pgio-size, --threads per schema)
@@ -505,6 +536,16 @@ pub enum RandArg {
     Pareto,
     /// Zipf, exponent 0.8 (sysbench HEAD).
     Zipfian,
+}
+
+/// `--update-pct`: pgio's UPDATE_PCT, 0-50 or 100.
+fn update_pct_arg(s: &str) -> Result<u8, String> {
+    let pct: u8 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage: use 0 to 50, or 100"))?;
+    csdchar_core::pgio::check_update_pct(pct)?;
+    Ok(pct)
 }
 
 fn range_arg(s: &str) -> Result<(u32, u32), String> {

@@ -34,8 +34,9 @@ pub enum Command {
     Capacity(CapacityOpts),
     /// Predict what a compressing drive would store for files, directories or devices (like sfx-filesize).
     Estimate(EstimateOpts),
-    /// sysbench/pgbench-compatible OLTP on PostgreSQL: prepare, run, cleanup, alter, study
-    /// (without a subcommand: run, on a temporary cluster unless --url/--pgdata).
+    /// Database workloads on PostgreSQL and openGauss: sysbench OLTP, pgbench TPC-B, BenchmarkSQL
+    /// TPC-C, pgio; steps prepare, run, check, cleanup, alter, study (without a step: run, on a
+    /// temporary cluster unless --url/--pgdata).
     Db(crate::db_opts::DbArgs),
     /// Tables, SVG charts, one HTML page and Parquet/CSV exports from result files.
     Report(ReportOpts),

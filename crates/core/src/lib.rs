@@ -7,7 +7,7 @@
 //! - [`stats`]: latency recording (exact min/mean/stddev/max plus HDR percentiles).
 //! - [`hdr`]: lossless histograms in results (HdrHistogram V2 compressed, base64) and their sums.
 //! - [`load_size`]: what a database load writes and buffers, checked before it starts.
-//! - [`start_at`]: `--start-at` times (RFC 3339 or local HH:MM:SS).
+//! - [`start_at`]: `--start-at` times (RFC 3339 or local HH:MM[:SS]).
 //! - [`counters`]: parsers for kernel counter files (diskstats, zram).
 //! - [`capacity`]: logical vs physical capacity from zram, ScaleFlux and NVMe, in one format.
 //! - [`estimate`]: what a compressing drive would store: sampling, PostgreSQL file kinds.

@@ -46,7 +46,7 @@ fn local_today(
     now: SystemTime,
     local_offset_s: &impl Fn(SystemTime) -> i64,
 ) -> Result<SystemTime, String> {
-    let bad = || format!("'{t}' is not RFC 3339 (2026-05-01T14:30:00Z) or HH:MM:SS local time");
+    let bad = || format!("'{t}' is not RFC 3339 (2026-05-01T14:30:00Z) or HH:MM[:SS] local time");
     let parts: Vec<&str> = t.split(':').collect();
     if !(2..=3).contains(&parts.len()) {
         return Err(bad());
@@ -121,7 +121,7 @@ pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
     let bad = || {
         format!(
             "'{text}' is not RFC 3339 (e.g. 2026-05-01T14:30:00Z or 2026-05-01T16:30:00+02:00) \
-             or HH:MM:SS local time"
+             or HH:MM[:SS] local time"
         )
     };
     let b = text.as_bytes();

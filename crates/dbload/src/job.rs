@@ -31,11 +31,10 @@ pub struct DbJob {
     /// The managed server's memory limit (cgroup, page cache included), if
     /// any: the page cache its reads can use, and recorded in the result.
     pub server_memory_limit: Option<u64>,
-    /// Rows per range select, recorded in the result's spec for every
-    /// workload (sysbench's setting; its default elsewhere).
+    /// Rows per range select (sysbench's), recorded in sysbench results' spec.
     pub range_size: u64,
-    /// % of c/pad values from a repeated set, recorded in the result's spec
-    /// for every workload (sysbench's setting; its default elsewhere).
+    /// % of c/pad values from a repeated set (sysbench's), recorded in
+    /// sysbench results' spec.
     pub string_dup: u8,
 }
 
@@ -152,14 +151,12 @@ impl DbJob {
     ) -> DbSpec {
         DbSpec {
             workload: bench.name().to_string(),
-            tables: tables.len() as u32,
+            tables: matches!(bench, Bench::Sysbench(_) | Bench::Tpcb(_))
+                .then_some(tables.len() as u32),
             table_size: match bench {
-                Bench::Sysbench(s) => s.table_size,
-                Bench::Tpcb(t) => csdchar_core::tpcb::row_counts(t.scale).2,
-                Bench::Tpcc(t) => {
-                    u64::from(csdchar_core::tpcc::STOCK_PER_WAREHOUSE) * u64::from(t.warehouses)
-                }
-                Bench::Pgio(p) => csdchar_core::pgio::rows_for_blocks(p.blocks_per_schema),
+                Bench::Sysbench(s) => Some(s.table_size),
+                Bench::Tpcb(t) => Some(csdchar_core::tpcb::row_counts(t.scale).2),
+                Bench::Tpcc(_) | Bench::Pgio(_) => None,
             },
             scale: match bench {
                 Bench::Tpcb(t) => Some(t.scale),
@@ -167,10 +164,10 @@ impl DbJob {
             },
             protocol: protocol.name().to_string(),
             time_s: self.run.time.as_secs_f64(),
-            range_size: self.range_size,
+            range_size: matches!(bench, Bench::Sysbench(_)).then_some(self.range_size),
             options: match bench {
-                Bench::Sysbench(s) => s.options.clone(),
-                _ => Default::default(),
+                Bench::Sysbench(s) => Some(s.options.clone()),
+                _ => None,
             },
             rand_type: match bench {
                 Bench::Sysbench(s) => format!("{:?}", s.rand_type).to_lowercase(),
@@ -179,7 +176,7 @@ impl DbJob {
                 Bench::Pgio(_) => "uniform".into(),
             },
             fillfactor,
-            string_dup: self.string_dup,
+            string_dup: matches!(bench, Bench::Sysbench(_)).then_some(self.string_dup),
             percentiles: self.run.percentiles.clone(),
             pipeline: self.run.pipeline,
             reconnect: self.run.reconnect,

@@ -43,27 +43,33 @@ pub struct DbResult {
 pub struct DbSpec {
     /// sysbench script name (oltp_read_write, …) or pgbench's (tpcb-like, simple-update, select-only).
     pub workload: String,
-    /// Tables (sbtest1..N, or pgbench's 4).
-    pub tables: u32,
-    /// Rows per table (tpcb: accounts rows).
-    pub table_size: u64,
+    /// Tables: sysbench's sbtest1..N, or pgbench's 4; absent for TPC-C and pgio (see
+    /// `warehouses` and `pgio`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<u32>,
+    /// Rows per table (tpcb: pgbench_accounts rows); absent for TPC-C and pgio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_size: Option<u64>,
     /// pgbench's scale factor (tpcb workloads; null for sysbench's).
     pub scale: Option<u32>,
     /// Protocol: "simple", "extended" or "prepared" (pgbench's -M; sysbench uses prepared).
     pub protocol: String,
     /// Seconds per step.
     pub time_s: f64,
-    /// Rows per range select.
-    pub range_size: u64,
-    /// Statements per transaction and switches, with sysbench's names.
-    #[serde(flatten)]
-    pub options: crate::oltp::OltpOptions,
+    /// sysbench: rows per range select; absent for the other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range_size: Option<u64>,
+    /// sysbench: statements per transaction and switches, with sysbench's names; absent for
+    /// the other workloads.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<crate::oltp::OltpOptions>,
     /// Row-id distribution.
     pub rand_type: String,
     /// Table fillfactor at prepare (null: PostgreSQL's default, 100).
     pub fillfactor: Option<u8>,
-    /// % of c/pad values drawn from a small repeated set.
-    pub string_dup: u8,
+    /// sysbench: % of c/pad values drawn from a small repeated set; absent for the other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub string_dup: Option<u8>,
     /// Latency percentiles of the summary (`--percentile`); the first is the one in the interval series.
     pub percentiles: Vec<f64>,
     /// Whether BEGIN … COMMIT blocks were sent in one round trip (`--pipeline`); sysbench waits for each statement.
