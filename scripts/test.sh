@@ -2,7 +2,7 @@
 # The test command: installs what the tests need on a fresh Debian/Ubuntu
 # machine (e2fsprogs, btrfs-progs, dmsetup, postgresql, chromium when root; py-opengauss in a venv),
 # then runs format check, clippy (warnings denied), every test
-# (the privileged ones run when root), and compiles and briefly runs the benches.
+# (the privileged ones run when root), and every bench once in test mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,20 +52,31 @@ if [ "$(id -u)" = 0 ] && [ ! -e /sys/class/zram-control ]; then
   modprobe zram 2>/dev/null || echo "note: zram module not available; zram tests will skip"
 fi
 
+# Where the time goes: each phase's start, in seconds since this script began.
+started=$(date +%s)
+phase() { echo "==> $1 (at $(( $(date +%s) - started )) s)"; }
+
+phase "fmt"
 cargo fmt --all -- --check
+phase "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+phase "build tests and benches"
+cargo test --workspace --locked --all-targets --no-run
 # Tests that configure devices must not run against each other's devices
 # concurrently with benchmarks; the suite itself is safe in parallel.
+phase "tests"
 cargo test --workspace --locked
-# The database tests once more with every run on the io_uring client driver (`--client-io
-# uring`; auto picks threads at their client counts): both drivers pass the same tests.
+# The tests that drive the measured loop once more with every run on the io_uring client
+# driver (`--client-io uring`; auto picks threads at their client counts): both drivers pass
+# the same tests. Tests that run no workload (bad input, report, merge) are not repeated.
+phase "tests on the io_uring driver"
 CSDCHAR_CLIENT_IO=uring cargo test --locked --test db --test db_library --test db_safety \
   --test dialect --test runner --test tpcb --test tpcc --test tpcc_cli --test pgio --test pgio_cli \
-  --test opengauss_auth --test merge --test campaign_cli --test report --test privileged --test bad_input
-cargo bench --workspace --locked --no-run
-# The criterion benches in a short mode (about half a minute once built): the block
-# engine on a loop device the bench sets up itself (root), one db client exchange on a
-# managed cluster, the generators and the estimator. Their figures go to the log; a
-# bench that cannot run says why, and none of this decides pass or fail.
-cargo bench --workspace --locked --bench '*' -- --quick --warm-up-time 0.2 --measurement-time 0.5 --noplot ||
-  echo "note: a bench did not complete (figures only; not a test)"
+  --test opengauss_auth --test campaign_cli --test privileged
+# Every criterion bench once, in the test build (criterion's test mode: each benchmark runs
+# once and must not fail): the block engine on a loop device the bench sets up itself (root),
+# one db client exchange on a managed cluster, the generators and the estimator. Figures
+# come from `cargo bench` and scripts/bench/ (BENCHMARKS.md), not from CI.
+phase "benches (test mode)"
+cargo test --workspace --locked --benches
+phase "done"
