@@ -684,7 +684,12 @@ fn help_says_what_each_db_step_and_workload_takes() {
     assert_ne!(ran.outcome.exit_code, 2, "{}", ran.stderr);
     // check lists only what it takes.
     let check = help(&["db", "check"]);
-    for absent in ["--tables <", "--listen <", "--pg-memory-limit <", "--threads <"] {
+    for absent in [
+        "--tables <",
+        "--listen <",
+        "--pg-memory-limit <",
+        "--threads <",
+    ] {
         assert!(
             !check.contains(absent),
             "check help lists {absent}:\n{check}"
@@ -715,5 +720,283 @@ fn help_says_what_each_db_step_and_workload_takes() {
             "{args:?}: {}",
             ran.stderr
         );
+    }
+}
+
+/// The options' parsing and validation, in-process (were unit tests of the CLI crate).
+mod block_options {
+    use std::path::Path;
+
+    use clap::Parser;
+    use csdchar_cli::opts::*;
+    use csdchar_core::result::block::{BlockSpec, EngineKind, RwMode};
+
+    fn spec(args: &[&str]) -> Result<BlockSpec, UsageError> {
+        let mut argv = vec!["csdchar", "block"];
+        argv.extend_from_slice(args);
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Block(o) => o.validate(),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn defaults_follow_fio_and_the_core_default() {
+        let s = spec(&["/dev/null"]).unwrap();
+        assert_eq!(s.rw, RwMode::Read);
+        assert_eq!((s.bs, s.iodepth, s.numjobs, s.rwmixread), (4096, 1, 1, 50));
+        assert!(s.direct);
+        assert_eq!(s.percentiles.len(), 17);
+        let core_default = BlockSpec {
+            target: Some("/dev/null".into()),
+            ..BlockSpec::default()
+        };
+        assert_eq!(s, core_default);
+    }
+
+    #[test]
+    fn batch_complete_auto_and_explicit() {
+        assert_eq!(
+            spec(&["--iodepth", "1", "x"])
+                .unwrap()
+                .iodepth_batch_complete,
+            1
+        );
+        assert_eq!(
+            spec(&["--iodepth", "32", "x"])
+                .unwrap()
+                .iodepth_batch_complete,
+            4
+        );
+        assert_eq!(
+            spec(&["--iodepth", "1024", "x"])
+                .unwrap()
+                .iodepth_batch_complete,
+            16
+        );
+        let s = spec(&["--iodepth", "32", "--iodepth-batch-complete", "1", "x"]).unwrap();
+        assert_eq!(s.iodepth_batch_complete, 1);
+        assert!(spec(&["--iodepth", "4", "--iodepth-batch-complete", "8", "x"]).is_err());
+    }
+
+    #[test]
+    fn sizes_durations_and_booleans() {
+        let s = spec(&[
+            "--bs",
+            "128k",
+            "--size",
+            "2g",
+            "--offset",
+            "1m",
+            "--runtime",
+            "5m",
+            "--ramp-time",
+            "500ms",
+            "--direct",
+            "0",
+            "--compress-chunk",
+            "1m",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!((s.bs, s.size, s.offset), (128 << 10, 2 << 30, 1 << 20));
+        assert_eq!((s.runtime_ms, s.ramp_time_ms), (Some(300_000), 500));
+        assert!(!s.direct);
+        assert_eq!(
+            s.compress_chunk,
+            128 << 10,
+            "chunk is capped at bs, like fio"
+        );
+        assert_eq!(
+            spec(&["--engine", "io_uring", "x"]).unwrap().engine,
+            EngineKind::Uring
+        );
+        assert_eq!(
+            spec(&["--ioengine", "null"]).unwrap().engine,
+            EngineKind::Null
+        );
+    }
+
+    #[test]
+    fn check_output_refuses_directories_missing_dirs_and_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let existing = d.join("data.bin");
+        std::fs::write(&existing, b"x").unwrap();
+        let link = d.join("hard.bin");
+        std::fs::hard_link(&existing, &link).unwrap();
+        let fresh = d.join("new.bin");
+        let fine = d.join("result.json");
+
+        assert_eq!(check_output(None, &[&existing]), Ok(()));
+        assert_eq!(check_output(Some(&fine), &[&existing, &fresh]), Ok(()));
+        let err = |out: &Path, inputs: &[&Path]| check_output(Some(out), inputs).unwrap_err().0;
+        let e = err(d, &[]);
+        assert!(
+            e.starts_with("--output:") && e.contains("is a directory"),
+            "{e}"
+        );
+        let e = err(&d.join("no/such/dir/r.json"), &[]);
+        assert!(
+            e.starts_with("--output: directory") && e.contains("does not exist"),
+            "{e}"
+        );
+        // The same file: literally, through `..`, through a hard link, or
+        // not existing yet under two spellings.
+        for (out, input) in [
+            (existing.clone(), existing.clone()),
+            (d.join("sub/../data.bin"), existing.clone()),
+            (link.clone(), existing.clone()),
+            (fresh.clone(), d.join(".").join("new.bin")),
+        ] {
+            if out.starts_with(d.join("sub")) {
+                std::fs::create_dir_all(d.join("sub")).unwrap();
+            }
+            let e = err(&out, &[&fine, &input]);
+            assert!(
+                e.starts_with("--output:") && e.contains("same file as"),
+                "{out:?} vs {input:?}: {e}"
+            );
+        }
+        assert!(!fresh.exists(), "checking creates nothing");
+    }
+
+    #[test]
+    fn capacity_watch_has_a_floor() {
+        let parse = |args: &[&str]| {
+            let mut argv = vec!["csdchar", "capacity", "/"];
+            argv.extend_from_slice(args);
+            match Cli::try_parse_from(argv).expect("parses").command {
+                Command::Capacity(o) => o.validate(),
+                _ => unreachable!(),
+            }
+        };
+        assert_eq!(
+            parse(&["--watch", "0s"]),
+            Err(UsageError("--watch: must be at least 10ms".into()))
+        );
+        assert!(parse(&["--watch", "9ms"]).is_err());
+        assert_eq!(parse(&["--watch", "10ms"]), Ok(()));
+        assert_eq!(parse(&[]), Ok(()));
+    }
+
+    #[test]
+    fn help_texts_name_what_each_command_writes() {
+        use clap::CommandFactory;
+        // Every option's help and the help of each of its values, unwrapped.
+        let texts = |cmd: &clap::Command| {
+            let mut out = Vec::new();
+            for a in cmd.get_arguments() {
+                out.extend(a.get_long_help().or(a.get_help()).map(|h| h.to_string()));
+                for v in a.get_possible_values() {
+                    out.extend(v.get_help().map(|h| h.to_string()));
+                }
+            }
+            out.join("\n")
+        };
+        let cli = Cli::command();
+        let sub = |name: &str| texts(cli.find_subcommand(name).expect("subcommand"));
+        for name in ["block", "capacity", "estimate"] {
+            let help = sub(name);
+            // The shared --output-format doc must not claim block's schema.
+            assert!(!help.contains("csdchar.block/1"), "{name}: {help}");
+            assert!(help.contains("csdchar schema <command>"), "{name}: {help}");
+        }
+        let block = sub("block");
+        for promise in [
+            "at most 256m",
+            "at least 10ms",
+            "0 to --iodepth",
+            "TARGET must exist",
+            "not TARGET",
+        ] {
+            assert!(block.contains(promise), "block help lacks '{promise}'");
+        }
+        assert!(sub("capacity").contains("at least 10ms"));
+        let estimate = sub("estimate");
+        for promise in ["512 to 1m", "not one of the inputs", "1-1024"] {
+            assert!(
+                estimate.contains(promise),
+                "estimate help lacks '{promise}'"
+            );
+        }
+        assert!(sub("report").contains("not an existing file"));
+    }
+}
+
+/// `csdchar db`'s options: spellings, defaults, per-step groups.
+mod db_options {
+    use clap::{Parser, ValueEnum};
+    use csdchar_cli::db_opts::*;
+
+    #[test]
+    fn workloads_take_sysbench_and_pgbench_spellings() {
+        for (ours, theirs) in [
+            ("oltp-read-write", "oltp_read_write"),
+            ("oltp-update-non-index", "oltp_update_non_index"),
+            ("tpcb", "tpcb-like"),
+            ("tpcb-simple-update", "simple-update"),
+            ("tpcb-select-only", "select-only"),
+        ] {
+            let a = WorkloadArg::from_str(ours, false).unwrap();
+            assert_eq!(WorkloadArg::from_str(theirs, false), Ok(a), "{theirs}");
+        }
+        assert!(WorkloadArg::from_str("oltp_read_writ", false).is_err());
+    }
+
+    fn parse(args: &[&str]) -> Result<(&'static str, DbOpts), String> {
+        let mut argv = vec!["csdchar", "db"];
+        argv.extend_from_slice(args);
+        match csdchar_cli::opts::Cli::try_parse_from(argv) {
+            Ok(cli) => match cli.command {
+                csdchar_cli::opts::Command::Db(d) => Ok(d.step()),
+                _ => unreachable!(),
+            },
+            Err(e) => Err(csdchar_cli::one_line(&e)),
+        }
+    }
+
+    #[test]
+    fn no_step_is_run_and_each_step_takes_only_its_options() {
+        let (step, o) = parse(&["--fillfactor", "70"]).unwrap();
+        assert_eq!((step, o.fillfactor()), ("run", Some(70)));
+        assert_eq!(parse(&["run"]).unwrap().0, "run");
+        for (args, bad) in [
+            (&["cleanup", "--time", "5s"][..], "--time"),
+            (&["cleanup", "--table-size", "5"][..], "--table-size"),
+            (
+                &["alter", "--threads", "4", "--fillfactor", "70"][..],
+                "--threads",
+            ),
+            (&["prepare", "--time", "5s"][..], "--time"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(bad), "{args:?}: {e}");
+        }
+        let (step, o) = parse(&["alter", "--fillfactor", "70", "--tables", "3"]).unwrap();
+        assert_eq!(
+            (step, o.fillfactor(), o.tables.tables),
+            ("alter", Some(70), 3)
+        );
+        // Steps that do not take an option get its declared default.
+        let (_, o) = parse(&["cleanup"]).unwrap();
+        assert_eq!(o.run.time, std::time::Duration::from_secs(10));
+        assert_eq!(o.server.schema, "public");
+        assert!(o.load.create_secondary);
+    }
+
+    #[test]
+    fn booleans_and_durations_take_what_their_help_says() {
+        for (v, want) in [("true", true), ("false", false), ("1", true), ("no", false)] {
+            let (_, o) = parse(&["prepare", "--create-secondary", v]).unwrap();
+            assert_eq!(o.load.create_secondary, want, "{v}");
+        }
+        let (_, o) = parse(&["run", "--time", "2m"]).unwrap();
+        assert_eq!(o.run.time, std::time::Duration::from_secs(120));
+        assert_eq!(
+            parse(&["run", "--scale", "3"]).unwrap().1.load.scale,
+            Some(3)
+        );
+        assert_eq!(parse(&["run"]).unwrap().1.load.scale, None);
     }
 }

@@ -4,13 +4,11 @@
 //! report — sysbench-, pgbench- and BenchmarkSQL-style lines and summaries —
 //! and turns their ends into exit codes.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
 use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
 use csdchar_core::result::db::DbStep;
-use csdchar_core::result::study::StudyRow;
 use csdchar_core::tpcb::TpcbScript;
 use csdchar_core::tpcc::TpccMix;
 use csdchar_dbload::bench::Bench;
@@ -19,7 +17,7 @@ use csdchar_dbload::dialect::{Dialect, ServerKind};
 use csdchar_dbload::job::{DbJob, LoadSettings, Requested, RunPlan};
 use csdchar_dbload::oltp::{OltpInterval, OltpSpec};
 use csdchar_dbload::orchestrate::{
-    self, DbNote, DbObserver, JobError, LoadError, LoadPhases, LoadProgress, LoadReport, Refusal,
+    self, DbNote, DbObserver, JobError, LoadError, LoadProgress, LoadReport, Refusal,
 };
 use csdchar_dbload::pgio::PgioSpec;
 use csdchar_dbload::runner::Protocol;
@@ -27,6 +25,7 @@ use csdchar_dbload::session::{
     self, DbServer, DbSession, ServerChoice, ServerSource, SessionError,
 };
 use csdchar_dbload::space::RelationEstimator;
+use csdchar_dbload::text;
 use csdchar_dbload::tpcb::{self, TpcbSpec};
 use csdchar_dbload::tpcc::{self, TpccSpec};
 
@@ -34,7 +33,7 @@ use crate::db_opts::{
     ClientIoArg, DbArgs, DbOpts, InitModeArg, LoadMethodArg, ProtocolArg, RandArg, WorkloadArg,
 };
 use crate::opts::OutputFormat;
-use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit, output};
+use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit};
 
 /// The sysbench script behind an option value; None for the other families.
 fn sysbench_workload(w: WorkloadArg) -> Option<OltpWorkload> {
@@ -612,8 +611,8 @@ async fn study(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) -> i
         ended,
         o,
         io,
-        |r| text + &study_table(&r.rows, &r.physical_method),
-        |r| elsewhere.then(|| study_table(&r.rows, &r.physical_method)),
+        |r| text + &text::study_table(&r.rows, &r.physical_method),
+        |r| elsewhere.then(|| text::study_table(&r.rows, &r.physical_method)),
     )
 }
 
@@ -638,7 +637,7 @@ fn finish<R: serde::Serialize>(
         Err(e) => return job_failed(io, e),
     };
     let bytes = match o.out.output_format {
-        OutputFormat::Json => output::json_pretty(&result),
+        OutputFormat::Json => csdchar_report::text::json_pretty(&result),
         OutputFormat::Normal => normal(&result).into_bytes(),
     };
     if let Err(e) = emit(&bytes, o.out.output.as_deref(), io.stdout) {
@@ -788,13 +787,13 @@ impl DbObserver for Printer<'_, '_> {
             Ok(r) => writeln!(
                 stderr,
                 "prepared {} = {} rows in {:.1}s ({:.0} rows/s){}{}",
-                load_description(bench, self.warehouse_range),
+                text::load_description(bench, self.warehouse_range),
                 r.total_rows,
                 r.elapsed_s,
                 r.loaded_rows as f64 / r.elapsed_s.max(1e-9),
                 r.fillfactor
                     .map_or(String::new(), |f| format!(", fillfactor {f}")),
-                load_phases(&r.phases)
+                text::load_phases(&r.phases)
             ),
             Err(LoadError::Interrupted {
                 loaded,
@@ -808,7 +807,7 @@ impl DbObserver for Printer<'_, '_> {
                 stderr,
                 "interrupted: the load stopped after {loaded} of {total} rows; {}; \
                  run prepare again with --force to start over, or `csdchar db cleanup`",
-                interrupted_load_state(bench)
+                text::interrupted_load_state(bench)
             ),
             Err(LoadError::TablesExist(m) | LoadError::Failed(m)) => {
                 writeln!(stderr, "error: {m}")
@@ -862,17 +861,17 @@ impl DbObserver for Printer<'_, '_> {
         }
         let pct = self.pct;
         let line = match bench {
-            Bench::Tpcb(_) => progress_line(iv, pct),
-            Bench::Tpcc(_) => tpcc_interval_line(iv, clients, pct),
-            Bench::Pgio(_) => pgio_interval_line(iv, clients, pct),
-            Bench::Sysbench(..) => interval_line(iv, clients, pct),
+            Bench::Tpcb(_) => text::progress_line(iv, pct),
+            Bench::Tpcc(_) => text::tpcc_interval_line(iv, clients, pct),
+            Bench::Pgio(_) => text::pgio_interval_line(iv, clients, pct),
+            Bench::Sysbench(..) => text::interval_line(iv, clients, pct),
         };
         let _ = self.io.stdout.write_all(line.as_bytes());
         let _ = self.io.stdout.flush();
     }
 
     fn step_finished(&mut self, bench: &Bench, step: &DbStep, protocol: Protocol) {
-        summary(&mut self.text, step, bench, protocol);
+        text::summary(&mut self.text, step, bench, protocol);
     }
 
     fn table_altered(&mut self, table: &str, fillfactor: u8, elapsed: Duration) {
@@ -882,460 +881,4 @@ impl DbObserver for Printer<'_, '_> {
             elapsed.as_secs_f64()
         );
     }
-}
-
-/// What a load writes, for its line.
-fn load_description(bench: &Bench, warehouse_range: Option<(u32, u32)>) -> String {
-    match bench {
-        Bench::Sysbench(spec) => format!("{} table(s) x {} rows", spec.tables, spec.table_size),
-        Bench::Tpcb(t) => format!("pgbench scale {}: accounts", t.scale),
-        Bench::Tpcc(t) => {
-            let (from, to) = warehouse_range.unwrap_or((1, t.warehouses));
-            format!("TPC-C warehouses {from}..{to}: all tables")
-        }
-        Bench::Pgio(p) => format!(
-            "pgio {} schema(s) x {} blocks ({})",
-            p.schemas,
-            p.blocks_per_schema,
-            csdchar_core::units::format_bytes(p.data_bytes() as f64)
-        ),
-    }
-}
-
-/// A load's phases as the peer reports them (pgbench's init steps, the TPC-C loader's).
-fn load_phases(phases: &LoadPhases) -> String {
-    match phases {
-        LoadPhases::None => String::new(),
-        LoadPhases::Tpcb(t) => format!(
-            " (create tables {:.2} s, generate {:.2} s, vacuum {:.2} s, primary keys {:.2} s)",
-            t.create_s, t.generate_s, t.vacuum_s, t.primary_keys_s
-        ),
-        LoadPhases::Tpcc(t) => format!(
-            " (create {:.2} s, load {:.2} s, keys {:.2} s, vacuum {:.2} s; {} warehouse(s){})",
-            t.create_s,
-            t.load_s,
-            t.keys_s,
-            t.vacuum_s,
-            t.warehouses_loaded.len(),
-            if t.item_loaded { " and item" } else { "" }
-        ),
-    }
-}
-
-/// What an interrupted load leaves behind.
-fn interrupted_load_state(bench: &Bench) -> &'static str {
-    match bench {
-        Bench::Sysbench(..) | Bench::Pgio(_) => {
-            "each table loads in one transaction: complete tables stay, the one being loaded was rolled back"
-        }
-        Bench::Tpcb(_) => "the rows being loaded were rolled back",
-        Bench::Tpcc(_) => {
-            "each warehouse loads in one transaction: complete warehouses stay, those being loaded were rolled back \
-             (resume with --warehouse-range FROM-TO and the same --seed)"
-        }
-    }
-}
-
-/// pgbench's `--progress` line, plus the interval's first `--percentile`.
-fn progress_line(iv: &OltpInterval, pct: f64) -> String {
-    let d = iv.duration_s.max(1e-9);
-    let t = &iv.tally;
-    format!(
-        "progress: {:.1} s, {:.1} tps, lat {:.3} ms stddev {:.3}, {} failed, lat p{pct} {:.3} ms\n",
-        iv.t_s,
-        t.transactions as f64 / d,
-        iv.lat_mean_ms,
-        iv.lat_stddev_ms,
-        t.error_total(),
-        iv.lat_pct_ms,
-    )
-}
-
-fn interval_line(iv: &OltpInterval, threads: u32, pct: f64) -> String {
-    let d = iv.duration_s.max(1e-9);
-    let t = &iv.tally;
-    format!(
-        "[ {:.0}s ] thds: {threads} tps: {:.2} qps: {:.2} (r/w/o: {:.2}/{:.2}/{:.2}) lat (ms,{pct}%): {:.2} err/s: {:.2} reconn/s: {:.2}\n",
-        iv.t_s,
-        t.transactions as f64 / d,
-        (t.reads + t.writes + t.others) as f64 / d,
-        t.reads as f64 / d,
-        t.writes as f64 / d,
-        t.others as f64 / d,
-        iv.lat_pct_ms,
-        t.error_total() as f64 / d,
-        t.reconnects as f64 / d,
-    )
-}
-
-/// The physical-I/O correlation in one line: the database's misses (pgio's
-/// RIOPS) next to the drive's reads, and how many reads each miss caused.
-fn io_line(r: &csdchar_core::result::db::IoRates) -> String {
-    let opt = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
-    format!(
-        "I/O: RIOPS {:.0} (hits/s {:.0}); device reads/s {}, read MiB/s {}, read latency {} ms, writes/s {}; reads per miss {}{}",
-        r.riops,
-        r.hits_per_s,
-        opt(r.dev_read_iops, 0),
-        opt(r.dev_read_bytes_per_s.map(|b| b / 1048576.0), 1),
-        opt(r.dev_read_latency_ms, 3),
-        opt(r.dev_write_iops, 0),
-        opt(r.reads_per_miss, 2),
-        match (r.logical_bytes, r.physical_bytes) {
-            (Some(l), Some(p)) => format!(
-                "; drive logical {:.1} MiB, physical {:.1} MiB",
-                l as f64 / 1048576.0,
-                p as f64 / 1048576.0
-            ),
-            _ => String::new(),
-        }
-    )
-}
-
-/// An interval of a pgio run: operations like sysbench's line, then RIOPS
-/// next to the drive's reads (what pgio users compute by hand from
-/// pg_stat_database and iostat).
-fn pgio_interval_line(iv: &OltpInterval, clients: u32, pct: f64) -> String {
-    let d = iv.duration_s.max(1e-9);
-    let t = &iv.tally;
-    let io = iv.io.as_ref().map_or(String::new(), |r| {
-        format!(
-            " RIOPS: {:.0} dev r/s: {} dev rMiB/s: {} dev r lat (ms): {} reads/miss: {}",
-            r.riops,
-            r.dev_read_iops.map_or("-".into(), |v| format!("{v:.0}")),
-            r.dev_read_bytes_per_s
-                .map_or("-".into(), |v| format!("{:.1}", v / 1048576.0)),
-            r.dev_read_latency_ms
-                .map_or("-".into(), |v| format!("{v:.3}")),
-            r.reads_per_miss.map_or("-".into(), |v| format!("{v:.2}")),
-        )
-    });
-    format!(
-        "[ {:.0}s ] thds: {clients} ops/s: {:.2} lat (ms,{pct}%): {:.2} err/s: {:.2}{io}\n",
-        iv.t_s,
-        t.transactions as f64 / d,
-        iv.lat_pct_ms,
-        t.error_total() as f64 / d,
-    )
-}
-
-/// pgio's parameters and operation counts for one step (the I/O line follows).
-fn pgio_summary(out: &mut String, s: &DbStep, p: &PgioSpec) {
-    let ms = |ns: f64| ns / 1e6;
-    let _ = writeln!(
-        out,
-        "pgio: NUM_SCHEMAS {} x SCALE {} blocks, {} client(s), UPDATE_PCT {}, WORK_UNIT {}, UPDATE_WORK_UNIT {}{}",
-        p.schemas,
-        p.blocks_per_schema,
-        s.threads,
-        p.update_pct,
-        p.work_unit,
-        p.update_work_unit,
-        if p.server_side {
-            " (server-side mypgio, 100 operations per call)"
-        } else {
-            ""
-        }
-    );
-    let by = |n: &str| {
-        s.by_type
-            .iter()
-            .find(|k| k.name == n)
-            .map_or(0, |k| k.transactions)
-    };
-    let _ = writeln!(
-        out,
-        "{} in {:.0} s: {:.1}/s ({} selects, {} updates); latency avg {:.3} ms, p95 {:.3} ms, p99 {:.3} ms",
-        if p.server_side { "calls" } else { "operations" },
-        s.elapsed_s,
-        s.tps,
-        by("select"),
-        by("update"),
-        ms(s.latency.mean_ns),
-        s.latency.at(95.0).map_or(f64::NAN, |v| ms(v as f64)),
-        s.latency.at(99.0).map_or(f64::NAN, |v| ms(v as f64)),
-    );
-}
-
-/// An interval of a TPC-C run: transactions of every type per minute, like
-/// BenchmarkSQL's "Current tpmTOTAL", with sysbench's latency and errors.
-fn tpcc_interval_line(iv: &OltpInterval, terminals: u32, pct: f64) -> String {
-    let d = iv.duration_s.max(1e-9);
-    let t = &iv.tally;
-    format!(
-        "[ {:.0}s ] terminals: {terminals} tpmTOTAL: {:.0} tps: {:.2} rollbacks/s: {:.2} lat (ms,{pct}%): {:.2} err/s: {:.2}\n",
-        iv.t_s,
-        t.transactions as f64 * 60.0 / d,
-        t.transactions as f64 / d,
-        t.rollbacks as f64 / d,
-        iv.lat_pct_ms,
-        t.error_total() as f64 / d,
-    )
-}
-/// The peer's end-of-run summary for one step (sysbench's or pgbench's), then
-/// what the step did to space and I/O.
-fn summary(out: &mut String, s: &DbStep, bench: &Bench, protocol: Protocol) {
-    match bench {
-        Bench::Sysbench(..) => sysbench_summary(out, s),
-        Bench::Tpcb(t) => pgbench_summary(out, s, t, protocol),
-        Bench::Tpcc(t) => tpcc_summary(out, s, t),
-        Bench::Pgio(p) => pgio_summary(out, s, p),
-    }
-    if let Some(r) = &s.io {
-        let _ = writeln!(out, "{}", io_line(r));
-    }
-    let (Some(b), Some(a)) = (&s.before, &s.after) else {
-        return;
-    };
-    let get = |m: &std::collections::BTreeMap<String, i64>, k: &str| m.get(k).copied().unwrap_or(0);
-    let mib = |v: i64| v as f64 / (1 << 20) as f64;
-    let _ = writeln!(
-        out,
-        "Database: {:.1} MiB -> {:.1} MiB; WAL written {}; blocks read {} / hit {}",
-        mib(b.database_bytes),
-        mib(a.database_bytes),
-        match (b.wal_lsn_bytes, a.wal_lsn_bytes) {
-            (Some(x), Some(y)) => format!("{:.1} MiB", mib(y - x)),
-            _ => "-".into(),
-        },
-        get(&a.stat_database, "blks_read") - get(&b.stat_database, "blks_read"),
-        get(&a.stat_database, "blks_hit") - get(&b.stat_database, "blks_hit"),
-    );
-    if let (Some(db), Some(da)) = (&b.device, &a.device) {
-        let d = csdchar_core::capacity::CapacityDelta::between(db, da);
-        let _ = writeln!(
-            out,
-            "Device {}: host wrote {} MiB; logical {} physical {}{}",
-            da.device,
-            d.host_written_bytes.map_or("-".into(), |v| format!(
-                "{:.1}",
-                v as f64 / (1 << 20) as f64
-            )),
-            da.logical_bytes
-                .map_or("-".into(), |v| format!("{:.1} MiB", mib(v as i64))),
-            da.physical_bytes
-                .map_or("-".into(), |v| format!("{:.1} MiB", mib(v as i64))),
-            da.compression_ratio
-                .map_or(String::new(), |r| format!(" ({r:.2}:1)")),
-        );
-    }
-    let _ = writeln!(out);
-}
-
-fn sysbench_summary(out: &mut String, s: &DbStep) {
-    let secs = s.elapsed_s.max(1e-9);
-    let total = s.reads + s.writes + s.others;
-    let errors: u64 = s.errors.values().sum();
-    let _ = writeln!(out, "SQL statistics ({} thread(s)):", s.threads);
-    let _ = writeln!(out, "    queries performed:");
-    let _ = writeln!(out, "        read:                            {}", s.reads);
-    let _ = writeln!(out, "        write:                           {}", s.writes);
-    let _ = writeln!(out, "        other:                           {}", s.others);
-    let _ = writeln!(out, "        total:                           {total}");
-    let _ = writeln!(
-        out,
-        "    transactions:                        {:<8} ({:.2} per sec.)",
-        s.transactions, s.tps
-    );
-    let _ = writeln!(
-        out,
-        "    queries:                             {total:<8} ({:.2} per sec.)",
-        s.qps
-    );
-    let by_code: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    let _ = writeln!(
-        out,
-        "    ignored errors:                      {errors:<8} ({:.2} per sec.){}",
-        errors as f64 / secs,
-        if by_code.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", by_code.join(", "))
-        }
-    );
-    let _ = writeln!(
-        out,
-        "    reconnects:                          {:<8} ({:.2} per sec.)",
-        s.reconnects,
-        s.reconnects as f64 / secs
-    );
-    let _ = writeln!(out, "Latency (ms):");
-    let ms = |ns: f64| ns / 1e6;
-    let _ = writeln!(
-        out,
-        "         min:                            {:.2}",
-        ms(s.latency.min_ns as f64)
-    );
-    let _ = writeln!(
-        out,
-        "         avg:                            {:.2}",
-        ms(s.latency.mean_ns)
-    );
-    let _ = writeln!(
-        out,
-        "         max:                            {:.2}",
-        ms(s.latency.max_ns as f64)
-    );
-    for p in &s.latency.percentiles {
-        let _ = writeln!(
-            out,
-            "         {:>4}th percentile:              {:.2}",
-            p.percentile,
-            ms(p.value_ns as f64)
-        );
-    }
-    let _ = writeln!(out);
-}
-
-/// pgbench's end-of-run report, with the percentiles pgbench lacks.
-fn pgbench_summary(out: &mut String, s: &DbStep, t: &TpcbSpec, protocol: Protocol) {
-    let ms = |ns: f64| ns / 1e6;
-    let failed: u64 = s.errors.values().sum();
-    let title = match t.script {
-        TpcbScript::TpcbLike => "<builtin: TPC-B (sort of)>",
-        TpcbScript::SimpleUpdate => "<builtin: simple update>",
-        TpcbScript::SelectOnly => "<builtin: select only>",
-    };
-    let _ = writeln!(out, "transaction type: {title}");
-    let _ = writeln!(out, "scaling factor: {}", t.scale);
-    let _ = writeln!(out, "query mode: {}", protocol.name());
-    let _ = writeln!(out, "number of clients: {}", s.threads);
-    let _ = writeln!(out, "number of threads: {}", s.threads);
-    let _ = writeln!(out, "duration: {:.0} s", s.elapsed_s);
-    let _ = writeln!(
-        out,
-        "number of transactions actually processed: {}",
-        s.transactions
-    );
-    let _ = writeln!(
-        out,
-        "number of retried transactions: {failed} (serialization failures and deadlocks, each retried)"
-    );
-    let _ = writeln!(out, "latency average = {:.3} ms", ms(s.latency.mean_ns));
-    let _ = writeln!(out, "latency stddev = {:.3} ms", ms(s.latency.stddev_ns));
-    for p in &s.latency.percentiles {
-        let _ = writeln!(
-            out,
-            "latency {}th percentile = {:.3} ms",
-            p.percentile,
-            ms(p.value_ns as f64)
-        );
-    }
-    let _ = writeln!(out, "tps = {:.6} (without initial connection time)", s.tps);
-}
-
-/// BenchmarkSQL's end-of-run figures (tpmC, tpmTOTAL), then per transaction
-/// type the counts and the latency percentiles BenchmarkSQL 5.x lacks.
-fn tpcc_summary(out: &mut String, s: &DbStep, t: &TpccSpec) {
-    let ms = |ns: f64| ns / 1e6;
-    let _ = writeln!(
-        out,
-        "TPC-C (BenchmarkSQL 5.x), {} warehouse(s), {} terminal(s), {:.0} s measured",
-        t.warehouses, s.threads, s.elapsed_s
-    );
-    let _ = writeln!(
-        out,
-        "Measured tpmC (NewOrders) = {:.2}",
-        s.tpmc.unwrap_or(0.0)
-    );
-    let _ = writeln!(out, "Measured tpmTOTAL = {:.2}", s.tpm_total.unwrap_or(0.0));
-    let _ = writeln!(
-        out,
-        "Transaction count = {} ({} rolled back, {} retried)",
-        s.transactions,
-        s.rollbacks,
-        s.errors.values().sum::<u64>()
-    );
-    let _ = writeln!(
-        out,
-        "{:<14} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "type", "count", "share", "rollback", "avg ms", "p50 ms", "p95 ms", "p99 ms"
-    );
-    for k in &s.by_type {
-        let p = |q: f64| k.latency.at(q).map_or(f64::NAN, |v| ms(v as f64));
-        let _ = writeln!(
-            out,
-            "{:<14} {:>10} {:>6.2}% {:>9} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
-            k.name,
-            k.transactions,
-            k.share_pct,
-            k.rollbacks,
-            ms(k.latency.mean_ns),
-            p(50.0),
-            p(95.0),
-            p(99.0)
-        );
-    }
-}
-/// The study table, as the published studies tabulate it.
-fn study_table(rows: &[StudyRow], method: &str) -> String {
-    let mib = |b: f64| b / (1u64 << 20) as f64;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\n{:>10} {:>7} {:>8} {:>12} {:>12} {:>7} {:>10} {:>9} {:>9} {:>9} {:>8} {:>9}",
-        "fillfactor",
-        "threads",
-        "load s",
-        "logical MiB",
-        "physical MiB",
-        "ratio",
-        "TPS",
-        "avg ms",
-        "p95 ms",
-        "p99 ms",
-        "logical+",
-        "physical+"
-    );
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "{:>10} {:>7} {:>8.1} {:>12.1} {:>12} {:>7} {:>10.1} {:>9.3} {:>9.3} {:>9.3} {:>7.1}% {:>9}",
-            r.fillfactor,
-            r.threads,
-            r.load_s,
-            mib(r.relation_bytes as f64),
-            r.physical_bytes.map_or("-".into(), |p| format!(
-                "{:.1}{}",
-                mib(p),
-                if r.physical_estimated { "*" } else { "" }
-            )),
-            r.ratio.map_or("-".into(), |x| format!("{x:.2}")),
-            r.tps,
-            r.lat_avg_ms,
-            r.lat_p95_ms,
-            r.lat_p99_ms,
-            100.0 * r.logical_growth,
-            r.physical_growth
-                .map_or("-".into(), |g| format!("{:.1}%", 100.0 * g)),
-        );
-    }
-    if let Some(r) = rows.first() {
-        let wal: Vec<String> = rows
-            .iter()
-            .filter(|r| r.threads == rows[0].threads)
-            .filter_map(|r| {
-                Some(format!(
-                    "ff {}: {:.1} MiB written, pg_wal {:+.1} MiB",
-                    r.fillfactor,
-                    mib(r.load_wal_bytes? as f64),
-                    mib(r.wal_dir_growth_bytes.unwrap_or(0) as f64)
-                ))
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            "logical: the workload's tables, indexes and TOAST; physical ({}): {method}{}; growth versus the first row",
-            r.physical_source,
-            if r.physical_estimated {
-                " (* = estimated)"
-            } else {
-                ""
-            }
-        );
-        if !wal.is_empty() {
-            let _ = writeln!(out, "WAL over each load: {}", wal.join("; "));
-        }
-    }
-    out
 }

@@ -6,7 +6,6 @@ pub mod campaign_cmd;
 pub mod db_cmd;
 pub mod db_opts;
 pub mod opts;
-pub mod output;
 pub mod report_cmd;
 
 use std::io::Write;
@@ -165,8 +164,8 @@ fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
         );
     }
     let bytes = match opts.output_format {
-        OutputFormat::Json => output::json_pretty(&result),
-        OutputFormat::Normal => output::estimate_text(&result),
+        OutputFormat::Json => csdchar_report::text::json_pretty(&result),
+        OutputFormat::Normal => csdchar_report::text::estimate_text(&result),
     };
     if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {
         let _ = writeln!(io.stderr, "error: {e}");
@@ -220,9 +219,9 @@ fn run_capacity_command(opts: &CapacityOpts, io: &mut Io<'_>) -> Outcome {
     let Some(every) = opts.watch else {
         let r = take();
         let bytes = if json {
-            output::json_line(&r)
+            csdchar_report::text::json_line(&r)
         } else {
-            output::capacity_text(&r)
+            csdchar_report::text::capacity_text(&r)
         };
         let code = if emit(&bytes, None, io.stdout).is_ok() {
             0
@@ -234,7 +233,7 @@ fn run_capacity_command(opts: &CapacityOpts, io: &mut Io<'_>) -> Outcome {
     if !json {
         let _ = io
             .stdout
-            .write_all(output::CAPACITY_WATCH_HEADER.as_bytes());
+            .write_all(csdchar_report::text::CAPACITY_WATCH_HEADER.as_bytes());
     }
     let mut prev: Option<(std::time::Instant, csdchar_core::capacity::CapacitySnapshot)> = None;
     let mut lines = 0u64;
@@ -243,12 +242,13 @@ fn run_capacity_command(opts: &CapacityOpts, io: &mut Io<'_>) -> Outcome {
         let now = std::time::Instant::now();
         let r = take();
         let bytes = if json {
-            output::json_line(&r)
+            csdchar_report::text::json_line(&r)
         } else {
             let secs = prev
                 .as_ref()
                 .map_or(0.0, |(t, _)| now.duration_since(*t).as_secs_f64());
-            output::capacity_watch_line(&r, prev.as_ref().map(|(_, s)| s), secs).into_bytes()
+            csdchar_report::text::capacity_watch_line(&r, prev.as_ref().map(|(_, s)| s), secs)
+                .into_bytes()
         };
         if emit(&bytes, None, io.stdout).is_err() {
             return Outcome::code(1);
@@ -277,7 +277,7 @@ fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
     let live = opts.output_format == OutputFormat::Normal && opts.output.is_none();
     let stdout = &mut *io.stdout;
     let mut print_interval = |s: &csdchar_core::result::block::IntervalSample| {
-        let _ = stdout.write_all(output::interval_line(s).as_bytes());
+        let _ = stdout.write_all(csdchar_report::text::interval_line(s).as_bytes());
     };
     let ctl = RunControl {
         interrupt: Arc::clone(&io.interrupt),
@@ -295,8 +295,8 @@ fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         }
     };
     let bytes = match opts.output_format {
-        OutputFormat::Json => output::json_pretty(&result),
-        OutputFormat::Normal => output::block_text(&result),
+        OutputFormat::Json => csdchar_report::text::json_pretty(&result),
+        OutputFormat::Normal => csdchar_report::text::block_text(&result),
     };
     let mut exit_code = match result.status {
         RunStatus::Completed => 0,

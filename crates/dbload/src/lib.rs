@@ -17,6 +17,7 @@ pub mod runner;
 pub mod session;
 pub mod snapshot;
 pub mod space;
+pub mod text;
 pub mod tpcb;
 pub mod tpcc;
 pub mod uring_client;

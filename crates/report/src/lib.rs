@@ -13,6 +13,7 @@ pub mod merge;
 pub mod model;
 pub mod plots;
 pub mod tables;
+pub mod text;
 pub mod tpcc;
 
 use std::path::{Path, PathBuf};

@@ -1,5 +1,6 @@
-//! Rendering results. Renderers return bytes; [`crate::emit`] is the one
-//! place that writes them to stdout or a file.
+//! One result as text, the way `csdchar block`, `capacity` and `estimate`
+//! print it (fio-, csd-size- and sfx-filesize-like), and as JSON. Renderers
+//! return bytes; the CLI's `emit` is the one place that writes them.
 
 use std::fmt::Write as _;
 
