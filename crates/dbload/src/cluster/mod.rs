@@ -1,0 +1,1060 @@
+//! Managed PostgreSQL clusters: find the server binaries, `initdb` a data
+//! directory if there is none, start the server with the requested settings,
+//! and stop it (and remove a temporary one) on drop — also when a test panics,
+//! and, through a watchdog, also when csdchar itself is killed.
+//!
+//! initdb and postgres refuse to run as root: as root, every server command
+//! runs as the `postgres` user (uid/gid switched for the child only), and the
+//! directories it needs are handed to that user.
+//!
+//! # Who can connect
+//!
+//! A cluster is reachable by its owner only:
+//! - No TCP listener by default (`listen_addresses=''`). The Unix socket lives
+//!   in a private directory (mode 0700, owned by the server's user): inside the
+//!   data directory (`<pgdata>/csdchar-socket`) when the socket path fits the
+//!   107-byte `sun_path` limit, else in a fresh `/tmp/csdchar-pgsock*`
+//!   directory whose path is recorded in `<pgdata>/csdchar-socket-dir` (and,
+//!   while the server runs, in line 5 of `postmaster.pid`). So a kept-running
+//!   `--pgdata` server stays findable after csdchar exits. Root can still
+//!   connect to a server that runs as `postgres`; nobody else can.
+//! - `local` lines in pg_hba are `trust` (the directory is private); `host`
+//!   lines are `scram-sha-256`. initdb gets a random per-cluster password for
+//!   `postgres` (`--pwfile`, never on a command line, never printed or
+//!   logged); it is kept in `<pgdata>/csdchar-password` (mode 0600, libpq
+//!   passfile format `*:<port>:*:postgres:<password>`, rewritten with the port
+//!   at each start) for use with `PGPASSFILE`.
+//! - [`ClusterSpec::listen`] (or `--pg-set listen_addresses=…`, treated the
+//!   same) opens TCP on that address. Loopback addresses are covered by
+//!   initdb's host lines; for any other address csdchar appends
+//!   `host all all 0.0.0.0/0 scram-sha-256` and `::/0` lines, so connections
+//!   work but always need the password.
+//! - A data directory from an older csdchar (initdb `-A trust`) is never
+//!   reachable over TCP without `listen`. With `listen`, csdchar rewrites its
+//!   pg_hba `host … trust` lines to `scram-sha-256` (noted in
+//!   [`ManagedCluster::notes`]) and, when there is no password file yet, gives
+//!   `postgres` a new random password (sent as a SCRAM verifier, so the clear
+//!   text never reaches the server) — rewriting beats refusing because the
+//!   result is exactly what a new cluster gets. A custom `hba_file` given with
+//!   `--pg-set` is the user's and is not touched.
+//!
+//! # Parent death
+//!
+//! Each started cluster has a watchdog: `sh` running as the server's user in
+//! its own session (so terminal signals do not reach it), its stdin a pipe
+//! held by csdchar. A normal drop stops the server and removes the temporary
+//! directory itself, then writes `done` (or `keep` when the server is kept
+//! running) and waits for the watchdog to exit. If csdchar dies without doing
+//! so (SIGKILL, abort), the pipe reaches EOF and the watchdog stops the server
+//! (fast, then immediate) and removes the temporary directory.
+//!
+//! # Stale temporary directories
+//!
+//! A temporary cluster lives in `/var/tmp/csdchar-pgXXXXXX/pgdata`, next to a
+//! `csdchar-run` marker (csdchar's pid, its start time, uid, the watchdog's
+//! pid and start time). At start, marked directories of the same uid whose
+//! csdchar, watchdog and postmaster are all gone are removed; one whose
+//! server still runs is only reported. Unmarked directories of an older
+//! csdchar (`csdchar-pg` plus six characters, holding only `pgdata`) are only
+//! reported. Each removal or report is one line in [`ManagedCluster::notes`].
+//!
+//! # Memory limit
+//!
+//! With [`ClusterSpec::memory_limit`] the server runs in a memory cgroup of
+//! its own, so its page cache is capped too and reads that miss shared
+//! buffers reach the device (dropping caches does not last: readahead refills
+//! them within a second). csdchar looks for the memory controller in
+//! `/proc/self/mountinfo`: a cgroup v2 mount whose `cgroup.controllers` lists
+//! `memory` first (enabling `+memory` in its `cgroup.subtree_control` when
+//! needed, with a note), else a v1 `memory` hierarchy. It creates
+//! `csdchar-pg-<pid>-<n>` at the top of that hierarchy and writes the limit
+//! (`memory.max`, v1 `memory.limit_in_bytes`).
+//!
+//! Nothing of the server escapes: `pg_ctl start` is spawned as a small `sh`
+//! that waits on a pipe; csdchar writes that shell's pid to the cgroup's
+//! `cgroup.procs`, then lets it `exec` pg_ctl, so pg_ctl, the postmaster and
+//! every backend it forks start inside (no moving of running processes, no
+//! `pre_exec` code). initdb and the watchdog run outside.
+//!
+//! The cgroup is removed (rmdir, once the server has exited) by
+//! [`ManagedCluster::stop`] and drop. It stays with a server that is kept
+//! running. The watchdog runs as the server's user and cannot remove it, so
+//! after a killed csdchar (or a kept server that stopped since) the next start
+//! as root removes `csdchar-pg-<pid>-<n>` cgroups that are empty and whose
+//! csdchar pid is gone, one note each. Needs root; when attaching, the limit
+//! is ignored with a note.
+//!
+//! # A server that dies
+//!
+//! csdchar is a child subreaper (see [`ManagedCluster::start`]), so a
+//! postmaster that dies (`kill -9`, OOM killer) and its processes become
+//! csdchar's zombies: nobody else reaps them, and `pg_ctl stop -w` would wait
+//! its whole timeout for a pid that still exists. So [`ManagedCluster::stop`]
+//! first looks whether the postmaster it started has exited (gone, a zombie,
+//! or its pid reused); if so it does not ask pg_ctl but ends what is left of
+//! the server itself: waits briefly for the server's remaining processes
+//! (`postgres` processes working in the data directory) to notice and exit,
+//! kills those that do not, reaps them, removes the server's SysV shared
+//! memory segment once nothing is attached, and removes `postmaster.pid` and
+//! the socket with its lock file, as a normal shutdown does. A run that loses
+//! its connections asks the same question through a [`PostmasterWatch`] and
+//! does not try to reconnect to a server that is gone for good.
+//!
+//! # Attaching
+//!
+//! Starting on a `--pgdata` whose server already runs (live pid in
+//! `postmaster.pid`, socket answering) attaches to it: port and socket
+//! directory come from `postmaster.pid`, settings and `listen` are ignored
+//! with a note, and dropping the cluster never stops it (an explicit
+//! [`ManagedCluster::stop`] does).
+//!
+//! # Files
+//!
+//! This file holds [`ManagedCluster`] (start, stop, drop) and its spec; by
+//! concern: `binaries` (finding the server), `access` (settings, pg_hba,
+//! socket, password, handing directories to the server's user), `attach`
+//! (a server that already runs), `process` (watchdog, postmaster, cleanup
+//! after a dead one), `stale` (temporary clusters of dead runs), `cgroup`
+//! (the memory limit) and `command` (running the server's commands).
+
+use std::ffi::CString;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::conn::{ConnTarget, Env};
+use crate::wire::WireConn;
+
+mod access;
+mod attach;
+mod binaries;
+mod cgroup;
+mod command;
+mod process;
+mod stale;
+
+use access::*;
+use cgroup::*;
+use command::*;
+use process::*;
+use stale::*;
+
+pub use access::check_pgdata_reachable;
+pub use binaries::PgBinaries;
+pub use process::PostmasterWatch;
+
+/// Where temporary clusters live (and stale ones are looked for).
+/// Where temporary clusters are made.
+pub const TEMP_ROOT: &str = "/var/tmp";
+/// Name prefix of a temporary cluster's directory.
+const TEMP_PREFIX: &str = "csdchar-pg";
+/// The marker a temporary cluster's directory holds (see the module doc).
+const RUN_MARKER: &str = "csdchar-run";
+/// The socket directory inside the data directory.
+const SOCKET_SUBDIR: &str = "csdchar-socket";
+/// Records a socket directory outside the data directory (path too long).
+const SOCKET_RECORD: &str = "csdchar-socket-dir";
+/// Name prefix of such an outside socket directory (in /tmp).
+const SOCKET_PREFIX: &str = "csdchar-pgsock";
+/// The password file in the data directory.
+const PASSWORD_FILE: &str = "csdchar-password";
+/// Longest Unix socket path (`sun_path` is 108 bytes with the NUL).
+const SUN_PATH_MAX: usize = 107;
+
+/// Why a cluster could not be set up or started.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// No PostgreSQL server binaries were found.
+    #[error("PostgreSQL server binaries not found ({0}); install postgresql or pass --pg-bin DIR")]
+    NoBinaries(String),
+    /// A setting is not `key=value`.
+    #[error("--pg-set: '{0}' is not key=value")]
+    BadSetting(String),
+    /// The listen address is not a host name, IP address or `*` (comma-separated).
+    #[error("--listen: '{0}' is not a host name, IP address or * (comma-separated)")]
+    BadListen(String),
+    /// Running as root but there is no `postgres` user to run the server as.
+    #[error(
+        "running as root, but there is no 'postgres' user to run the server as (initdb refuses root)"
+    )]
+    NoPostgresUser,
+    /// A command failed; the message carries its output and, for the server, the log location.
+    #[error("{0}")]
+    Command(String),
+    /// File-system trouble around the data directory.
+    #[error("{0}")]
+    Io(String),
+    /// The memory limit cannot be applied (not root, no memory controller, cgroup trouble).
+    #[error("--pg-memory-limit: {0}")]
+    MemoryLimit(String),
+}
+
+/// What cluster to run.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterSpec {
+    /// Data directory; None makes a temporary one that is removed afterwards.
+    pub pgdata: Option<PathBuf>,
+    /// Server binaries; None finds them.
+    pub pg_bin: Option<PathBuf>,
+    /// `key=value` settings (`--pg-set`), passed to the server at start.
+    pub settings: Vec<String>,
+    /// Leave the server running when the cluster is dropped (ignored for a temporary cluster).
+    pub keep_running: bool,
+    /// Also listen on TCP at this address (`listen_addresses`, e.g. `127.0.0.1`);
+    /// TCP logins then need the cluster's password (see [`ManagedCluster::password_file`]).
+    /// None: Unix socket only.
+    pub listen: Option<String>,
+    /// Run the server (and every process it starts) in a memory cgroup of its
+    /// own with this limit in bytes, page cache included, so that the OS cache
+    /// cannot absorb the server's reads (`--pg-memory-limit`). Needs root and
+    /// a memory controller; ignored with a note when attaching. The limit must
+    /// hold shared_buffers plus the backends, or the kernel's OOM killer ends
+    /// server processes. None: no limit of csdchar's.
+    pub memory_limit: Option<u64>,
+}
+
+/// The user the server runs as.
+#[derive(Debug, Clone, Copy)]
+struct RunAs {
+    uid: u32,
+    gid: u32,
+}
+
+/// No libpq environment: the cluster's own connections say everything.
+struct NoEnv;
+
+impl Env for NoEnv {
+    fn get(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+/// A running cluster that csdchar manages (or attached to).
+#[derive(Debug)]
+pub struct ManagedCluster {
+    bin: PgBinaries,
+    pgdata: PathBuf,
+    port: u16,
+    socket_dir: PathBuf,
+    /// Removes a socket directory outside the data directory unless the server is kept running.
+    socket_guard: Option<tempfile::TempDir>,
+    log: PathBuf,
+    run_as: Option<RunAs>,
+    created: bool,
+    keep_running: bool,
+    running: bool,
+    attached: bool,
+    /// TCP listen addresses, when the server has them.
+    listen: Option<String>,
+    password_file: Option<PathBuf>,
+    notes: Vec<String>,
+    /// The postmaster this run started (our child, as we are a subreaper),
+    /// reaped on stop; None when attached or before the start.
+    postmaster: Option<PostmasterWatch>,
+    watchdog: Option<Watchdog>,
+    /// Owns the temporary directory of an ephemeral cluster.
+    ephemeral: Option<tempfile::TempDir>,
+    /// The memory limit in force (as the kernel reports it back).
+    memory_limit: Option<u64>,
+    /// The server's memory cgroup while it exists (see the module doc).
+    memory_cgroup: Option<MemCgroup>,
+}
+
+impl ManagedCluster {
+    /// Attaches to the server of `spec.pgdata` if it already runs; otherwise
+    /// creates the cluster if its data directory has none and starts it on a
+    /// free port, reachable as described in the module doc. Stale temporary
+    /// directories of dead runs are cleaned up first (see [`Self::notes`]).
+    pub fn start(spec: &ClusterSpec) -> Result<ManagedCluster, ClusterError> {
+        let mut settings = parse_settings(&spec.settings)?;
+        let mut listen = spec.listen.clone();
+        // `--pg-set listen_addresses=…` gets the same hardening as `listen`.
+        if let Some(i) = settings.iter().position(|(k, _)| k == "listen_addresses") {
+            let (_, v) = settings.remove(i);
+            let v = v.trim_matches('\'').trim().to_string();
+            if listen.is_none() && !v.is_empty() {
+                listen = Some(v);
+            }
+        }
+        if let Some(l) = &listen {
+            validate_listen(l)?;
+        }
+        let bin = PgBinaries::find(spec.pg_bin.as_deref())?;
+        let run_as = Self::run_as()?;
+        let io = |what: &str, e: std::io::Error| ClusterError::Io(format!("{what}: {e}"));
+        let mut notes = sweep_stale(Path::new(TEMP_ROOT));
+        if run_as.is_some() {
+            notes.extend(sweep_stale_cgroups());
+        }
+
+        let user_pgdata = match &spec.pgdata {
+            // The server's commands run from "/", so a relative path would point elsewhere.
+            Some(p) => Some(std::path::absolute(p).map_err(|e| io(&p.display().to_string(), e))?),
+            None => None,
+        };
+        if let Some(p) = &user_pgdata
+            && let Some(c) = Self::attach(
+                &bin,
+                p,
+                run_as,
+                &settings,
+                &listen,
+                spec.memory_limit,
+                &mut notes,
+            )?
+        {
+            return Ok(c);
+        }
+        // Checked before initdb, so a limit that cannot work fails at once.
+        let hierarchy = match spec.memory_limit {
+            Some(limit) => Some(MemoryHierarchy::for_limit(limit)?),
+            None => None,
+        };
+
+        let (pgdata, ephemeral) = match user_pgdata {
+            Some(p) => (p, None),
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix(TEMP_PREFIX)
+                    .permissions(fs::Permissions::from_mode(0o700))
+                    .tempdir_in(TEMP_ROOT)
+                    .map_err(|e| io("temporary data directory", e))?;
+                (t.path().join("pgdata"), Some(t))
+            }
+        };
+        if let Some(t) = &ephemeral {
+            hand_over(t.path(), run_as)?;
+        }
+        // The socket directory: inside the data directory when the path fits.
+        let inside = pgdata.join(SOCKET_SUBDIR);
+        let (socket_dir, socket_guard) = if socket_path_fits(&inside) {
+            (inside, None)
+        } else {
+            remove_recorded_socket_dir(&pgdata);
+            let t = tempfile::Builder::new()
+                .prefix(SOCKET_PREFIX)
+                .permissions(fs::Permissions::from_mode(0o700))
+                .tempdir_in("/tmp")
+                .map_err(|e| io("socket directory", e))?;
+            hand_over(t.path(), run_as)?;
+            (t.path().to_path_buf(), Some(t))
+        };
+        // From here on, a csdchar that dies leaves the cleanup to the watchdog.
+        let watchdog = Watchdog::spawn(
+            &bin.bin("pg_ctl"),
+            &pgdata,
+            ephemeral.as_ref().map(|t| t.path()),
+            socket_guard.as_ref().map(|t| t.path()),
+            run_as,
+        )?;
+        if let Some(t) = &ephemeral {
+            write_marker(t.path(), &watchdog)?;
+        }
+        let mut cluster = ManagedCluster {
+            bin,
+            pgdata: pgdata.clone(),
+            port: 0,
+            socket_dir: socket_dir.clone(),
+            socket_guard,
+            log: pgdata.join("csdchar-server.log"),
+            run_as,
+            created: false,
+            // A temporary cluster is always removed.
+            keep_running: spec.keep_running && ephemeral.is_none(),
+            running: false,
+            attached: false,
+            listen: listen.clone(),
+            password_file: None,
+            notes,
+            postmaster: None,
+            watchdog: Some(watchdog),
+            ephemeral,
+            memory_limit: None,
+            memory_cgroup: None,
+        };
+        let host_auth = if cluster.bin.major >= 10 {
+            "scram-sha-256"
+        } else {
+            "md5"
+        };
+
+        let mut password = read_password(&pgdata.join(PASSWORD_FILE));
+        cluster.created = !pgdata.join("PG_VERSION").exists();
+        if cluster.created {
+            if let Some(r) = run_as {
+                unreachable_ancestor(&pgdata, r)?;
+            }
+            let pw = random_password()?;
+            fs::create_dir_all(&pgdata).map_err(|e| io(&pgdata.display().to_string(), e))?;
+            hand_over(&pgdata, run_as)?;
+            // initdb reads the password from a file the server's user can read;
+            // it must not sit in the (still empty) data directory.
+            let pw_dir = tempfile::Builder::new()
+                .prefix("csdchar-pwfile")
+                .permissions(fs::Permissions::from_mode(0o700))
+                .tempdir()
+                .map_err(|e| io("initdb password file", e))?;
+            hand_over(pw_dir.path(), run_as)?;
+            let pwfile = pw_dir.path().join("pw");
+            write_private(&pwfile, &format!("{pw}\n"), run_as)?;
+            let mut cmd = Command::new(cluster.bin.bin("initdb"));
+            cmd.arg("-D")
+                .arg(&pgdata)
+                .arg("--auth-local=trust")
+                .arg(format!("--auth-host={host_auth}"))
+                .arg("--pwfile")
+                .arg(&pwfile)
+                .args(["-U", "postgres", "-E", "UTF8", "--no-sync"]);
+            run(cmd, run_as, "initdb")?;
+            password = Some(pw);
+        }
+        // The socket directory inside the data directory exists only after initdb.
+        if cluster.socket_guard.is_none() {
+            private_dir(&socket_dir, run_as)?;
+            let _ = fs::remove_file(pgdata.join(SOCKET_RECORD));
+        } else {
+            write_private(
+                &pgdata.join(SOCKET_RECORD),
+                &format!("{}\n", socket_dir.display()),
+                run_as,
+            )?;
+        }
+        let custom_hba = settings.iter().any(|(k, _)| k == "hba_file");
+        let mut set_password = false;
+        if let Some(l) = &listen {
+            if custom_hba {
+                cluster.notes.push(
+                    "--listen with a custom hba_file: its rules decide who may log in over TCP"
+                        .into(),
+                );
+            } else {
+                secure_hba(
+                    &pgdata,
+                    host_auth,
+                    !is_loopback(l),
+                    run_as,
+                    &mut cluster.notes,
+                )?;
+            }
+            if password.is_none() {
+                password = Some(random_password()?);
+                set_password = true;
+            }
+        }
+
+        // The server writes its log as its own user, inside the data directory.
+        let log = cluster.log.clone();
+        fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| io(&log.display().to_string(), e))?;
+        chown(&log, run_as);
+        let port = free_port().map_err(|e| io("finding a free port", e))?;
+        let mut opts = format!(
+            "-p {port} -k {} -c {} -c unix_socket_permissions=0700",
+            shell_quote(&socket_dir.display().to_string()),
+            shell_quote(&format!(
+                "listen_addresses={}",
+                listen.as_deref().unwrap_or("")
+            )),
+        );
+        for (k, v) in &settings {
+            opts.push_str(&format!(" -c {}", shell_quote(&format!("{k}={v}"))));
+        }
+        // pg_ctl daemonizes the server; as a child subreaper we inherit it when
+        // pg_ctl exits, so it can be reaped after stopping instead of lingering
+        // as a zombie under an init that does not reap.
+        // Safety: prctl with PR_SET_CHILD_SUBREAPER only sets a process flag.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        let mut cmd = Command::new(cluster.bin.bin("pg_ctl"));
+        cmd.arg("start")
+            .arg("-w")
+            .arg("-t")
+            .arg("120")
+            .arg("-D")
+            .arg(&pgdata)
+            .arg("-l")
+            .arg(&log)
+            .arg("-o")
+            .arg(&opts);
+        if let (Some(h), Some(limit)) = (&hierarchy, spec.memory_limit) {
+            let cg = MemCgroup::create(h, limit, &mut cluster.notes)?;
+            cluster.memory_limit = Some(cg.limit);
+            cluster.memory_cgroup = Some(cg);
+        }
+        let started = run_in(cmd, run_as, "pg_ctl start", cluster.memory_cgroup.as_ref());
+        let pid_file = PidFile::read(&pgdata);
+        // Whatever came up is stopped again by drop, also after a failed start.
+        cluster.running = pid_file
+            .as_ref()
+            .is_some_and(|p| process_alive(p.pid, None));
+        cluster.postmaster = pid_file.as_ref().map(|p| PostmasterWatch {
+            pgdata: pgdata.clone(),
+            pid: p.pid,
+            start: proc_start_time(p.pid),
+        });
+        if let Err(e) = started {
+            let limit = cluster.memory_limit.map_or(String::new(), |l| {
+                format!(
+                    "\n(the server runs under a memory limit of {}: shared_buffers and the backends must fit in it)",
+                    human_bytes(l)
+                )
+            });
+            return Err(ClusterError::Command(format!(
+                "{e}\nserver log: {}\n{}{limit}",
+                log.display(),
+                tail(&log, 15)
+            )));
+        }
+        cluster.running = true;
+        // A --pg-set port or unix_socket_directories wins over ours; postmaster.pid knows.
+        cluster.port = pid_file
+            .as_ref()
+            .map_or(port, |p| if p.port != 0 { p.port } else { port });
+        if let Some(p) = &pid_file
+            && !p.socket_dir.is_empty()
+        {
+            cluster.socket_dir = PathBuf::from(&p.socket_dir);
+        }
+        if let Some(pw) = &password {
+            if set_password {
+                cluster.set_password(pw, host_auth)?;
+            }
+            let file = pgdata.join(PASSWORD_FILE);
+            write_private(
+                &file,
+                &format!("*:{}:*:postgres:{pw}\n", cluster.port),
+                run_as,
+            )?;
+            cluster.password_file = Some(file);
+        }
+        Ok(cluster)
+    }
+
+    /// Gives `postgres` the password `pw` (a data directory without csdchar's
+    /// password file, about to be reachable over TCP). Only the verifier goes
+    /// to the server, so the clear text shows up in no statement log.
+    fn set_password(&self, pw: &str, host_auth: &str) -> Result<(), ClusterError> {
+        let verifier = if host_auth == "md5" {
+            postgres_protocol::password::md5(pw.as_bytes(), "postgres")
+        } else {
+            postgres_protocol::password::scram_sha_256(pw.as_bytes())
+        };
+        let fail = |e: &dyn std::fmt::Display| {
+            ClusterError::Command(format!("setting the password of postgres: {e}"))
+        };
+        let target = ConnTarget::parse(&self.conninfo("postgres"), &NoEnv).map_err(|e| fail(&e))?;
+        let mut conn = WireConn::connect(&target, None).map_err(|e| fail(&e))?;
+        conn.simple(&format!("ALTER ROLE postgres PASSWORD '{verifier}'"))
+            .map_err(|e| fail(&e))?;
+        Ok(())
+    }
+
+    fn run_as() -> Result<Option<RunAs>, ClusterError> {
+        // Safety: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Ok(None);
+        }
+        let name = CString::new("postgres").expect("static");
+        // Safety: getpwnam returns NULL or a pointer to static storage we read at once.
+        let pw = unsafe { libc::getpwnam(name.as_ptr()) };
+        if pw.is_null() {
+            return Err(ClusterError::NoPostgresUser);
+        }
+        // Safety: pw is non-NULL and points to a valid passwd entry.
+        let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+        Ok(Some(RunAs { uid, gid }))
+    }
+
+    /// The server's port: the number of its Unix socket, and its TCP port
+    /// when it listens (see [`Self::listen`]).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Directory of the server's Unix socket (private: mode 0700, the server's user).
+    pub fn socket_dir(&self) -> &Path {
+        &self.socket_dir
+    }
+
+    /// Data directory (absolute).
+    pub fn pgdata(&self) -> &Path {
+        &self.pgdata
+    }
+
+    /// Server log file.
+    pub fn log(&self) -> &Path {
+        &self.log
+    }
+
+    /// Whether this run created the data directory with initdb.
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// Whether the server was already running and this cluster attached to
+    /// it; dropping an attached cluster never stops the server.
+    pub fn attached(&self) -> bool {
+        self.attached
+    }
+
+    /// TCP listen addresses, when the server listens on TCP at all.
+    pub fn listen(&self) -> Option<&str> {
+        self.listen.as_deref()
+    }
+
+    /// The libpq password file (mode 0600, in the data directory) holding
+    /// `postgres`'s password for TCP logins, when the server listens on TCP
+    /// and has one: use it with `PGPASSFILE`. The password itself is never
+    /// printed.
+    pub fn password_file(&self) -> Option<&Path> {
+        if self.listen.is_some() {
+            self.password_file.as_deref()
+        } else {
+            None
+        }
+    }
+
+    /// The memory limit (bytes, page cache included) the server runs under,
+    /// as the kernel reports it; None without [`ClusterSpec::memory_limit`]
+    /// or when attached.
+    pub fn memory_limit(&self) -> Option<u64> {
+        self.memory_limit
+    }
+
+    /// The server's memory cgroup directory (e.g.
+    /// `/sys/fs/cgroup/memory/csdchar-pg-<pid>-<n>`) while it exists: from
+    /// start until the server is stopped. None without a memory limit.
+    pub fn memory_cgroup(&self) -> Option<&Path> {
+        self.memory_cgroup.as_ref().map(|c| c.path.as_path())
+    }
+
+    /// What happened on the way that the user should hear about: stale
+    /// temporary directories or cgroups removed or left, attaching, ignored
+    /// settings, rewritten pg_hba lines, the memory cgroup (and its cgroup
+    /// version) the server runs in. One line each, to be printed as they are.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// How to connect with psql, for a server that is kept running or
+    /// attached (never a password).
+    pub fn connect_hint(&self) -> String {
+        let mut hint = format!(
+            "psql -h {} -p {} -U postgres",
+            shell_word(&self.socket_dir.display().to_string()),
+            self.port
+        );
+        if let (Some(l), Some(f)) = (self.listen(), self.password_file()) {
+            let host = match l.split(',').next().unwrap_or("").trim() {
+                "*" | "0.0.0.0" | "::" | "" => "localhost",
+                h => h,
+            };
+            hint.push_str(&format!(
+                " (over TCP: PGPASSFILE={} psql -h {host} -p {} -U postgres)",
+                shell_word(&f.display().to_string()),
+                self.port
+            ));
+        }
+        hint
+    }
+
+    /// Major version of the server.
+    pub fn major_version(&self) -> u32 {
+        self.bin.major
+    }
+
+    /// libpq-style connection string over the Unix socket (superuser
+    /// `postgres`, local trust; no password).
+    pub fn conninfo(&self, dbname: &str) -> String {
+        format!(
+            "host={} port={} user=postgres dbname={}",
+            conninfo_value(&self.socket_dir.display().to_string()),
+            self.port,
+            conninfo_value(dbname)
+        )
+    }
+
+    /// Runs a client binary of this installation (e.g. `psql`) against the
+    /// cluster, over the Unix socket.
+    pub fn client(&self, program: &str) -> Command {
+        let mut cmd = Command::new(self.bin.bin(program));
+        cmd.arg("-h")
+            .arg(&self.socket_dir)
+            .args(["-p", &self.port.to_string(), "-U", "postgres"]);
+        cmd
+    }
+
+    /// Stops the server (fast shutdown). Idempotent. Also stops an attached
+    /// server: an explicit request, unlike drop. A server this run started
+    /// whose postmaster has exited is not waited for but cleaned up after
+    /// (see "A server that dies" in the module doc).
+    pub fn stop(&mut self) -> Result<(), ClusterError> {
+        if !self.running {
+            return Ok(());
+        }
+        // pg_ctl would wait its whole timeout for a dead postmaster's zombie.
+        if self.postmaster_exited() {
+            self.clean_up_after_postmaster();
+            return Ok(());
+        }
+        let mut cmd = Command::new(self.bin.bin("pg_ctl"));
+        cmd.arg("stop")
+            .arg("-w")
+            .arg("-m")
+            .arg("fast")
+            .arg("-D")
+            .arg(&self.pgdata);
+        run(cmd, self.run_as, "pg_ctl stop")?;
+        self.running = false;
+        self.reap();
+        // The server has exited (pg_ctl -w waits for that), so it is empty now.
+        drop(self.memory_cgroup.take());
+        Ok(())
+    }
+
+    /// The postmaster this run started, to ask whether it has exited (None
+    /// when attached: whoever started that server may restart it).
+    pub fn postmaster_watch(&self) -> Option<PostmasterWatch> {
+        self.postmaster.clone()
+    }
+
+    /// Whether the postmaster this run started has exited while it should run.
+    fn postmaster_exited(&self) -> bool {
+        self.postmaster
+            .as_ref()
+            .is_some_and(PostmasterWatch::exited)
+    }
+
+    /// Ends what is left of a server whose postmaster has exited, as its
+    /// shutdown would have (see the module doc): processes, zombies, shared
+    /// memory, `postmaster.pid`, the socket and its lock file.
+    fn clean_up_after_postmaster(&mut self) {
+        let Some(pid) = self.postmaster.as_ref().map(|w| w.pid) else {
+            return;
+        };
+        // Only a file of that postmaster's is ours to remove.
+        let pid_file = PidFile::read(&self.pgdata).filter(|p| p.pid == pid);
+        end_server_processes(&self.pgdata);
+        self.running = false;
+        self.reap();
+        if let Some((_, id)) = pid_file.as_ref().and_then(|p| p.shmem) {
+            remove_shmem_segment(id, pid);
+        }
+        if let Some(p) = &pid_file {
+            if !p.socket_dir.is_empty() {
+                let socket = Path::new(&p.socket_dir).join(format!(".s.PGSQL.{}", p.port));
+                let _ = fs::remove_file(&socket);
+                let mut lock = socket.into_os_string();
+                lock.push(".lock");
+                let _ = fs::remove_file(lock);
+            }
+            let _ = fs::remove_file(self.pgdata.join("postmaster.pid"));
+        }
+        // No server process is left in it.
+        drop(self.memory_cgroup.take());
+    }
+
+    /// Collects the exited postmaster if it is our child (see start), and
+    /// server processes orphaned to us after a crash.
+    fn reap(&mut self) {
+        reap_orphaned_postgres();
+        let Some(pid) = self.postmaster.take().map(|w| w.pid) else {
+            return;
+        };
+        for _ in 0..200 {
+            let mut status = 0;
+            // Safety: waitpid on one specific pid; WNOHANG never blocks.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r != 0 {
+                return; // reaped, or not our child (ECHILD)
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for ManagedCluster {
+    fn drop(&mut self) {
+        if self.attached {
+            return;
+        }
+        if self.keep_running {
+            // The running server still needs its socket directory.
+            if let Some(t) = self.socket_guard.take() {
+                let _ = t.keep();
+            }
+            if let Some(w) = self.watchdog.take() {
+                w.finish(Some("keep"));
+            }
+            // The server still runs in it; a later sweep removes it once empty.
+            if let Some(cg) = self.memory_cgroup.take() {
+                cg.keep();
+            }
+            return;
+        }
+        if self.stop().is_err() && self.postmaster_exited() {
+            // It died while pg_ctl stop waited.
+            self.clean_up_after_postmaster();
+        } else if self.running {
+            // Last resort so no server outlives us: immediate shutdown.
+            let mut cmd = Command::new(self.bin.bin("pg_ctl"));
+            cmd.arg("stop")
+                .arg("-m")
+                .arg("immediate")
+                .arg("-D")
+                .arg(&self.pgdata);
+            let _ = run(cmd, self.run_as, "pg_ctl stop -m immediate");
+            self.reap();
+            // Backends of a crashed server exit a moment after it.
+            for _ in 0..20 {
+                std::thread::sleep(Duration::from_millis(50));
+                reap_orphaned_postgres();
+            }
+        }
+        // Only now is the cgroup empty.
+        drop(self.memory_cgroup.take());
+        // Synchronously, as before; then the watchdog has nothing left to do.
+        drop(self.ephemeral.take());
+        drop(self.socket_guard.take());
+        if let Some(w) = self.watchdog.take() {
+            w.finish(Some("done"));
+        }
+    }
+}
+
+/// Bytes for people: `256 MiB`, `1.5 GiB`, or plain bytes.
+fn human_bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if n >= size {
+            let v = n as f64 / size as f64;
+            return if n.is_multiple_of(size) {
+                format!("{} {unit}", n / size)
+            } else {
+                format!("{v:.1} {unit}")
+            };
+        }
+    }
+    format!("{n} B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_and_settings() {
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_word("/var/tmp/x"), "/var/tmp/x");
+        assert_eq!(shell_word("/a b"), "'/a b'");
+        assert_eq!(conninfo_value("/tmp/s"), "/tmp/s");
+        assert_eq!(conninfo_value("/a b'c\\"), "'/a b\\'c\\\\'");
+        let bad = ClusterSpec {
+            settings: vec!["novalue".into()],
+            ..Default::default()
+        };
+        assert!(matches!(
+            ManagedCluster::start(&bad),
+            Err(ClusterError::BadSetting(_))
+        ));
+        let bad = ClusterSpec {
+            settings: vec!["a b=1".into()],
+            ..Default::default()
+        };
+        assert!(matches!(
+            ManagedCluster::start(&bad),
+            Err(ClusterError::BadSetting(_))
+        ));
+        for l in ["", "1.2.3.4 -c x=y", "a;b", "127.0.0.1,"] {
+            let bad = ClusterSpec {
+                listen: Some(l.into()),
+                ..Default::default()
+            };
+            assert!(
+                matches!(ManagedCluster::start(&bad), Err(ClusterError::BadListen(_))),
+                "{l:?}"
+            );
+        }
+        assert!(validate_listen("127.0.0.1,::1,localhost,*,fe80::1%eth0").is_ok());
+        assert!(is_loopback("127.0.0.1,::1,localhost"));
+        assert!(!is_loopback("127.0.0.1,0.0.0.0"));
+        assert!(!is_loopback("*"));
+    }
+
+    #[test]
+    fn explicit_bin_dir_must_hold_the_server() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            PgBinaries::find(Some(d.path())),
+            Err(ClusterError::NoBinaries(_))
+        ));
+    }
+
+    #[test]
+    fn trust_host_lines_become_password_lines() {
+        let hba = "# comment with trust\n\
+                   local   all   all   trust\n\
+                   host    all   all   127.0.0.1/32   trust\n\
+                   host all all ::1 ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff trust # old\n\
+                   hostssl all   all   10.0.0.0/8     md5\n\
+                   host    replication all 127.0.0.1/32 trust";
+        let (out, n) = rewrite_trust_host_lines(hba, "scram-sha-256");
+        assert_eq!(n, 3);
+        assert_eq!(
+            out,
+            "# comment with trust\n\
+             local   all   all   trust\n\
+             host    all   all   127.0.0.1/32   scram-sha-256\n\
+             host all all ::1 ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff scram-sha-256 # old\n\
+             hostssl all   all   10.0.0.0/8     md5\n\
+             host    replication all 127.0.0.1/32 scram-sha-256"
+        );
+        let (same, n) = rewrite_trust_host_lines(&out, "scram-sha-256");
+        assert_eq!((same.as_str(), n), (out.as_str(), 0));
+        // "nottrust" is not trust.
+        assert_eq!(rewrite_trust_host_lines("host a b c nottrust\n", "x").1, 0);
+    }
+
+    #[test]
+    fn listen_beyond_loopback_adds_password_lines_once() {
+        let d = tempfile::tempdir().unwrap();
+        let hba = d.path().join("pg_hba.conf");
+        fs::write(
+            &hba,
+            "local all all trust\nhost all all 127.0.0.1/32 trust\n",
+        )
+        .unwrap();
+        let mut notes = Vec::new();
+        secure_hba(d.path(), "scram-sha-256", true, None, &mut notes).unwrap();
+        let text = fs::read_to_string(&hba).unwrap();
+        assert!(
+            text.contains("host all all 127.0.0.1/32 scram-sha-256\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("host all all 0.0.0.0/0 scram-sha-256\n"),
+            "{text}"
+        );
+        assert!(text.contains("host all all ::/0 scram-sha-256\n"), "{text}");
+        assert!(text.starts_with("local all all trust\n"), "{text}");
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        secure_hba(d.path(), "scram-sha-256", true, None, &mut notes).unwrap();
+        assert_eq!(fs::read_to_string(&hba).unwrap(), text, "nothing twice");
+        assert_eq!(notes.len(), 2, "{notes:?}");
+    }
+
+    #[test]
+    fn passwords_are_random_and_read_back() {
+        let a = random_password().unwrap();
+        let b = random_password().unwrap();
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_ne!(a, b);
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("pass");
+        write_private(&f, &format!("*:5432:*:postgres:{a}\n"), None).unwrap();
+        assert_eq!(
+            fs::metadata(&f).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(read_password(&f).as_deref(), Some(a.as_str()));
+        fs::write(&f, "h\\:x:1:*:u:p\\:w\\\\\n").unwrap();
+        assert_eq!(read_password(&f).as_deref(), Some("p:w\\"));
+        fs::write(&f, "only:three:fields\n").unwrap();
+        assert_eq!(read_password(&f), None);
+    }
+
+    #[test]
+    fn socket_paths_are_checked_against_sun_path() {
+        assert!(socket_path_fits(Path::new(
+            "/var/tmp/csdchar-pgABCDEF/pgdata/csdchar-socket"
+        )));
+        let long = format!("/{}", "x".repeat(92));
+        assert!(!socket_path_fits(Path::new(&long)));
+        assert!(socket_path_fits(Path::new(&long[..92])));
+    }
+
+    #[test]
+    fn cgroup_mounts_and_names() {
+        // A hybrid machine (this VM's): v2 holds no memory, v1 does.
+        let hybrid = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n\
+                      32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n\
+                      35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n\
+                      41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        let m = cgroup_mounts(hybrid);
+        assert_eq!(
+            m,
+            [
+                MemoryHierarchy {
+                    version: CgroupVersion::V1,
+                    root: "/sys/fs/cgroup/memory".into()
+                },
+                MemoryHierarchy {
+                    version: CgroupVersion::V2,
+                    root: "/sys/fs/cgroup/unified".into()
+                }
+            ]
+        );
+        // Pure v2, optional fields, an escaped mount point.
+        let v2 = "29 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n\
+                  30 23 0:27 / /mnt/a\\040b rw master:1 - cgroup cgroup rw,cpu,memory\n";
+        let m = cgroup_mounts(v2);
+        assert_eq!(m.len(), 2);
+        assert_eq!(
+            (m[0].version, m[0].root.as_path()),
+            (CgroupVersion::V2, Path::new("/sys/fs/cgroup"))
+        );
+        assert_eq!(m[1].root, Path::new("/mnt/a b"));
+        assert_eq!(m[0].limit_file(), "memory.max");
+        assert_eq!(m[1].limit_file(), "memory.limit_in_bytes");
+        assert_eq!(unescape_mountinfo("a\\134b\\011"), "a\\b\t");
+        assert_eq!(unescape_mountinfo("x\\9"), "x\\9");
+
+        assert_eq!(cgroup_owner("csdchar-pg-123-0"), Some(123));
+        for other in [
+            "csdchar-pgio-123",
+            "csdchar-pg-123",
+            "csdchar-pg-x-1",
+            "csdchar-pg-12-",
+            "csdchar-pg-1-2-3",
+            "csdchar-pgABCDEF",
+        ] {
+            assert_eq!(cgroup_owner(other), None, "{other}");
+        }
+        assert_eq!(human_bytes(256 << 20), "256 MiB");
+        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
+        assert_eq!(human_bytes(100), "100 B");
+        assert!(matches!(
+            MemoryHierarchy::for_limit(0),
+            Err(ClusterError::MemoryLimit(_))
+        ));
+    }
+
+    #[test]
+    fn markers_and_liveness() {
+        let me = std::process::id() as i32;
+        let start = proc_start_time(me).unwrap();
+        assert!(process_alive(me, Some(start)));
+        assert!(
+            !process_alive(me, Some(start + 1)),
+            "a reused pid is not the same process"
+        );
+        assert!(!process_alive(0, None));
+        let d = tempfile::tempdir().unwrap();
+        fs::write(
+            d.path().join(RUN_MARKER),
+            format!("csdchar-run 1\npid {me} {start}\nuid 7\nwatchdog 12 34\n"),
+        )
+        .unwrap();
+        assert_eq!(read_marker(d.path()), Some(((me, start), 7, (12, 34))));
+        fs::write(d.path().join(RUN_MARKER), "csdchar-run 1\npid x\n").unwrap();
+        assert_eq!(read_marker(d.path()), None);
+    }
+}
