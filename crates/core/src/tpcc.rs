@@ -3,6 +3,11 @@
 //! NURand with the C constants of clause 2.1.6, the five transactions' inputs
 //! (clause 2), BenchmarkSQL's terminals and mix, and consistency conditions
 //! 1–4 of clause 3.3.2. Driver-free: the database side is in csdchar-dbload.
+//!
+//! Over 1,200 lines on purpose: one specification's rules (schema, data
+//! population, NURand, transaction inputs, consistency) with BenchmarkSQL's
+//! choice beside each, kept in one file so they can be checked against the
+//! specification and BenchmarkSQL's source in one reading.
 
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;

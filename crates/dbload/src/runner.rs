@@ -5,6 +5,12 @@
 //! drivers ([`ClientIo`]): one OS thread and blocking wire connection per
 //! client, or a few threads each driving many connections through io_uring
 //! ([`crate::uring_client`]).
+//!
+//! Over 1,200 lines on purpose: the client state machine, the start gate,
+//! the run loop and its interval reporter are one protocol (what is counted,
+//! when a retry or reconnect happens, when the clock starts) that both
+//! drivers share; kept together so the counting rules the results depend on
+//! read in one place.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
