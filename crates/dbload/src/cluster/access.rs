@@ -235,8 +235,7 @@ pub(super) fn read_password(path: &Path) -> Option<String> {
 
 /// 32 random letters and digits from the kernel's generator (~190 bits).
 pub(super) fn random_password() -> Result<String, ClusterError> {
-    pub(super) const ALPHABET: &[u8] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut out = String::with_capacity(32);
     let mut buf = [0u8; 64];
     while out.len() < 32 {

@@ -18,7 +18,7 @@ impl Watchdog {
     /// end it quietly, EOF (csdchar died) stops the server and removes the
     /// directories. The second round catches a server whose start was under
     /// way when csdchar died.
-    pub(super) const SCRIPT: &'static str = r#"ctl=$1 data=$2 tmp=$3 sock=$4
+    const SCRIPT: &'static str = r#"ctl=$1 data=$2 tmp=$3 sock=$4
 IFS= read -r line
 case "$line" in keep|done) exit 0 ;; esac
 exec </dev/null >/dev/null 2>&1
