@@ -208,7 +208,12 @@ pub(super) fn end_server_processes(pgdata: &Path) {
     loop {
         reap_orphaned_postgres();
         let left = processes_in(&dir, "postgres");
-        if left.is_empty() || started.elapsed() > ORPHANS_GRACE + Duration::from_secs(1) {
+        if left.is_empty() && exiting_children().is_empty() {
+            // The last zombies, of processes that were still exiting above.
+            reap_orphaned_postgres();
+            return;
+        }
+        if started.elapsed() > ORPHANS_GRACE + Duration::from_secs(1) {
             return;
         }
         if !killed && started.elapsed() >= ORPHANS_GRACE {
@@ -233,6 +238,32 @@ pub(super) fn processes_in(dir: &Path, comm: &str) -> Vec<i32> {
         .filter(|&pid| {
             proc_stat(pid).is_some_and(|s| s.comm == comm && s.state != "Z" && s.state != "X")
                 && fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir)
+        })
+        .collect()
+}
+
+/// Server processes orphaned to us (see [`reap_orphaned_postgres`]) that are
+/// exiting: not a zombie yet, but their working directory is released
+/// already (the kernel drops it early in an exit), so [`processes_in`] no
+/// longer sees them. Reaping before they turn zombie would leave them as
+/// zombies of ours. A live server's processes keep their directory, so this
+/// never waits for another server this process runs.
+fn exiting_children() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            proc_stat(pid).is_some_and(|s| {
+                s.comm == "postgres"
+                    && s.ppid == me
+                    && s.session == pid
+                    && s.state != "Z"
+                    && s.state != "X"
+            }) && fs::read_link(format!("/proc/{pid}/cwd")).is_err()
         })
         .collect()
 }
