@@ -71,7 +71,8 @@ cargo test --workspace --locked
 # the same tests. Tests that run no workload (bad input, report, merge) are not repeated.
 phase "tests on the io_uring driver"
 CSDCHAR_CLIENT_IO=uring cargo test --locked --test db --test db_library --test db_safety \
-  --test dialect --test runner --test tpcb --test tpcc --test tpcc_cli --test pgio --test pgio_cli \
+  --test dialect --test runner --test tpcb --test tpcc --test tpcc_cli --test tpcc_statements \
+  --test pgio --test pgio_cli \
   --test opengauss_auth --test campaign_cli --test privileged
 # Every criterion bench once, in the test build (criterion's test mode: each benchmark runs
 # once and must not fail): the block engine on a loop device the bench sets up itself (root),

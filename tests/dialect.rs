@@ -58,6 +58,7 @@ fn benchmarksql(schema: &str) -> TpccSpec {
         seed: 3,
         schema: schema.into(),
         protocol: Protocol::Prepared,
+        mode: Default::default(),
         load_method: Default::default(),
         c_load: None,
     }

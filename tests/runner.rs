@@ -38,6 +38,8 @@ fn workload() -> Workload {
         sources: Box::new(|| Box::new(Alternate { n: 0 })),
         retry_codes: &["40001"],
         rollback_codes: &["22012"],
+        abandon_codes: &[],
+        keeps_rows: false,
         kinds: vec!["ok", "rolled_back"],
         protocol: Protocol::Prepared,
         seed: 1,

@@ -19,6 +19,7 @@ fn spec(warehouses: u32, fillfactor: Option<u8>) -> TpccSpec {
         seed: 7,
         schema: "public".into(),
         protocol: Protocol::Prepared,
+        mode: Default::default(),
         c_load: None,
         load_method: Default::default(),
     }

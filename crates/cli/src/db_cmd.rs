@@ -30,7 +30,8 @@ use csdchar_dbload::tpcb::{self, TpcbSpec};
 use csdchar_dbload::tpcc::{self, TpccSpec};
 
 use crate::db_opts::{
-    ClientIoArg, DbArgs, DbOpts, InitModeArg, LoadMethodArg, ProtocolArg, RandArg, WorkloadArg,
+    ClientIoArg, DbArgs, DbOpts, InitModeArg, LoadMethodArg, ProtocolArg, RandArg, TpccModeArg,
+    WorkloadArg,
 };
 use crate::opts::OutputFormat;
 use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit};
@@ -103,6 +104,10 @@ fn bench_of(o: &DbOpts) -> Bench {
             schema: o.server.schema.clone(),
             // BenchmarkSQL's JDBC statements are prepared.
             protocol: o.run.protocol.map_or(Protocol::Prepared, protocol_of),
+            mode: match o.run.tpcc_mode {
+                TpccModeArg::Statements => tpcc::TpccMode::Statements,
+                TpccModeArg::Procedures => tpcc::TpccMode::Procedures,
+            },
             c_load: None,
             load_method: match o.load.load_method {
                 LoadMethodArg::Copy => tpcc::LoadMethod::Copy,
@@ -751,6 +756,10 @@ impl DbObserver for Printer<'_, '_> {
             DbNote::CacheWarning(w) => {
                 format!("{w} (keep the page cache out with --pg-memory-limit on a managed cluster)")
             }
+            DbNote::TpccFunctionsCreated { schema, missing } => format!(
+                "--tpcc-mode procedures: created the transaction functions missing from schema {schema} ({})",
+                missing.join(", ")
+            ),
         };
         let _ = writeln!(self.io.stderr, "note: {line}");
     }

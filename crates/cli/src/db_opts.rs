@@ -363,6 +363,11 @@ pub struct RunArgs {
     /// (BenchmarkSQL's sample properties: 45,43,4,4,4).
     #[arg(long, value_delimiter = ',', default_value = "45,43,4,4,4", value_parser = mix_arg)]
     pub mix: Vec<f64>,
+    /// tpcc: how transactions are sent: BenchmarkSQL 5.0's statements from the client, one round trip
+    /// each (its tpmC is comparable with BenchmarkSQL's), or one PL/pgSQL function call per transaction
+    /// (HammerDB's way on PostgreSQL; the functions prepare creates).
+    #[arg(long, value_enum, default_value = "statements")]
+    pub tpcc_mode: TpccModeArg,
     /// pgio: updates per 100 operations (pgio's UPDATE_PCT: 0-50 or 100).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = update_pct_arg)]
     pub update_pct: u8,
@@ -501,6 +506,15 @@ pub enum LoadMethodArg {
     Copy,
     /// Batched single-row INSERTs on one connection (BenchmarkSQL 5.0's loader).
     Insert,
+}
+
+/// How tpcc sends its transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TpccModeArg {
+    /// BenchmarkSQL 5.0's statements, one round trip each; needs no function of csdchar's.
+    Statements,
+    /// One function call per transaction (created when missing).
+    Procedures,
 }
 
 /// pgbench's -M.

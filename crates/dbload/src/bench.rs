@@ -192,7 +192,7 @@ impl Bench {
                 w
             }
             Bench::Tpcb(t) => tpcb::workload(t),
-            Bench::Tpcc(t) => tpcc::workload(t),
+            Bench::Tpcc(t) => tpcc::run_workload(t),
             Bench::Pgio(p) => {
                 let mut w = pgio::workload(p);
                 if let Some(p) = protocol {

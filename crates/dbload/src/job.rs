@@ -194,6 +194,10 @@ impl DbJob {
                     .collect(),
                 _ => Default::default(),
             },
+            tpcc_mode: match bench {
+                Bench::Tpcc(t) => Some(t.mode.name().to_string()),
+                _ => None,
+            },
             pgio: match bench {
                 Bench::Pgio(p) => Some(PgioParams {
                     schemas: p.schemas,

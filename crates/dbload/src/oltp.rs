@@ -298,6 +298,8 @@ pub fn workload(spec: &OltpSpec) -> Workload {
         }),
         retry_codes: SYSBENCH_RETRY,
         rollback_codes: &[],
+        abandon_codes: &[],
+        keeps_rows: false,
         kinds: Vec::new(),
         protocol: Protocol::Prepared,
         seed: spec.seed,

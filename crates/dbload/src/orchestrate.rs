@@ -79,6 +79,14 @@ pub enum DbNote {
     },
     /// Memory could serve the reads pgio means to measure on the drive.
     CacheWarning(String),
+    /// TPC-C procedure mode: the transaction functions were missing from
+    /// the schema and were created.
+    TpccFunctionsCreated {
+        /// The schema.
+        schema: String,
+        /// The functions that were missing.
+        missing: Vec<String>,
+    },
 }
 
 /// Hears what a job does while it does it; every method defaults to nothing.
@@ -573,6 +581,22 @@ pub async fn run(
                 warehouses: cfg.warehouses,
                 most,
             }));
+        }
+        // Statement mode needs nothing of csdchar's; procedure mode its
+        // functions, created here when missing (a BenchmarkSQL-loaded database).
+        if t.mode == tpcc::TpccMode::Procedures {
+            let missing = tpcc::missing_functions(&client, schema)
+                .await
+                .map_err(|e| JobError::failed(e.0))?;
+            if !missing.is_empty() {
+                tpcc::create_functions(&client, schema)
+                    .await
+                    .map_err(|e| JobError::failed(e.0))?;
+                observer.note(&DbNote::TpccFunctionsCreated {
+                    schema: schema.to_string(),
+                    missing,
+                });
+            }
         }
         adjusted = Some(Bench::Tpcc(TpccSpec {
             warehouses: cfg.warehouses,

@@ -357,6 +357,8 @@ pub fn workload(spec: &PgioSpec) -> Workload {
         }),
         retry_codes: PGIO_RETRY,
         rollback_codes: &[],
+        abandon_codes: &[],
+        keeps_rows: false,
         kinds: if spec.server_side {
             Vec::new()
         } else {

@@ -52,7 +52,7 @@ impl Protocol {
 }
 
 /// The statements a workload executes, by id: SQL with `$n` parameters and
-/// the name each is prepared under.
+/// the name each is prepared under (empty: never prepared, parsed at each use).
 #[derive(Debug, Default)]
 pub struct StatementSet {
     sql: Vec<String>,
@@ -81,16 +81,20 @@ impl StatementSet {
 struct Call {
     statement: usize,
     params: std::ops::Range<usize>,
+    /// Sent in one exchange with the call after it (one Sync for both).
+    with_next: bool,
 }
 
-/// One event (transaction) drawn in advance: nothing in the built-in
-/// workloads depends on an earlier statement's result.
+/// One event (transaction). Most are drawn whole in advance; a
+/// conversation ([`EventSource::follow`]) adds calls as replies arrive,
+/// when a statement depends on an earlier one's rows.
 #[derive(Default)]
 pub struct Event {
     calls: Vec<Call>,
     params: Vec<Param>,
     block: bool,
     kind: usize,
+    intended_rollback: bool,
 }
 
 impl Event {
@@ -100,6 +104,23 @@ impl Event {
         self.params.clear();
         self.block = false;
         self.kind = 0;
+        self.intended_rollback = false;
+    }
+
+    /// Appends statement `statement` with `params`, sent in the same
+    /// exchange as the call pushed after it (JDBC's implicit BEGIN before a
+    /// transaction's first statement, a JDBC batch: one Sync for all).
+    pub fn push_with_next(&mut self, statement: usize, params: &[Param]) {
+        self.push(statement, params);
+        if let Some(c) = self.calls.last_mut() {
+            c.with_next = true;
+        }
+    }
+
+    /// The transaction ends in an intended rollback (the ROLLBACK is the
+    /// event's own last call): counted as completed and as a rollback.
+    pub fn set_intended_rollback(&mut self) {
+        self.intended_rollback = true;
     }
 
     /// Sets the event's kind: an index into [`Workload::kinds`], counted and
@@ -115,6 +136,7 @@ impl Event {
         self.calls.push(Call {
             statement,
             params: start..self.params.len(),
+            with_next: false,
         });
     }
 
@@ -122,6 +144,35 @@ impl Event {
     /// send in one round trip: an error makes the server skip the rest up to the Sync.
     pub fn set_block(&mut self) {
         self.block = true;
+    }
+
+    /// Calls pushed so far (tests).
+    #[cfg(test)]
+    pub(crate) fn len_for_test(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// The statement ids of calls `from..to` (tests).
+    #[cfg(test)]
+    pub(crate) fn statements_for_test(&self, from: usize, to: usize) -> Vec<usize> {
+        self.calls[from..to].iter().map(|c| c.statement).collect()
+    }
+
+    /// Whether the event ends in an intended rollback (tests).
+    #[cfg(test)]
+    pub(crate) fn intended_rollback_for_test(&self) -> bool {
+        self.intended_rollback
+    }
+
+    /// Encodes the exchange from `from` in the prepared protocol (tests).
+    #[cfg(test)]
+    pub(crate) fn encode_for_test(
+        &self,
+        from: usize,
+        out: &mut BytesMut,
+        set: &StatementSet,
+    ) -> Result<usize, WireError> {
+        self.encode_exchange(from, out, set, Protocol::Prepared, false)
     }
 
     /// Encodes the event's exchange that starts at call `from` into `out`
@@ -139,6 +190,11 @@ impl Event {
         let queue = |out: &mut BytesMut, c: &Call| {
             let params = &self.params[c.params.clone()];
             match protocol {
+                // A statement without a name is parsed every time (a JDBC
+                // driver's one-shot BEGIN, COMMIT and ROLLBACK).
+                Protocol::Prepared if set.names[c.statement].is_empty() => {
+                    wire::encode_unnamed(out, &set.sql[c.statement], params)
+                }
                 Protocol::Prepared => {
                     wire::encode_bind_execute(out, &set.names[c.statement], params)
                 }
@@ -148,20 +204,32 @@ impl Event {
                 }
             }
         };
+        // The calls joined to `from` ([`Event::push_with_next`]).
+        let mut end = from + 1;
+        while end < self.calls.len() && self.calls[end - 1].with_next {
+            end += 1;
+        }
         if protocol == Protocol::Simple {
-            queue(out, &self.calls[from])?;
-            return Ok(from + 1);
+            if end == from + 1 {
+                queue(out, &self.calls[from])?;
+            } else {
+                // One Query message with the statements joined.
+                let sql: Vec<String> = self.calls[from..end]
+                    .iter()
+                    .map(|c| literal_sql(&set.sql[c.statement], &self.params[c.params.clone()]))
+                    .collect();
+                wire::encode_query(out, &sql.join("; "))?;
+            }
+            return Ok(end);
         }
         if pipeline && self.block {
-            for c in &self.calls[from..] {
-                queue(out, c)?;
-            }
-            wire::encode_sync(out);
-            return Ok(self.calls.len());
+            end = self.calls.len();
         }
-        queue(out, &self.calls[from])?;
+        for c in &self.calls[from..end] {
+            queue(out, c)?;
+        }
         wire::encode_sync(out);
-        Ok(from + 1)
+        Ok(end)
     }
 }
 
@@ -195,6 +263,26 @@ fn literal_sql(sql: &str, params: &[Param]) -> String {
 pub trait EventSource: Send {
     /// Fills `event` (cleared) with the next transaction.
     fn draw(&mut self, rng: &mut Xoshiro256PlusPlus, event: &mut Event);
+
+    /// Every call of `event` has completed; `reply` is the last exchange's
+    /// (its rows kept when [`Workload::keeps_rows`]). A conversation pushes
+    /// the next calls and says [`Follow::More`]; the default: done.
+    fn follow(&mut self, reply: &Reply<'_>, event: &mut Event) -> Follow {
+        let _ = (reply, event);
+        Follow::Done
+    }
+}
+
+/// What a conversation does after a reply ([`EventSource::follow`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Follow {
+    /// The event is complete.
+    Done,
+    /// Calls were pushed: send them.
+    More,
+    /// The reply broke the workload's rules (a row that must exist did
+    /// not): the run ends with this error, as BenchmarkSQL's does.
+    Fail(String),
 }
 
 /// Everything the runner needs to know about a workload.
@@ -209,6 +297,12 @@ pub struct Workload {
     /// of New-Orders): counted as completed and as a rollback, not retried,
     /// not an error.
     pub rollback_codes: &'static [&'static str],
+    /// SQLSTATEs after which the transaction is rolled back, counted as an
+    /// error and as completed, and not retried (BenchmarkSQL's way with
+    /// serialization failures and deadlocks).
+    pub abandon_codes: &'static [&'static str],
+    /// Replies carry the rows' values ([`EventSource::follow`] reads them).
+    pub keeps_rows: bool,
     /// Names of the event kinds ([`Event::set_kind`]), counted and timed on
     /// their own; empty for workloads with one kind.
     pub kinds: Vec<&'static str>,
@@ -342,12 +436,15 @@ struct Latencies {
 }
 
 /// Counts what completed, the way sysbench does; the first error, if any, fails the event.
-fn settle(reply: Reply<'_>, t: &mut Tally) -> Result<(), WireError> {
+fn settle(reply: &Reply<'_>, t: &mut Tally) -> Result<(), WireError> {
     for c in reply.completed {
         t.count(classify(c.returned_rows, c.rows));
     }
-    match reply.error {
-        Some((code, message)) => Err(WireError::Db { code, message }),
+    match &reply.error {
+        Some((code, message)) => Err(WireError::Db {
+            code: code.clone(),
+            message: message.clone(),
+        }),
         None => Ok(()),
     }
 }
@@ -359,6 +456,7 @@ fn open_client(
     abort: &Arc<AtomicBool>,
 ) -> Result<WireConn, WireError> {
     let mut conn = WireConn::connect(target, Some(Arc::clone(abort)))?;
+    conn.keep_rows(workload.keeps_rows);
     if workload.protocol == Protocol::Prepared {
         conn.prepare(&workload.statements.to_prepare())?;
     }
@@ -885,8 +983,8 @@ enum Phase {
     Idle,
     /// An exchange of the event is in flight; `next` is the call after it.
     Event { next: usize },
-    /// ROLLBACK is in flight, after an intended rollback (`intended`) or a retryable error.
-    RollingBack { intended: bool },
+    /// ROLLBACK is in flight, after an error: why decides what follows.
+    RollingBack { why: RollbackCause },
     /// The connection was lost; reconnecting until the deadline.
     Reconnecting {
         lost: String,
@@ -895,6 +993,17 @@ enum Phase {
     },
     /// Done; how, until [`Client::next`] has said it.
     Ended(Option<ClientEnd>),
+}
+
+/// Why a client rolls back after an error ([`Phase::RollingBack`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RollbackCause {
+    /// [`Workload::rollback_codes`]: the transaction is done, as a rollback.
+    Intended,
+    /// [`Workload::retry_codes`]: the transaction is drawn again.
+    Retry,
+    /// [`Workload::abandon_codes`]: the transaction is done, as an error.
+    Abandon,
 }
 
 /// One client's statement state machine, without I/O: it draws events,
@@ -1061,22 +1170,33 @@ impl Client {
     pub(crate) fn on_reply(&mut self, reply: Reply<'_>, at: Instant, out: &mut BytesMut) {
         self.t0_at_send = false;
         match self.phase {
-            Phase::Event { next } => match settle(reply, &mut self.local) {
+            Phase::Event { next } => match settle(&reply, &mut self.local) {
                 Ok(()) if next < self.event.calls.len() => {
                     self.encode(next, out);
                 }
-                Ok(()) => self.finish(at),
+                Ok(()) => match self.source.follow(&reply, &mut self.event) {
+                    Follow::More if next < self.event.calls.len() => self.encode(next, out),
+                    Follow::More | Follow::Done => {
+                        if self.event.intended_rollback {
+                            self.local.rollbacks += 1;
+                        }
+                        self.finish(at)
+                    }
+                    Follow::Fail(m) => self.end(ClientEnd::Failed(format!("transaction: {m}"))),
+                },
                 Err(e) => self.on_failure(e, at, out),
             },
-            Phase::RollingBack { intended } => {
+            Phase::RollingBack { why } => {
                 self.local.others += 1;
-                if intended {
+                match why {
                     // An intended rollback ends the transaction: it counts as done.
-                    self.local.rollbacks += 1;
-                    self.finish(at);
-                } else {
+                    RollbackCause::Intended => {
+                        self.local.rollbacks += 1;
+                        self.finish(at);
+                    }
+                    RollbackCause::Abandon => self.finish(at),
                     // Retried: the event is drawn again.
-                    self.attempt(at, out);
+                    RollbackCause::Retry => self.attempt(at, out),
                 }
             }
             _ => {}
@@ -1096,14 +1216,21 @@ impl Client {
             WireError::Db { code, .. }
                 if !rolling_back && w.rollback_codes.contains(&code.as_str()) =>
             {
-                self.rollback(true, out);
+                self.rollback(RollbackCause::Intended, out);
                 return;
             }
             WireError::Db { code, .. }
                 if !rolling_back && w.retry_codes.contains(&code.as_str()) =>
             {
                 *self.local.errors.entry(code).or_default() += 1;
-                self.rollback(false, out);
+                self.rollback(RollbackCause::Retry, out);
+                return;
+            }
+            WireError::Db { code, .. }
+                if !rolling_back && w.abandon_codes.contains(&code.as_str()) =>
+            {
+                *self.local.errors.entry(code).or_default() += 1;
+                self.rollback(RollbackCause::Abandon, out);
                 return;
             }
             e => e,
@@ -1139,9 +1266,9 @@ impl Client {
         self.end(end);
     }
 
-    fn rollback(&mut self, intended: bool, out: &mut BytesMut) {
+    fn rollback(&mut self, why: RollbackCause, out: &mut BytesMut) {
         match wire::encode_query(out, "ROLLBACK") {
-            Ok(()) => self.phase = Phase::RollingBack { intended },
+            Ok(()) => self.phase = Phase::RollingBack { why },
             Err(e) => {
                 self.end(ClientEnd::Failed(format!("transaction: {e}")));
             }

@@ -15,7 +15,7 @@ use crate::orchestrate::LoadPhases;
 use crate::pgio::PgioSpec;
 use crate::runner::Protocol;
 use crate::tpcb::TpcbSpec;
-use crate::tpcc::TpccSpec;
+use crate::tpcc::{TpccMode, TpccSpec};
 
 /// What a load writes, for its line.
 pub fn load_description(bench: &Bench, warehouse_range: Option<(u32, u32)>) -> String {
@@ -363,8 +363,11 @@ pub fn tpcc_summary(out: &mut String, s: &DbStep, t: &TpccSpec) {
     let ms = |ns: f64| ns / 1e6;
     let _ = writeln!(
         out,
-        "TPC-C (BenchmarkSQL 5.x), {} warehouse(s), {} terminal(s), {:.0} s measured",
-        t.warehouses, s.threads, s.elapsed_s
+        "TPC-C (BenchmarkSQL 5.x), {} mode, {} warehouse(s), {} terminal(s), {:.0} s measured",
+        t.mode.name(),
+        t.warehouses,
+        s.threads,
+        s.elapsed_s
     );
     let _ = writeln!(
         out,
@@ -374,10 +377,15 @@ pub fn tpcc_summary(out: &mut String, s: &DbStep, t: &TpccSpec) {
     let _ = writeln!(out, "Measured tpmTOTAL = {:.2}", s.tpm_total.unwrap_or(0.0));
     let _ = writeln!(
         out,
-        "Transaction count = {} ({} rolled back, {} retried)",
+        "Transaction count = {} ({} rolled back, {} {})",
         s.transactions,
         s.rollbacks,
-        s.errors.values().sum::<u64>()
+        s.errors.values().sum::<u64>(),
+        match t.mode {
+            // BenchmarkSQL rolls back on a deadlock or serialization failure and goes on.
+            TpccMode::Statements => "abandoned on a deadlock or serialization failure",
+            TpccMode::Procedures => "retried",
+        }
     );
     let _ = writeln!(
         out,

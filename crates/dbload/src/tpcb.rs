@@ -440,6 +440,8 @@ pub fn workload(spec: &TpcbSpec) -> Workload {
         sources: Box::new(move || Box::new(TpcbSource { script, scale })),
         retry_codes: PGBENCH_RETRY,
         rollback_codes: &[],
+        abandon_codes: &[],
+        keeps_rows: false,
         kinds: Vec::new(),
         protocol: spec.protocol,
         seed: spec.seed,

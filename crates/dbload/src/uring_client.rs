@@ -213,7 +213,7 @@ pub(crate) fn spawn(
                         out: BytesMut::with_capacity(1024),
                         sent: 0,
                         inbuf: InBuf::new(8 * 1024),
-                        scan: ReplyScan::default(),
+                        scan: ReplyScan::new(shared.workload.keeps_rows),
                         send_busy: false,
                         recv_busy: false,
                         outcome: None,

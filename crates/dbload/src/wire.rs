@@ -66,6 +66,9 @@ pub enum Param {
 pub struct Reply<'a> {
     /// Completed statements, in order.
     pub completed: &'a [Completion],
+    /// The rows they returned, when the connection keeps them
+    /// ([`ReplyScan::keep_rows`]); empty otherwise.
+    pub rows: Rows<'a>,
     /// The first error, if any (the server skips the rest up to Sync).
     pub error: Option<(String, String)>,
     /// Transaction status after the exchange: b'I' idle, b'T' in a block, b'E' failed block.
@@ -198,6 +201,11 @@ impl WireConn {
             }
             self.consume();
         }
+    }
+
+    /// Keep the values of returned rows in replies ([`Reply::rows`]).
+    pub fn keep_rows(&mut self, keep: bool) {
+        self.scan = ReplyScan::new(keep);
     }
 
     /// Prepares named statements in one exchange.
@@ -502,37 +510,202 @@ impl InBuf {
     }
 }
 
+/// The rows an exchange's statements returned, in text format: values
+/// copied out of the DataRow messages into one buffer.
+#[derive(Debug, Default)]
+pub(crate) struct RowStore {
+    data: Vec<u8>,
+    /// Per value: its range in `data`; None for NULL.
+    cells: Vec<Option<(u32, u32)>>,
+    /// Per row: its first cell.
+    row_starts: Vec<u32>,
+    /// Per completed statement: its first row.
+    statement_starts: Vec<u32>,
+}
+
+impl RowStore {
+    fn clear(&mut self) {
+        self.data.clear();
+        self.cells.clear();
+        self.row_starts.clear();
+        self.statement_starts.clear();
+    }
+
+    /// Appends one DataRow body: Int16 count, then per value Int32 length (-1: NULL) and bytes.
+    fn push_row(&mut self, body: &[u8]) {
+        self.row_starts.push(self.cells.len() as u32);
+        let n = body
+            .get(..2)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+        let mut at = 2;
+        for _ in 0..n {
+            let Some(len) = body.get(at..at + 4).map(be32) else {
+                return;
+            };
+            at += 4;
+            if len == u32::MAX {
+                self.cells.push(None);
+                continue;
+            }
+            let Some(v) = body.get(at..at + len as usize) else {
+                return;
+            };
+            let start = self.data.len() as u32;
+            self.data.extend_from_slice(v);
+            self.cells.push(Some((start, len)));
+            at += len as usize;
+        }
+    }
+
+    /// A statement completed: the rows since the last one are its.
+    fn end_statement(&mut self, first_row: u32) {
+        self.statement_starts.push(first_row);
+    }
+
+    fn view(&self) -> Rows<'_> {
+        Rows { store: Some(self) }
+    }
+}
+
+/// The rows of one exchange's completed statements ([`Reply::rows`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rows<'a> {
+    store: Option<&'a RowStore>,
+}
+
+impl<'a> Rows<'a> {
+    /// Completed statements with rows kept (0 when rows are not kept).
+    pub fn statements(&self) -> usize {
+        self.store.map_or(0, |s| s.statement_starts.len())
+    }
+
+    /// The rows of completed statement `i` of the exchange.
+    pub fn statement(&self, i: usize) -> StatementRows<'a> {
+        let Some(s) = self.store else {
+            return StatementRows::default();
+        };
+        let first = s.statement_starts.get(i).copied().unwrap_or(0) as usize;
+        let end = s
+            .statement_starts
+            .get(i + 1)
+            .map_or(s.row_starts.len(), |e| *e as usize);
+        StatementRows {
+            store: Some(s),
+            rows: first..end.max(first),
+        }
+    }
+
+    /// The rows of the exchange's last completed statement.
+    pub fn last(&self) -> StatementRows<'a> {
+        match self.statements() {
+            0 => StatementRows::default(),
+            n => self.statement(n - 1),
+        }
+    }
+}
+
+/// The rows one statement returned.
+#[derive(Debug, Clone, Default)]
+pub struct StatementRows<'a> {
+    store: Option<&'a RowStore>,
+    rows: std::ops::Range<usize>,
+}
+
+impl<'a> StatementRows<'a> {
+    /// Rows returned.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether it returned no row.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Value `col` of row `row` as text; None for NULL or out of range.
+    pub fn get(&self, row: usize, col: usize) -> Option<&'a str> {
+        let s = self.store?;
+        let r = self.rows.start + row;
+        if r >= self.rows.end {
+            return None;
+        }
+        let first = s.row_starts[r] as usize;
+        let end = s
+            .row_starts
+            .get(r + 1)
+            .map_or(s.cells.len(), |e| *e as usize);
+        if first + col >= end {
+            return None;
+        }
+        let (at, len) = s.cells[first + col]?;
+        std::str::from_utf8(&s.data[at as usize..(at + len) as usize]).ok()
+    }
+
+    /// Value `col` of row `row` as a number; None for NULL or what does not parse.
+    pub fn parse<T: std::str::FromStr>(&self, row: usize, col: usize) -> Option<T> {
+        self.get(row, col)?.trim().parse().ok()
+    }
+}
+
 /// One exchange's reply, message by message: counts completions, keeps the
-/// first error, ends at ReadyForQuery.
+/// first error (and the rows, when asked), ends at ReadyForQuery.
 #[derive(Default)]
 pub(crate) struct ReplyScan {
     completed: Vec<Completion>,
     rows: u64,
     error: Option<(String, String)>,
     status: u8,
+    /// Keep the rows' values (workloads whose next statement depends on them).
+    keep_rows: bool,
+    kept: RowStore,
+    statement_first_row: u32,
 }
 
 impl ReplyScan {
+    /// A scan that keeps the rows' values when `keep_rows`.
+    pub(crate) fn new(keep_rows: bool) -> ReplyScan {
+        ReplyScan {
+            keep_rows,
+            ..ReplyScan::default()
+        }
+    }
+
     /// Starts a new exchange.
     pub(crate) fn reset(&mut self) {
         self.completed.clear();
         self.rows = 0;
         self.error = None;
         self.status = b'I';
+        self.kept.clear();
+        self.statement_first_row = 0;
     }
 
     /// Takes one message; true at ReadyForQuery (the reply is complete).
     pub(crate) fn on_message(&mut self, tag: u8, body: &[u8]) -> bool {
         match tag {
-            b'D' => self.rows += 1,
+            b'D' => {
+                self.rows += 1;
+                if self.keep_rows {
+                    self.kept.push_row(body);
+                }
+            }
             b'C' => {
                 self.completed.push(completion(body, self.rows));
                 self.rows = 0;
+                if self.keep_rows {
+                    self.kept.end_statement(self.statement_first_row);
+                    self.statement_first_row = self.kept.row_starts.len() as u32;
+                }
             }
-            b'I' => self.completed.push(Completion {
-                returned_rows: false,
-                rows: 0,
-            }),
+            b'I' => {
+                self.completed.push(Completion {
+                    returned_rows: false,
+                    rows: 0,
+                });
+                if self.keep_rows {
+                    self.kept.end_statement(self.statement_first_row);
+                }
+            }
             b'E' if self.error.is_none() => self.error = Some(error_fields(body)),
             b'Z' => {
                 self.status = body.first().copied().unwrap_or(b'I');
@@ -547,6 +720,11 @@ impl ReplyScan {
     pub(crate) fn reply(&self) -> Reply<'_> {
         Reply {
             completed: &self.completed,
+            rows: if self.keep_rows {
+                self.kept.view()
+            } else {
+                Rows::default()
+            },
             error: self.error.clone(),
             status: self.status,
         }

@@ -266,6 +266,9 @@ pub struct TpccRow {
     pub key: DbKey,
     /// Warehouses of the run, when recorded.
     pub warehouses: Option<u32>,
+    /// How the transactions were sent (`statements`, `procedures`); results
+    /// from before the choice ran procedures.
+    pub mode: String,
     /// Result file.
     pub source: String,
     /// Measured seconds.
@@ -562,6 +565,10 @@ fn add_db(
             f.tpcc.push(TpccRow {
                 key: key.clone(),
                 warehouses: spec.warehouses,
+                mode: spec
+                    .tpcc_mode
+                    .clone()
+                    .unwrap_or_else(|| "procedures".to_string()),
                 source: source.to_string(),
                 elapsed_s: step.elapsed_s,
                 transactions: step.transactions,

@@ -25,6 +25,10 @@ pub struct TpccKey {
     pub label: String,
     /// Warehouses (None when the result did not record them).
     pub warehouses: Option<u32>,
+    /// How transactions were sent: `statements` or `procedures` (results
+    /// from before the choice: procedures). Their tpmC differ by method, so
+    /// groups and comparisons never mix them.
+    pub mode: String,
     /// Table fillfactor (None: PostgreSQL's default, 100).
     pub fillfactor: Option<i64>,
     /// Terminals (the step's clients).
@@ -36,6 +40,7 @@ impl TpccKey {
     /// fillfactor is PostgreSQL's 100, the same tables as an explicit 100.
     pub fn same_config(&self, other: &TpccKey) -> bool {
         self.warehouses == other.warehouses
+            && self.mode == other.mode
             && self.fillfactor.unwrap_or(100) == other.fillfactor.unwrap_or(100)
             && self.terminals == other.terminals
     }
@@ -78,6 +83,7 @@ pub fn tpcc_groups(rows: &[TpccRow]) -> Vec<TpccGroup> {
     let key_of = |r: &TpccRow| TpccKey {
         label: r.key.label.clone(),
         warehouses: r.warehouses,
+        mode: r.mode.clone(),
         fillfactor: r.key.fillfactor,
         terminals: r.key.threads,
     };
@@ -215,6 +221,7 @@ pub fn tpcc_table(groups: &[TpccGroup]) -> Table {
     let mut columns: Vec<String> = [
         "label",
         "warehouses",
+        "mode",
         "fillfactor",
         "terminals",
         "tpmC",
@@ -245,6 +252,7 @@ pub fn tpcc_table(groups: &[TpccGroup]) -> Table {
             let mut row = vec![
                 Cell::Text(g.key.label.clone()),
                 warehouses_cell(g.key.warehouses),
+                Cell::Text(g.key.mode.clone()),
                 ff_text("tpcc", g.key.fillfactor),
                 Cell::Num(g.key.terminals as f64, 0),
                 Cell::num(Some(g.tpmc), 2),
@@ -277,7 +285,7 @@ pub fn tpcc_table(groups: &[TpccGroup]) -> Table {
         name: "tpcc".into(),
         title: "TPC-C: tpmC and latency by transaction type".into(),
         note: format!(
-            "tpmC: New-Orders per minute of measured time, rollbacks included (BenchmarkSQL's count); tpmTOTAL: every type per minute; rollback %: intended New-Order rollbacks of all New-Orders. {csv_note}"
+            "tpmC: New-Orders per minute of measured time, rollbacks included (BenchmarkSQL's count); mode: statements (BenchmarkSQL's statements from the client, comparable with BenchmarkSQL's tpmC) or procedures (one function call per transaction: a higher tpmC by method, not comparable with the other mode); tpmTOTAL: every type per minute; rollback %: intended New-Order rollbacks of all New-Orders. {csv_note}"
         ),
         columns,
         rows,
@@ -299,6 +307,7 @@ pub fn tpcc_comparison_table(base: &str, other: &str, groups: &[TpccGroup]) -> O
         };
         let mut row = vec![
             warehouses_cell(a.key.warehouses),
+            Cell::Text(a.key.mode.clone()),
             ff_text("tpcc", a.key.fillfactor),
             Cell::Num(a.key.terminals as f64, 0),
         ];
@@ -315,7 +324,7 @@ pub fn tpcc_comparison_table(base: &str, other: &str, groups: &[TpccGroup]) -> O
     if rows.is_empty() {
         return None;
     }
-    let mut columns: Vec<String> = ["warehouses", "fillfactor", "terminals"]
+    let mut columns: Vec<String> = ["warehouses", "mode", "fillfactor", "terminals"]
         .map(String::from)
         .to_vec();
     let what: Vec<String> = std::iter::once("tpmC".to_string())
@@ -367,6 +376,7 @@ mod tests {
                 threads: terminals,
             },
             warehouses: Some(2),
+            mode: "statements".into(),
             source: "x.json".into(),
             elapsed_s,
             transactions: new_orders + payments,
@@ -418,6 +428,21 @@ mod tests {
         }
         assert_eq!(t.rows[0][change].display(), "+17.5%");
         assert!(tpcc_comparison_table("b", "c", &groups).is_none());
+        // The two modes measure different things: never side by side.
+        let mut procedures = step("c", 8, 60.0, 90000, 1000);
+        procedures.mode = "procedures".into();
+        let mixed = tpcc_groups(&[step("a", 8, 60.0, 28731, 1000), procedures]);
+        assert!(tpcc_comparison_table("a", "c", &mixed).is_none());
+        assert_eq!(
+            tpcc_groups(&[step("a", 8, 60.0, 1, 1), {
+                let mut p = step("a", 8, 60.0, 1, 1);
+                p.mode = "procedures".into();
+                p
+            }])
+            .len(),
+            2,
+            "one group per mode"
+        );
 
         let table = tpcc_table(&groups);
         assert!(table.columns.iter().any(|c| c == "payment share %"));

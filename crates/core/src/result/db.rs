@@ -91,6 +91,12 @@ pub struct DbSpec {
     /// TPC-C: the transaction mix in percent by transaction type (new_order, payment, …); empty for other workloads.
     #[serde(default)]
     pub mix: BTreeMap<String, f64>,
+    /// TPC-C: how the transactions were sent: `statements` (BenchmarkSQL 5.0's statements from the
+    /// client, one round trip each; tpmC comparable with BenchmarkSQL's) or `procedures` (one
+    /// PL/pgSQL function call per transaction, HammerDB's way on PostgreSQL); null for other
+    /// workloads and for results written before the choice existed (procedures then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpcc_mode: Option<String>,
     /// pgio: its parameters; null for other workloads.
     #[serde(default)]
     pub pgio: Option<PgioParams>,

@@ -31,9 +31,11 @@ use tokio_postgres::Client;
 
 mod load;
 mod procs;
+mod statements;
 
 pub use load::{prepare, prepare_with};
 pub use procs::{call_sql, functions_sql, workload};
+pub use statements::{STATEMENT_ABANDON, STATEMENTS, statement_workload};
 
 use crate::catalog::{drop_tables, ensure_schema, existing_tables};
 use crate::conn::{DbError, connect, db_err};
@@ -56,12 +58,80 @@ pub struct TpccSpec {
     pub schema: String,
     /// How the transaction calls travel.
     pub protocol: Protocol,
+    /// Statements as BenchmarkSQL sends them, or one function call per transaction.
+    pub mode: TpccMode,
     /// How rows reach the server at prepare.
     pub load_method: LoadMethod,
     /// The NURand constants the tables were loaded with (`bmsql_config`, see
     /// [`read_config`]); the run's C_LAST constant keeps clause 2.1.6.1's
     /// distance from them. None: those a load with `seed` uses.
     pub c_load: Option<NurandC>,
+}
+
+/// How a run sends its transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TpccMode {
+    /// BenchmarkSQL 5.0's statements from the client, one round trip each
+    /// (`statements`): tpmC comparable with BenchmarkSQL's; needs no
+    /// object of csdchar's.
+    #[default]
+    Statements,
+    /// One PL/pgSQL function call per transaction (`procedures`, HammerDB's
+    /// way on PostgreSQL): the functions csdchar creates at prepare.
+    Procedures,
+}
+
+impl TpccMode {
+    /// The name results record: `statements` or `procedures`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TpccMode::Statements => "statements",
+            TpccMode::Procedures => "procedures",
+        }
+    }
+}
+
+/// Procedure mode's functions missing from `schema`, in [`FUNCTIONS`] order.
+pub async fn missing_functions(client: &Client, schema: &str) -> Result<Vec<String>, DbError> {
+    let rows = client
+        .query(
+            "select p.proname::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace \
+             where n.nspname = $1 and p.proname = any($2)",
+            &[&schema, &FUNCTIONS.to_vec()],
+        )
+        .await
+        .map_err(|e| db_err("reading the transaction functions", e))?;
+    let present: BTreeSet<String> = rows.iter().map(|r| r.get(0)).collect();
+    Ok(FUNCTIONS
+        .iter()
+        .filter(|f| !present.contains(**f))
+        .map(|f| f.to_string())
+        .collect())
+}
+
+/// Creates procedure mode's functions in `schema` (the connection's
+/// search_path must lead there); a user who may not gets an error that says how.
+pub async fn create_functions(client: &Client, schema: &str) -> Result<(), DbError> {
+    client
+        .batch_execute(&functions_sql().join(";\n"))
+        .await
+        .map_err(|e| match e.as_db_error() {
+            Some(d) if d.code().code() == "42501" => DbError(format!(
+                "--tpcc-mode procedures needs BenchmarkSQL's transactions as functions in schema {schema}, \
+                 and this user may not create them ({}): create them as a user who may (`csdchar db prepare` \
+                 creates them), or run with --tpcc-mode statements, which needs none",
+                d.message()
+            )),
+            _ => db_err("creating the transaction functions", e),
+        })
+}
+
+/// The run workload of `spec`'s mode.
+pub fn run_workload(spec: &TpccSpec) -> Workload {
+    match spec.mode {
+        TpccMode::Statements => statement_workload(spec),
+        TpccMode::Procedures => workload(spec),
+    }
 }
 
 /// How prepare sends rows.
@@ -595,6 +665,7 @@ mod tests {
             seed: 1,
             schema: "public".into(),
             protocol: Protocol::Prepared,
+            mode: TpccMode::Procedures,
             c_load: None,
             load_method: Default::default(),
         });

@@ -271,14 +271,7 @@ pub fn workload(spec: &TpccSpec) -> Workload {
     for k in TpccKind::ALL {
         statements.push(format!("tpcc_{}", k.name()), call_sql(k).to_string());
     }
-    let c_load = spec
-        .c_load
-        .unwrap_or_else(|| TpccData::new(spec.seed, "").constants());
-    // One set of run constants for all terminals (2.1.6).
-    let c = NurandC::run(
-        c_load.c_last,
-        &mut Xoshiro256PlusPlus::seed_from_u64(spec.seed ^ 0x5450_4343_5255_4e43),
-    );
+    let c = run_constants(spec);
     let (warehouses, mix) = (spec.warehouses.max(1), spec.mix);
     let next = AtomicU32::new(0);
     Workload {
@@ -297,10 +290,24 @@ pub fn workload(spec: &TpccSpec) -> Workload {
         }),
         retry_codes: TPCC_RETRY,
         rollback_codes: &[NEW_ORDER_ROLLBACK],
+        abandon_codes: &[],
+        keeps_rows: false,
         kinds: TpccKind::ALL.iter().map(|k| k.name()).collect(),
         protocol: spec.protocol,
         seed: spec.seed,
     }
+}
+
+/// The run's NURand constants, one set for all terminals, at clause
+/// 2.1.6's distance from those the tables were loaded with.
+pub(super) fn run_constants(spec: &TpccSpec) -> NurandC {
+    let c_load = spec
+        .c_load
+        .unwrap_or_else(|| TpccData::new(spec.seed, "").constants());
+    NurandC::run(
+        c_load.c_last,
+        &mut Xoshiro256PlusPlus::seed_from_u64(spec.seed ^ 0x5450_4343_5255_4e43),
+    )
 }
 
 pub(super) struct TpccSource {
