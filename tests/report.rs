@@ -792,7 +792,7 @@ fn tpcc_results_get_tpmc_tables_a_comparison_and_charts() {
     assert!(section.contains("payment p99 ms"), "{section}");
     assert!(!section.contains("stock_level avg ms"), "{section}");
     assert!(
-        section.contains("| ssd | 10 | BenchmarkSQL's per table | 8 | 28,731.00 |"),
+        section.contains("| ssd | 10 | procedures | BenchmarkSQL's per table | 8 | 28,731.00 |"),
         "{section}"
     );
 

@@ -1,5 +1,5 @@
 # Sourced by the bench scripts that need a compressing drive with a filesystem:
-# `zram_ext4_mount NAME` adds a zram device (lz4, 8 GiB), makes ext4 on it, mounts it
+# `zram_ext4_mount NAME` adds a zram device (lz4, ZRAM_SIZE, 8G by default), makes ext4 on it, mounts it
 # with discard (so freed blocks leave the drive) on a new /var/tmp/csdchar-NAME.XXXX and
 # sets ZRAM_ID and MNT. The EXIT trap unmounts and removes it; a script with cleanup of
 # its own puts it in `extra_cleanup`. Needs root.
@@ -19,7 +19,7 @@ zram_ext4_mount() {
   MNT=$(mktemp -d "/var/tmp/csdchar-$1.XXXX")
   trap zram_ext4_cleanup EXIT
   echo lz4 > "/sys/block/zram$ZRAM_ID/comp_algorithm"
-  echo 8G > "/sys/block/zram$ZRAM_ID/disksize"
+  echo "${ZRAM_SIZE:-8G}" > "/sys/block/zram$ZRAM_ID/disksize"
   mkfs.ext4 -q -F "/dev/zram$ZRAM_ID"
   mount -o discard "/dev/zram$ZRAM_ID" "$MNT"
 }
