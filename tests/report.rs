@@ -828,7 +828,9 @@ fn tpcc_results_get_tpmc_tables_a_comparison_and_charts() {
     }
     // 33,757 against 28,731: +17.5%, as the seed study reported.
     assert!(
-        md.contains("| 10 | BenchmarkSQL's per table | 8 | 28,731.00 | 33,757.00 | +17.5% |"),
+        md.contains(
+            "| 10 | procedures | BenchmarkSQL's per table | 8 | 28,731.00 | 33,757.00 | +17.5% |"
+        ),
         "{md}"
     );
 
