@@ -69,6 +69,7 @@ fn job() -> DbJob {
             ..Requested::default()
         },
         study_fillfactors: Vec::new(),
+        study_repeat: 1,
         server_memory_limit: None,
         range_size: 100,
         string_dup: 0,
@@ -298,6 +299,7 @@ fn study_through_the_library_gives_the_cli_result() {
     let interrupt = Arc::new(AtomicBool::new(false));
     let job = DbJob {
         study_fillfactors: vec![100, 70],
+        study_repeat: 1,
         run: RunPlan {
             threads: vec![1],
             ..job().run

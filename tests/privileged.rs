@@ -536,6 +536,8 @@ fn fillfactor_study_on_zram_ext4_grows_logical_much_more_than_physical() {
         "5",
         "--fillfactor",
         "100,70,50",
+        "--repeat",
+        "2",
         "--threads",
         "2",
         "--time",
@@ -561,16 +563,46 @@ fn fillfactor_study_on_zram_ext4_grows_logical_much_more_than_physical() {
     assert_eq!(rows.len(), 3);
     let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
     for r in rows {
-        assert_eq!(r["physical_estimated"], false, "{r}");
+        // The headline is the relation files under zram's own algorithm.
+        assert_eq!(r["physical_estimated"], true, "{r}");
+        let source = r["physical_source"].as_str().unwrap();
         assert!(
-            r["physical_source"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("zram{}", z.id)),
+            source.contains(&format!("lz4 per 4 KiB (zram{}'s algorithm)", z.id)),
             "{r}"
         );
         assert!(f(r, "tps") > 0.0);
+        // The split adds up to the drive's change over the load, the
+        // relations' part is the headline, and with WAL segments removed
+        // rather than recycled (the study's managed cluster) little is left
+        // beside the relations: the model and the drive agree.
+        let sp = &r["physical_split"];
+        let (drive, rel) = (f(sp, "drive_bytes"), f(sp, "relations_bytes"));
+        let wal = sp["wal_bytes"].as_f64().unwrap_or(0.0);
+        assert!(
+            (rel + wal + f(sp, "rest_bytes") - drive).abs() < 1.0,
+            "{sp}"
+        );
+        assert_eq!(rel, f(r, "physical_bytes"));
+        // What neither the relations nor the WAL explain stays small: the
+        // model agrees with the drive. (Bound: one 16 MiB WAL segment, the
+        // unexplained extra seen in about 1 load in 10, BENCHMARKS.md.)
+        let rest = f(sp, "rest_bytes");
+        assert!(
+            rest.abs() < 0.1 * drive + f64::from(16u32 << 20),
+            "rest {rest} of drive {drive}: {sp}"
+        );
+        // Two loads per fillfactor, and their spread.
+        assert_eq!(r["loads"].as_array().unwrap().len(), 2, "{r}");
+        assert!(r["drive_spread"]["stddev"].as_f64().is_some(), "{r}");
     }
+    assert!(
+        v["physical_method"]
+            .as_str()
+            .unwrap()
+            .contains("wal_recycle=off"),
+        "{}",
+        v["physical_method"]
+    );
     // Properties of the measured numbers, not fixed values: lower fillfactor,
     // more logical bytes; the drive stores the empty space for almost nothing.
     let (lg70, lg50) = (f(&rows[1], "logical_growth"), f(&rows[2], "logical_growth"));

@@ -352,11 +352,33 @@ fn study_on_a_plain_directory_estimates_physical_size() {
         "5000",
         "--fillfactor",
         "100,60",
+        "--repeat",
+        "2",
     ]);
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert!(f(&rows[1], "logical_growth") > 0.2, "{rows:?}");
     assert!(f(&rows[1], "tps") > 0.0);
+    // --repeat 2: each fillfactor loaded and measured twice; the row is their
+    // mean, with the spread (the same seeded data: the same estimate).
+    for r in rows {
+        let loads = r["loads"].as_array().unwrap();
+        assert_eq!(loads.len(), 2, "{r}");
+        let p: Vec<f64> = loads.iter().map(|l| f(l, "physical_bytes")).collect();
+        assert!(
+            ((p[0] + p[1]) / 2.0 - f(r, "physical_bytes")).abs() < 1.0,
+            "{r}"
+        );
+        let s = &r["physical_spread"];
+        assert_eq!(f(s, "min"), p[0].min(p[1]), "{r}");
+        assert_eq!(f(s, "max"), p[0].max(p[1]), "{r}");
+        assert!(f(s, "stddev") < 0.01 * f(r, "physical_bytes"), "{r}");
+    }
+    assert_eq!(
+        v["runs"].as_array().unwrap().len(),
+        2,
+        "one run step per fillfactor"
+    );
 }
 
 #[test]

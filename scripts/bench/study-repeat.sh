@@ -12,8 +12,8 @@ cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-5}; WORKLOAD=${WORKLOAD:-oltp-read-write}; LOAD=${LOAD:---tables 2 --table-size 150000}
 FILLFACTORS=${FILLFACTORS:-100,70}; THREADS=${THREADS:-2}; TIME=${TIME:-3}
 [ "$(id -u)" = 0 ] || { echo "needs root (zram, mount)" >&2; exit 2; }
-cargo build --release -q -p csdchar-cli
-CSD=$PWD/target/release/csdchar
+# CSD=path runs another build (e.g. an older one, to compare); default: this tree's release build.
+if [ -z "${CSD:-}" ]; then cargo build --release -q -p csdchar-cli; CSD=$PWD/target/release/csdchar; fi
 OUT=$(mktemp -d /var/tmp/csdchar-studyrep.XXXX)
 . scripts/bench/zram-ext4.sh
 for i in $(seq "$RUNS"); do

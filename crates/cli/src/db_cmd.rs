@@ -200,6 +200,7 @@ pub fn job_of(o: &DbOpts) -> DbJob {
             warehouses: o.load.warehouses,
         },
         study_fillfactors: o.load.fillfactor.clone(),
+        study_repeat: o.load.repeat,
         server_memory_limit: o.cluster.pg_memory_limit,
         range_size: o.run.range_size,
         string_dup: o.load.string_dup,
@@ -419,7 +420,7 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
         let _ = writeln!(io.stderr, "error: {}", refusal(&r));
         return Outcome::code(EXIT_USAGE);
     }
-    let session = match open_session(o, &job, io) {
+    let session = match open_session(o, step, &job, io) {
         Ok(s) => s,
         Err(code) => return Outcome::code(code),
     };
@@ -452,8 +453,12 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
 
 /// Opens the server the options name (starting a managed cluster) and
 /// writes its notes; on failure the message is written and the exit code returned.
-fn open_session(o: &DbOpts, job: &DbJob, io: &mut Io<'_>) -> Result<DbSession, i32> {
-    match session::open(&server_choice(o), &o.server.schema, job.max_clients()) {
+fn open_session(o: &DbOpts, step: &str, job: &DbJob, io: &mut Io<'_>) -> Result<DbSession, i32> {
+    let choice = match step {
+        "study" => server_choice(o).for_study(),
+        _ => server_choice(o),
+    };
+    match session::open(&choice, &o.server.schema, job.max_clients()) {
         Ok(s) => {
             for n in s.cluster.iter().flat_map(|c| c.notes()) {
                 let _ = writeln!(io.stderr, "note: {n}");

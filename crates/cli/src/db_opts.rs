@@ -282,6 +282,9 @@ pub struct LoadArgs {
     /// Table fillfactor at prepare (10-100); `db study` takes a comma-separated list (default 100,70,50).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u8).range(10..=100))]
     pub fillfactor: Vec<u8>,
+    /// db study: measured loads per fillfactor; the table shows their mean and spread (min-max).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
     /// % of c/pad values drawn from 16 repeated strings (business-like, compressible data).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub string_dup: u8,

@@ -28,6 +28,8 @@ pub struct DbJob {
     pub requested: Requested,
     /// The study's fillfactors, in order; empty: [`STUDY_FILLFACTORS`].
     pub study_fillfactors: Vec<u8>,
+    /// Study: measured loads per fillfactor (`--repeat`, at least 1).
+    pub study_repeat: u32,
     /// The managed server's memory limit (cgroup, page cache included), if
     /// any: the page cache its reads can use, and recorded in the result.
     pub server_memory_limit: Option<u64>,

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use csdchar_core::result::ToolInfo;
 use csdchar_core::result::db::{DB_SCHEMA, DbInterval, DbResult, DbStep, DbTxType};
-use csdchar_core::result::study::{STUDY_SCHEMA, StudyResult, StudyRow, StudyRun};
+use csdchar_core::result::study::{
+    PhysicalSplit, STUDY_SCHEMA, Spread, StudyLoad, StudyResult, StudyRow, StudyRun,
+};
 
 use crate::bench::Bench;
 use crate::catalog;
@@ -864,10 +866,30 @@ pub async fn study(
         .device
         .is_some_and(|d| d.physical_bytes.is_some() && d.logical_bytes.is_some());
     let warm_ff = fillfactors.iter().copied().min().unwrap_or(100);
+    let wal_recycle: Option<String> = client
+        .query_one("SHOW wal_recycle", &[])
+        .await
+        .ok()
+        .map(|r| r.get(0));
     let physical_method = if counters {
         format!(
-            "the drive's counters' change over each load, after CHECKPOINT and sync; WAL in steady state \
-             ({WARMUP_LOADS} unmeasured warm-up loads at fillfactor {warm_ff} first, so measured loads reuse WAL segments)"
+            "the relation files (heap, indexes, TOAST, free space and visibility maps) compressed page by page \
+             with the drive's model, after CHECKPOINT and sync; beside it the drive's counters' change over each \
+             load (settled: CHECKPOINT, a WAL switch and a second CHECKPOINT, sync, until both counters hold still \
+             for 0.5 s), split into the relations, the WAL directory (same model, its change; removed segments \
+             still open included) and the rest; {WARMUP_LOADS} unmeasured warm-up loads at \
+             fillfactor {warm_ff} first{}",
+            match wal_recycle.as_deref() {
+                Some("off") =>
+                    "; WAL segments removed after each checkpoint, not recycled (wal_recycle=off), \
+                     so a load's WAL leaves nothing behind on the drive"
+                        .to_string(),
+                Some(v) => format!(
+                    "; the server recycles WAL segments (wal_recycle={v}), so the drive's total also holds how \
+                     the WAL directory's content changed (the split's WAL part)"
+                ),
+                None => String::new(),
+            }
         )
     } else {
         "estimated: deflate-fixed per 4 KiB of the workload's relation files (no compressing drive's counters)"
@@ -904,38 +926,70 @@ pub async fn study(
             break;
         }
         let b = bench.with_fillfactor(ff);
-        // The drive's baseline without the workload's tables: what the load adds is measured against it.
-        if let Err(e) = b.drop_tables(conninfo, schema).await {
-            error = Some(e);
-            break;
-        }
-        let base = settled_snapshot(&client, dialect, &tables).await.0;
-        let wal_dir_before = crate::snapshot::wal_dir_bytes(&client, dialect).await;
-        let t0 = Instant::now();
-        match load(server, job, &b, true, observer, interrupt).await {
-            Ok(_) => {}
-            Err(LoadError::Interrupted { .. }) => break,
-            Err(_) => {
-                error = Some(format!("loading at fillfactor {ff} failed"));
+        // Each measured load of this fillfactor (--repeat): the row holds their mean.
+        let mut loads: Vec<StudyLoad> = Vec::new();
+        let mut source = String::new();
+        let mut estimated = false;
+        let mut data_directory_bytes = None;
+        for _ in 0..job.study_repeat.max(1) {
+            if interrupt.load(Ordering::Relaxed) {
                 break;
             }
+            // The drive's baseline without the workload's tables: what the load adds is measured against it.
+            if let Err(e) = b.drop_tables(conninfo, schema).await {
+                error = Some(e);
+                break;
+            }
+            let base = settled_snapshot(&client, dialect, &tables).await.0;
+            let wal_before = base.device.as_ref().and_then(|d| {
+                let model = crate::space::DriveModel::of(&d.device);
+                crate::space::wal_physical(&base, &model, estimator, interrupt)
+            });
+            let wal_dir_before = crate::snapshot::wal_dir_bytes(&client, dialect).await;
+            let t0 = Instant::now();
+            match load(server, job, &b, true, observer, interrupt).await {
+                Ok(_) => {}
+                Err(LoadError::Interrupted { .. }) => break,
+                Err(_) => {
+                    error = Some(format!("loading at fillfactor {ff} failed"));
+                    break;
+                }
+            }
+            let load_s = t0.elapsed().as_secs_f64();
+            let space = measure_space(
+                &client,
+                dialect,
+                &tables,
+                base.device.as_ref(),
+                wal_before,
+                estimator,
+                interrupt,
+            )
+            .await;
+            let wal_dir_after = crate::snapshot::wal_dir_bytes(&client, dialect).await;
+            source = space.source.clone();
+            estimated = space.estimated;
+            data_directory_bytes = space.data_directory_bytes;
+            loads.push(StudyLoad {
+                load_s,
+                relation_bytes: space.relation_bytes,
+                physical_bytes: space.physical,
+                physical_of_logical_bytes: space.of_logical,
+                physical_split: space.split,
+                load_wal_bytes: base
+                    .wal_lsn_bytes
+                    .zip(space.wal_lsn_bytes)
+                    .map(|(a, b)| b - a),
+                wal_dir_growth_bytes: wal_dir_before.zip(wal_dir_after).map(|(a, b)| b - a),
+            });
         }
-        let load_s = t0.elapsed().as_secs_f64();
-        let space = measure_space(
-            &client,
-            dialect,
-            &tables,
-            base.device.as_ref(),
-            estimator,
-            interrupt,
-        )
-        .await;
-        let wal_dir_after = crate::snapshot::wal_dir_bytes(&client, dialect).await;
-        let load_wal_bytes = base
-            .wal_lsn_bytes
-            .zip(space.wal_lsn_bytes)
-            .map(|(a, b)| b - a);
-        let wal_dir_growth_bytes = wal_dir_before.zip(wal_dir_after).map(|(a, b)| b - a);
+        // Interrupted or failed before a whole load: nothing to report for it.
+        let Some(mean) = mean_load(&loads) else {
+            break;
+        };
+        if error.is_some() || interrupt.load(Ordering::Relaxed) {
+            break;
+        }
         protocol = Some(b.workload(job.run.protocol).protocol);
         let (steps, err) = run_steps(server, &b, &tables, job, observer, interrupt).await;
         for st in &steps {
@@ -944,16 +998,34 @@ pub async fn study(
             rows.push(StudyRow {
                 fillfactor: ff,
                 threads: st.threads,
-                load_s,
-                load_wal_bytes,
-                wal_dir_growth_bytes,
-                relation_bytes: space.relation_bytes,
-                data_directory_bytes: space.data_directory_bytes,
-                physical_bytes: space.physical,
-                physical_of_logical_bytes: space.of_logical,
-                physical_source: space.source.clone(),
-                physical_estimated: space.estimated,
-                ratio: match (space.of_logical, space.physical) {
+                load_s: mean.load_s,
+                load_wal_bytes: mean.load_wal_bytes,
+                wal_dir_growth_bytes: mean.wal_dir_growth_bytes,
+                relation_bytes: mean.relation_bytes,
+                data_directory_bytes,
+                physical_bytes: mean.physical_bytes,
+                physical_of_logical_bytes: mean.physical_of_logical_bytes,
+                physical_source: source.clone(),
+                physical_estimated: estimated,
+                physical_split: mean.physical_split.clone(),
+                physical_spread: Spread::of(
+                    &loads
+                        .iter()
+                        .filter_map(|l| l.physical_bytes)
+                        .collect::<Vec<_>>(),
+                ),
+                drive_spread: Spread::of(
+                    &loads
+                        .iter()
+                        .filter_map(|l| l.physical_split.as_ref().map(|s| s.drive_bytes))
+                        .collect::<Vec<_>>(),
+                ),
+                loads: if loads.len() > 1 {
+                    loads.clone()
+                } else {
+                    Vec::new()
+                },
+                ratio: match (mean.physical_of_logical_bytes, mean.physical_bytes) {
                     (Some(l), Some(p)) if p > 0.0 => Some(l / p),
                     _ => None,
                 },
@@ -962,9 +1034,9 @@ pub async fn study(
                 lat_p95_ms: pct(95.0),
                 lat_p99_ms: pct(99.0),
                 logical_growth: first.map_or(0.0, |f| {
-                    space.relation_bytes as f64 / f.relation_bytes.max(1) as f64 - 1.0
+                    mean.relation_bytes as f64 / f.relation_bytes.max(1) as f64 - 1.0
                 }),
-                physical_growth: match (first, space.physical) {
+                physical_growth: match (first, mean.physical_bytes) {
                     (None, Some(_)) => Some(0.0),
                     (Some(f), Some(p)) => f.physical_bytes.map(|fp| p / fp - 1.0),
                     _ => None,
@@ -998,6 +1070,50 @@ pub async fn study(
         error: error.clone(),
     };
     ended(result, error, interrupted)
+}
+
+/// The mean of a fillfactor's measured loads (None without any): every
+/// figure averaged; an optional one only when every load has it.
+fn mean_load(loads: &[StudyLoad]) -> Option<StudyLoad> {
+    if loads.is_empty() {
+        return None;
+    }
+    let n = loads.len() as f64;
+    let mean = |f: &dyn Fn(&StudyLoad) -> f64| loads.iter().map(f).sum::<f64>() / n;
+    let all = |f: &dyn Fn(&StudyLoad) -> Option<f64>| {
+        loads
+            .iter()
+            .map(f)
+            .collect::<Option<Vec<f64>>>()
+            .map(|v| v.iter().sum::<f64>() / n)
+    };
+    let splits: Option<Vec<&PhysicalSplit>> =
+        loads.iter().map(|l| l.physical_split.as_ref()).collect();
+    let split = splits.map(|s| {
+        let m = |f: &dyn Fn(&PhysicalSplit) -> f64| s.iter().map(|x| f(x)).sum::<f64>() / n;
+        PhysicalSplit {
+            drive_bytes: m(&|x| x.drive_bytes),
+            drive_logical_bytes: m(&|x| x.drive_logical_bytes),
+            relations_bytes: m(&|x| x.relations_bytes),
+            wal_bytes: s
+                .iter()
+                .map(|x| x.wal_bytes)
+                .collect::<Option<Vec<f64>>>()
+                .map(|v| v.iter().sum::<f64>() / n),
+            rest_bytes: m(&|x| x.rest_bytes),
+            method: s[0].method.clone(),
+        }
+    });
+    Some(StudyLoad {
+        load_s: mean(&|l| l.load_s),
+        relation_bytes: mean(&|l| l.relation_bytes as f64).round() as i64,
+        physical_bytes: all(&|l| l.physical_bytes),
+        physical_of_logical_bytes: all(&|l| l.physical_of_logical_bytes),
+        physical_split: split,
+        load_wal_bytes: all(&|l| l.load_wal_bytes.map(|v| v as f64)).map(|v| v.round() as i64),
+        wal_dir_growth_bytes: all(&|l| l.wal_dir_growth_bytes.map(|v| v as f64))
+            .map(|v| v.round() as i64),
+    })
 }
 
 /// Rewrites the job's sysbench tables at the job's fillfactor (c/pad

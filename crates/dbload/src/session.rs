@@ -40,6 +40,29 @@ pub struct ServerChoice {
 }
 
 impl ServerChoice {
+    /// The choice as a study runs it: a managed cluster removes WAL segments
+    /// after a checkpoint instead of recycling them (`wal_recycle=off`,
+    /// PostgreSQL 12 on), unless its settings say otherwise. Recycled
+    /// segments keep older WAL until overwritten, so the drive's change over
+    /// a load moved by up to 20 points with what the load happened to
+    /// overwrite (issue 25); removed ones are discarded, and new ones are
+    /// zero-filled, which a compressing drive stores as nothing.
+    pub fn for_study(mut self) -> ServerChoice {
+        let given = self
+            .cluster
+            .settings
+            .iter()
+            .any(|s| s.trim_start().starts_with("wal_recycle"));
+        if self.url.is_none()
+            && !given
+            && crate::cluster::PgBinaries::find(self.cluster.pg_bin.as_deref())
+                .is_ok_and(|b| b.major >= 12)
+        {
+            self.cluster.settings.push("wal_recycle=off".into());
+        }
+        self
+    }
+
     /// Where a cluster that does not exist yet would be created: `pgdata`
     /// when it holds no cluster, the temporary root without one; None for a
     /// URL or an existing cluster.

@@ -139,7 +139,8 @@ pub async fn relation_files(
                AND relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())) \
              SELECT pg_relation_filepath(c.oid) FROM pg_class c \
              WHERE c.oid IN (SELECT oid FROM t) \
-             OR c.oid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid IN (SELECT oid FROM t)) \
+             OR c.oid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid IN (SELECT oid FROM t) \
+                          OR i.indrelid IN (SELECT reltoastrelid FROM t)) \
              OR c.oid IN (SELECT reltoastrelid FROM t)",
             &[&tables.to_vec()],
         )
@@ -152,16 +153,19 @@ pub async fn relation_files(
         let Some(rel): Option<String> = r.get(0) else {
             continue;
         };
-        let base = data_dir.join(&rel);
-        if base.is_file() {
-            files.push(base.clone());
-        }
-        for seg in 1.. {
-            let p = std::path::PathBuf::from(format!("{}.{seg}", base.display()));
-            if !p.is_file() {
-                break;
+        // Every fork (main, free space map, visibility map, init), every 1 GiB segment.
+        for fork in ["", "_fsm", "_vm", "_init"] {
+            let base = data_dir.join(format!("{rel}{fork}"));
+            if base.is_file() {
+                files.push(base.clone());
             }
-            files.push(p);
+            for seg in 1.. {
+                let p = std::path::PathBuf::from(format!("{}.{seg}", base.display()));
+                if !p.is_file() {
+                    break;
+                }
+                files.push(p);
+            }
         }
     }
     files

@@ -477,6 +477,35 @@ pub fn study_table(rows: &[StudyRow], method: &str) -> String {
         if !wal.is_empty() {
             let _ = writeln!(out, "WAL over each load: {}", wal.join("; "));
         }
+        // Where the drive's change went, per fillfactor: the headline is the
+        // relations' part; the rest is shown, not hidden.
+        for r in rows.iter().filter(|r| r.threads == rows[0].threads) {
+            let Some(sp) = &r.physical_split else {
+                continue;
+            };
+            let spread = |s: &Option<csdchar_core::result::study::Spread>| {
+                s.map_or(String::new(), |s| {
+                    format!(" (min {:.1}, max {:.1})", mib(s.min), mib(s.max))
+                })
+            };
+            let _ = writeln!(
+                out,
+                "ff {}: drive {:+.1} MiB{} = relations {:.1}{} + WAL {} + rest {:+.1} ({})",
+                r.fillfactor,
+                mib(sp.drive_bytes),
+                spread(&r.drive_spread),
+                mib(sp.relations_bytes),
+                spread(&r.physical_spread),
+                sp.wal_bytes
+                    .map_or("-".to_string(), |w| format!("{:+.1}", mib(w))),
+                mib(sp.rest_bytes),
+                if r.loads.len() > 1 {
+                    format!("mean of {} loads", r.loads.len())
+                } else {
+                    "one load".to_string()
+                }
+            );
+        }
     }
     out
 }

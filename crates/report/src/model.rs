@@ -413,6 +413,11 @@ pub struct SpaceRow {
     pub physical_growth: Option<f64>,
     /// Where physical_bytes comes from.
     pub physical_source: String,
+    /// Sample standard deviation of physical_bytes over a study's repeated loads (`--repeat`).
+    pub physical_stddev: Option<f64>,
+    /// A study's drive-wide change over the load (relations, WAL and the rest), beside the
+    /// relations' physical_bytes.
+    pub drive_bytes: Option<f64>,
 }
 
 /// Everything the report is built from.
@@ -475,6 +480,8 @@ pub fn flatten(inputs: &[ReportInput]) -> Flattened {
                         logical_growth: None,
                         physical_growth: None,
                         physical_source: row.physical_source.clone(),
+                        physical_stddev: row.physical_spread.map(|s| s.stddev),
+                        drive_bytes: row.physical_split.as_ref().map(|s| s.drive_bytes),
                     });
                 }
             }
@@ -497,6 +504,8 @@ pub fn flatten(inputs: &[ReportInput]) -> Flattened {
                     logical_growth: None,
                     physical_growth: None,
                     physical_source: format!("device {}", s.device),
+                    physical_stddev: None,
+                    drive_bytes: None,
                 });
             }
             LoadedResult::Estimate(e) => {
@@ -517,6 +526,8 @@ pub fn flatten(inputs: &[ReportInput]) -> Flattened {
                     logical_growth: None,
                     physical_growth: None,
                     physical_source: format!("estimated ({} per {} B)", e.codec.name(), e.chunk),
+                    physical_stddev: None,
+                    drive_bytes: None,
                 });
             }
         }
@@ -676,6 +687,8 @@ fn db_space_row(
             Some(d) if physical.is_some() => format!("device {}", d.device),
             _ => "unknown".to_string(),
         },
+        physical_stddev: None,
+        drive_bytes: None,
     })
 }
 

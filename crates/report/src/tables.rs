@@ -414,9 +414,11 @@ pub fn space_table(rows: &[SpaceRow]) -> Table {
         "logical",
         "device logical",
         "physical",
+        "physical stddev",
         "ratio",
         "logical growth",
         "physical growth",
+        "drive change",
         "physical from",
     ];
     let b = |v: Option<f64>| v.map_or(Cell::Empty, Cell::Bytes);
@@ -424,7 +426,7 @@ pub fn space_table(rows: &[SpaceRow]) -> Table {
     Table {
         name: "space".into(),
         title: "Space: logical vs physical".into(),
-        note: "logical: the data (tables, indexes, TOAST; or what the device holds); physical: what the drive stores for 'device logical'; growth relative to the first row of the same label and origin.".into(),
+        note: "logical: the data (tables, indexes, TOAST; or what the device holds); physical: what the drive stores for 'device logical' (a study: the relation files under the drive's model; physical stddev: over its repeated loads; drive change: the drive's whole change over the load, WAL and file system included); growth relative to the first row of the same label and origin.".into(),
         columns: columns.iter().map(|s| s.to_string()).collect(),
         rows: rows
             .iter()
@@ -437,9 +439,11 @@ pub fn space_table(rows: &[SpaceRow]) -> Table {
                     b(r.logical_bytes),
                     b(r.device_logical_bytes),
                     b(r.physical_bytes),
+                    b(r.physical_stddev),
                     Cell::ratio(r.ratio),
                     p(r.logical_growth),
                     p(r.physical_growth),
+                    b(r.drive_bytes),
                     Cell::Text(r.physical_source.clone()),
                 ]
             })
