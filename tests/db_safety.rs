@@ -753,3 +753,84 @@ fn ctrl_c_while_waiting_for_start_at_records_no_step() {
         "the managed server still runs"
     );
 }
+
+/// Issue 25 item 6: a server process killed by `--pg-memory-limit` (here
+/// the pgio load's VACUUM at 64 MiB) is named as such — the limit, the
+/// cgroup's OOM kill count and what to raise —, not left as "connection
+/// closed"; exit 1, and a study's partial result carries the same words.
+#[test]
+fn a_server_process_the_memory_limit_kills_is_named() {
+    if !common::postgres_or_skip() || !common::is_root_or_skip("memory_limit_kill") {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-oom")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let limited = |step: &str, name: &str, extra: &[&str]| {
+        let pgdata = dir.path().join(name);
+        let mut args = vec![
+            step,
+            "--pgdata",
+            pgdata.to_str().unwrap(),
+            "--pg-memory-limit",
+            "64m",
+        ];
+        args.extend_from_slice(extra);
+        let ran = db(&args);
+        (ran, pgdata)
+    };
+    let (ran, pgdata) = limited(
+        "prepare",
+        "prepared",
+        &["--workload", "pgio", "--pgio-size", "256m"],
+    );
+    if ran.stderr.contains("no memory cgroup controller") {
+        eprintln!("skipped: {}", ran.stderr.trim());
+        return;
+    }
+    assert_eq!(ran.outcome.exit_code, 1, "{}", ran.stderr);
+    let named = |text: &str| {
+        text.contains("the memory limit killed ")
+            && text.contains("(--pg-memory-limit 64 MiB")
+            && text.contains("OOM killer counted ")
+            && text.contains("raise --pg-memory-limit")
+    };
+    assert!(named(&ran.stderr), "{}", ran.stderr);
+    // What the client saw stays, after the cause.
+    assert!(ran.stderr.contains("vacuuming"), "{}", ran.stderr);
+    assert!(
+        !pgdata.join("postmaster.pid").exists(),
+        "the server is stopped"
+    );
+
+    // A study's load (pgbench's, scale 10) killed the same way.
+    let out = dir.path().join("study.json");
+    let (ran, _) = limited(
+        "study",
+        "studied",
+        &[
+            "--workload",
+            "tpcb",
+            "--scale",
+            "10",
+            "--fillfactor",
+            "100",
+            "--time",
+            "1s",
+            "--output-format",
+            "json",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(ran.outcome.exit_code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("partial result saved"),
+        "{}",
+        ran.stderr
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(named(v["error"].as_str().unwrap_or("")), "{}", v["error"]);
+}

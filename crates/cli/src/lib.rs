@@ -129,6 +129,7 @@ fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
             CodecArg::Zstd => csdchar_core::compressibility::Codec::Zstd,
         },
         chunk: opts.chunk as usize,
+        whole_page_at: None,
         sample_pct: opts.sample,
         seed: opts.seed,
         threads: opts.threads.map_or_else(

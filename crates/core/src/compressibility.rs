@@ -40,6 +40,38 @@ impl Codec {
     }
 }
 
+/// The compressed size from which zram stores a 4 KiB page whole: zsmalloc's
+/// `huge_class_size`, the largest size class that packs more than one object
+/// into a zspage, less its handle's bytes but one. zspages chain up to
+/// `chain` pages: 8 by default from Linux 6.2 (`CONFIG_ZSMALLOC_CHAIN_SIZE`,
+/// 4 to 16), 4 before. Measured on Linux 6.18: a page compressing to 3624
+/// bytes is stored as 3624, one of 3625 as 4096 (so `chain` 8 gives 3625).
+pub fn zram_whole_page_at(chain: u32) -> usize {
+    const PAGE_BYTES: usize = 4096;
+    const MIN_ALLOC: usize = 32;
+    const CLASS_DELTA: usize = PAGE_BYTES >> 8;
+    const HANDLE_BYTES: usize = 8;
+    let chain = chain.clamp(1, 16) as usize;
+    // Linux 6.2's calculate_zspage_chain_size: the fewest pages with the
+    // least waste (older kernels' rule picks the same sizes for 4 pages).
+    let pages_for = |size: usize| {
+        if size.is_power_of_two() {
+            return 1;
+        }
+        (1..=chain)
+            .min_by_key(|&i| ((i * PAGE_BYTES) % size, i))
+            .unwrap_or(1)
+    };
+    (0..=(PAGE_BYTES - MIN_ALLOC) / CLASS_DELTA)
+        .rev()
+        .map(|i| (MIN_ALLOC + i * CLASS_DELTA).min(PAGE_BYTES))
+        .find(|&size| {
+            let pages = pages_for(size);
+            pages != 1 && pages * PAGE_BYTES / size != 1
+        })
+        .map_or(PAGE_BYTES, |size| size - (HANDLE_BYTES - 1))
+}
+
 /// Compresses pages one at a time, reusing its buffers.
 pub struct PageCompressor {
     codec: Codec,
@@ -48,6 +80,8 @@ pub struct PageCompressor {
     zstd: Option<zstd::bulk::Compressor<'static>>,
     /// The previous page was stored raw (see [`PageCompressor::stored_len`]).
     last_raw: bool,
+    /// Pages compressing to this many bytes or more are stored whole.
+    whole_at: Option<usize>,
 }
 
 impl PageCompressor {
@@ -69,7 +103,15 @@ impl PageCompressor {
             zstd: (codec == Codec::Zstd)
                 .then(|| zstd::bulk::Compressor::new(3).expect("zstd level 3 is valid")),
             last_raw: false,
+            whole_at: None,
         }
+    }
+
+    /// Counts a page that compresses to `bytes` or more as stored whole, as
+    /// zram does with pages its allocator cannot pack ([`zram_whole_page_at`]).
+    pub fn storing_whole_at(mut self, bytes: Option<usize>) -> Self {
+        self.whole_at = bytes;
+        self
     }
 
     /// The codec in use.
@@ -90,7 +132,10 @@ impl PageCompressor {
         if self.codec == Codec::DeflateFixed && self.last_raw && self.lz4_len(page) >= page.len() {
             return page.len();
         }
-        let n = self.compressed_len(page).min(page.len());
+        let mut n = self.compressed_len(page).min(page.len());
+        if self.whole_at.is_some_and(|t| n >= t) {
+            n = page.len();
+        }
         self.last_raw = n == page.len();
         n
     }
@@ -213,6 +258,25 @@ mod tests {
                 (s >> 24) as u8
             })
             .collect()
+    }
+
+    #[test]
+    fn zram_stores_whole_the_pages_zsmalloc_cannot_pack() {
+        // Measured here (Linux 6.18, chain 8) and zsmalloc's sizes before 6.2.
+        assert_eq!(zram_whole_page_at(8), 3625);
+        assert_eq!(zram_whole_page_at(4), 3257);
+        assert_eq!(zram_whole_page_at(16), 3833);
+        // Half random, half zeros: compresses to about 2 KiB, stored as such;
+        // seven eighths random: above the threshold, stored whole.
+        let mut half = noise(2048, 7);
+        half.resize(PAGE, 0);
+        let mut most = noise(3600, 7);
+        most.resize(PAGE, 0);
+        let mut c = PageCompressor::new(Codec::Lz4).storing_whole_at(Some(3625));
+        let h = c.stored_len(&half);
+        assert!(h > 2048 && h < 2200, "{h}");
+        assert_eq!(c.stored_len(&most), PAGE);
+        assert!(PageCompressor::new(Codec::Lz4).stored_len(&most) < PAGE);
     }
 
     #[test]

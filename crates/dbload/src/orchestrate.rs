@@ -375,7 +375,7 @@ async fn load(
         Some(Err(e)) if e.0.contains("--force") && e.0.contains("exist already") => {
             Err(LoadError::TablesExist(e.0))
         }
-        Some(Err(e)) => Err(LoadError::Failed(e.0)),
+        Some(Err(e)) => Err(LoadError::Failed(server.name_fault(&e.0))),
     };
     observer.load_ended(bench, &end);
     end
@@ -732,7 +732,7 @@ pub async fn run_steps(
             Ok(out) if !out.started => break, // interrupted waiting for --start-at: no step
             Ok(out) => out,
             Err(e) => {
-                error = Some(e.0);
+                error = Some(server.name_fault(&e.0));
                 break;
             }
         };
@@ -744,7 +744,7 @@ pub async fn run_steps(
         observer.step_finished(bench, &step, protocol);
         steps.push(step);
         if let Some(e) = out.error {
-            error = Some(e);
+            error = Some(server.name_fault(&e));
             break;
         }
     }
@@ -860,11 +860,16 @@ pub async fn study(
     // One unmeasured load at the lowest fillfactor (the most data, so the most
     // WAL) first puts the WAL in the steady state every measured load then
     // finds, whatever the server's WAL settings.
-    let counters = settled_snapshot(&client, dialect, &tables)
+    let first = settled_snapshot(server, &client, &tables)
         .await
-        .0
+        .into_snapshot();
+    let counters = first
         .device
         .is_some_and(|d| d.physical_bytes.is_some() && d.logical_bytes.is_some());
+    let on_btrfs = first
+        .data_directory
+        .as_deref()
+        .is_some_and(|d| csdchar_devices::btrfs::is_btrfs(std::path::Path::new(d)));
     let warm_ff = fillfactors.iter().copied().min().unwrap_or(100);
     let wal_recycle: Option<String> = client
         .query_one("SHOW wal_recycle", &[])
@@ -875,9 +880,10 @@ pub async fn study(
         format!(
             "the relation files (heap, indexes, TOAST, free space and visibility maps) compressed page by page \
              with the drive's model, after CHECKPOINT and sync; beside it the drive's counters' change over each \
-             load (settled: CHECKPOINT, a WAL switch and a second CHECKPOINT, sync, until both counters hold still \
-             for 0.5 s), split into the relations, the WAL directory (same model, its change; removed segments \
-             still open included) and the rest; {WARMUP_LOADS} unmeasured warm-up loads at \
+             load (settled: CHECKPOINT, a WAL switch and a second CHECKPOINT on a connection closed after, up to \
+             6 s for server processes to close the WAL segments it removed, any still open held by csdchar until \
+             measured, then sync until both counters hold still for 0.5 s), split into the relations, the WAL \
+             directory (same model, its change, those held segments included) and the rest; {WARMUP_LOADS} unmeasured warm-up loads at \
              fillfactor {warm_ff} first{}",
             match wal_recycle.as_deref() {
                 Some("off") =>
@@ -891,6 +897,10 @@ pub async fn study(
                 None => String::new(),
             }
         )
+    } else if on_btrfs {
+        "the relation files as btrfs stores them, after CHECKPOINT and sync; where csdchar may not search \
+         the file system's trees (not root), deflate-fixed per 4 KiB of the files, estimated"
+            .to_string()
     } else {
         "estimated: deflate-fixed per 4 KiB of the workload's relation files (no compressing drive's counters)"
             .to_string()
@@ -913,12 +923,12 @@ pub async fn study(
                 break;
             }
             // Its checkpoint recycles the segments the load filled.
-            let _ = settled_snapshot(&client, dialect, &tables).await;
+            let _ = settled_snapshot(server, &client, &tables).await;
         }
         match end {
             // The load said how far it got; the study's (empty) result follows.
             Ok(()) | Err(LoadError::Interrupted { .. }) => {}
-            Err(_) => error = Some("the warm-up load failed".to_string()),
+            Err(_) => error = Some(server.name_fault("the warm-up load failed")),
         }
     }
     for &ff in &fillfactors {
@@ -940,25 +950,27 @@ pub async fn study(
                 error = Some(e);
                 break;
             }
-            let base = settled_snapshot(&client, dialect, &tables).await.0;
-            let wal_before = base.device.as_ref().and_then(|d| {
+            let settled = settled_snapshot(server, &client, &tables).await;
+            let wal_before = settled.snapshot.device.as_ref().and_then(|d| {
                 let model = crate::space::DriveModel::of(&d.device);
-                crate::space::wal_physical(&base, &model, estimator, interrupt)
+                crate::space::wal_physical(&settled, &model, estimator, interrupt)
             });
+            // The held segments go now: the load's change includes their removal.
+            let base = settled.into_snapshot();
             let wal_dir_before = crate::snapshot::wal_dir_bytes(&client, dialect).await;
             let t0 = Instant::now();
             match load(server, job, &b, true, observer, interrupt).await {
                 Ok(_) => {}
                 Err(LoadError::Interrupted { .. }) => break,
                 Err(_) => {
-                    error = Some(format!("loading at fillfactor {ff} failed"));
+                    error = Some(server.name_fault(&format!("loading at fillfactor {ff} failed")));
                     break;
                 }
             }
             let load_s = t0.elapsed().as_secs_f64();
             let space = measure_space(
+                server,
                 &client,
-                dialect,
                 &tables,
                 base.device.as_ref(),
                 wal_before,

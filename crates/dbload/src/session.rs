@@ -2,7 +2,7 @@
 //! (on `pgdata`, or a temporary one) and stops again when the session ends;
 //! either way a conninfo whose connections work in the job's schema only.
 
-use crate::cluster::{ClusterError, ClusterSpec, ManagedCluster, PostmasterWatch};
+use crate::cluster::{ClusterError, ClusterSpec, ManagedCluster, MemoryWatch, PostmasterWatch};
 use crate::conn::{ProcessEnv, with_search_path};
 use crate::dialect::Dialect;
 
@@ -158,6 +158,7 @@ impl DbSession {
     pub async fn probe(&self) -> Result<DbServer, String> {
         let mut server = DbServer::probe(self.conninfo.clone(), self.source).await?;
         server.postmaster = self.cluster.as_ref().and_then(|c| c.postmaster_watch());
+        server.memory = self.cluster.as_ref().and_then(|c| c.memory_watch());
         Ok(server)
     }
 }
@@ -174,6 +175,9 @@ pub struct DbServer {
     /// The postmaster of a managed server csdchar started (not one it
     /// attached to): a run stops reconnecting once it has exited.
     pub postmaster: Option<PostmasterWatch>,
+    /// The memory limit of a managed server csdchar started with one: a
+    /// failure it caused is named as such (see [`DbServer::name_fault`]).
+    pub memory: Option<MemoryWatch>,
 }
 
 impl DbServer {
@@ -185,6 +189,17 @@ impl DbServer {
             dialect,
             source,
             postmaster: None,
+            memory: None,
         })
+    }
+
+    /// `message` about a failure, with its cause first when the server's
+    /// memory limit killed one of its processes meanwhile (a client only
+    /// sees its connection closed).
+    pub fn name_fault(&self, message: &str) -> String {
+        match self.memory.as_ref().and_then(MemoryWatch::explain) {
+            Some(why) => format!("{why}; what the client saw: {message}"),
+            None => message.to_string(),
+        }
     }
 }

@@ -12,7 +12,7 @@ use csdchar_core::result::db::DbSnapshot;
 use csdchar_core::result::study::PhysicalSplit;
 
 use crate::conn::Client;
-use crate::dialect::Dialect;
+use crate::session::DbServer;
 
 /// Predicts what a compressing drive would store for some files; the study
 /// uses it where the drive has no counters. Callers pass it in:
@@ -39,6 +39,8 @@ pub struct EstimateRequest {
     pub seed: u64,
     /// Worker threads.
     pub threads: usize,
+    /// Pages compressing to this many bytes or more count as stored whole.
+    pub whole_page_at: Option<usize>,
 }
 
 /// An estimator's answer.
@@ -75,6 +77,7 @@ impl SpaceEstimator for RelationEstimator {
             sample_pct: request.sample_pct,
             seed: request.seed,
             threads: request.threads,
+            whole_page_at: request.whole_page_at,
         };
         let e = csdchar_estimate::run(&plan, interrupt, String::new()).ok()?;
         Some(Estimated {
@@ -84,19 +87,31 @@ impl SpaceEstimator for RelationEstimator {
     }
 }
 
-/// A snapshot after CHECKPOINT and sync(2), so the drive has seen every
-/// write; the flag says whether the CHECKPOINT was permitted.
-pub async fn settled_snapshot(
-    client: &Client,
-    dialect: &Dialect,
-    tables: &[String],
-) -> (DbSnapshot, bool) {
+/// A snapshot of a finished state: after CHECKPOINT and sync(2), once the
+/// drive's counters hold still.
+#[derive(Debug)]
+pub struct Settled {
+    /// The snapshot, drive counters included.
+    pub snapshot: DbSnapshot,
+    /// Whether the CHECKPOINT was permitted.
+    pub checkpointed: bool,
+    /// WAL segments a checkpoint removed that a server process still had
+    /// open, held open by csdchar too until this is dropped: they are on the
+    /// drive while the counters are read, and must still be there when
+    /// [`wal_physical`] reads them (the WAL writer closes its segment at its
+    /// next wake-up, up to seconds later; seen as 16 MiB in neither pg_wal
+    /// nor the relations in some loads, issue 25).
+    removed_wal: Vec<std::fs::File>,
+}
+
+/// CHECKPOINT, then a fresh WAL segment and a second checkpoint, which
+/// removes (or recycles) the one the load left half full: the WAL's
+/// footprint is the same small one at every settle, not whatever part of a
+/// segment a load happened to fill (up to 16 MiB, issue 25). Where not
+/// permitted (or on a server with other function names), the first
+/// checkpoint stands. Whether the CHECKPOINT was permitted.
+async fn checkpoint_and_switch(client: &Client) -> bool {
     let checkpointed = client.batch_execute("CHECKPOINT").await.is_ok();
-    // Then a fresh WAL segment and a second checkpoint, which removes (or
-    // recycles) the one the load left half full: the WAL's footprint is the
-    // same small one at every settle, not whatever part of a segment a load
-    // happened to fill (up to 16 MiB, issue 25). Where not permitted (or on
-    // a server with other function names), the first checkpoint stands.
     if checkpointed
         && (client.batch_execute("SELECT pg_switch_wal()").await.is_ok()
             || client
@@ -106,18 +121,57 @@ pub async fn settled_snapshot(
     {
         let _ = client.batch_execute("CHECKPOINT").await;
     }
-    // Safety: sync(2) takes no arguments and cannot fail.
-    unsafe { libc::sync() };
-    // File systems discard freed blocks in the background (ext4 -o discard
-    // after its journal commit): wait until the drive's logical and physical
-    // counters both hold still for 0.5 s, at most 15 s.
+    checkpointed
+}
+
+impl Settled {
+    /// The snapshot alone; the removed segments held are let go.
+    pub fn into_snapshot(self) -> DbSnapshot {
+        self.snapshot
+    }
+}
+
+/// Settles the server and drive, then takes the snapshot (see [`Settled`]).
+/// `client` takes the snapshot; the checkpoints run on a connection of
+/// their own to `server`, closed before the drive is read.
+pub async fn settled_snapshot(server: &DbServer, client: &Client, tables: &[String]) -> Settled {
+    let dialect = &server.dialect;
+    // The backend that writes the WAL switch keeps the old segment open
+    // until it writes WAL again, so the drive keeps it after the checkpoint
+    // removed it (16 MiB more on the drive in some loads, issue 25): that
+    // backend goes when the settle is done.
+    let own = crate::conn::connect(&server.conninfo).await.ok();
+    let checkpointed = checkpoint_and_switch(own.as_ref().unwrap_or(client)).await;
+    drop(own);
+    let mut snap = crate::snapshot::take(client, dialect, tables).await;
+    // Server processes close removed segments when they next write WAL or,
+    // for the WAL writer, at its next wake-up (at most 5 s when it
+    // hibernates): wait that long for them, then hold what is still open.
+    let wal = wal_dir(&snap);
+    if let Some(d) = &wal {
+        for _ in 0..60 {
+            if hold_removed_but_open(d).is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    let removed_wal = wal.map(|d| hold_removed_but_open(&d)).unwrap_or_default();
+    // File systems discard freed blocks after their journal commits (ext4
+    // -o discard), which sync(2) forces: sync, then wait until the drive's
+    // logical and physical counters both hold still for 0.5 s — syncing
+    // again each time, for files closed meanwhile —, at most 15 s.
     let counters = |s: &DbSnapshot| {
         s.device
             .as_ref()
             .and_then(|d| d.logical_bytes.zip(d.physical_bytes))
     };
-    let mut snap = crate::snapshot::take(client, dialect, tables).await;
-    for _ in 0..30 {
+    for i in 0..30 {
+        // Safety: sync(2) takes no arguments and cannot fail.
+        unsafe { libc::sync() };
+        if i == 0 {
+            snap = crate::snapshot::take(client, dialect, tables).await;
+        }
         let Some(before) = counters(&snap) else {
             break;
         };
@@ -129,7 +183,11 @@ pub async fn settled_snapshot(
             break;
         }
     }
-    (snap, checkpointed)
+    Settled {
+        snapshot: snap,
+        checkpointed,
+        removed_wal,
+    }
 }
 
 /// Space of one load.
@@ -160,6 +218,8 @@ pub struct Space {
 pub struct DriveModel {
     /// The per-chunk model.
     pub codec: Codec,
+    /// Compressed size from which the drive stores a page whole (zram).
+    pub whole_page_at: Option<usize>,
     /// In the result's words, e.g. "lz4 per 4 KiB (zram0's algorithm)".
     pub words: String,
 }
@@ -182,15 +242,24 @@ impl DriveModel {
                 Some("lz4") => Some(Codec::Lz4),
                 _ => None,
             };
+            // zram stores a page whole when zsmalloc cannot pack it.
+            let whole = csdchar_core::compressibility::zram_whole_page_at(
+                csdchar_devices::zram::zsmalloc_chain_size(),
+            );
+            let rule = format!(
+                "pages compressing to {whole} bytes or more stored whole, as zsmalloc does"
+            );
             return match codec {
                 Some(c) => DriveModel {
                     codec: c,
-                    words: format!("{} per 4 KiB ({device}'s algorithm)", c.name()),
+                    whole_page_at: Some(whole),
+                    words: format!("{} per 4 KiB ({device}'s algorithm; {rule})", c.name()),
                 },
                 None => DriveModel {
                     codec: Codec::Lz4,
+                    whole_page_at: Some(whole),
                     words: format!(
-                        "lz4 per 4 KiB (standing in for {device}'s {}, which csdchar does not model)",
+                        "lz4 per 4 KiB (standing in for {device}'s {}, which csdchar does not model; {rule})",
                         algo.as_deref().unwrap_or("unknown algorithm")
                     ),
                 },
@@ -198,45 +267,58 @@ impl DriveModel {
         }
         DriveModel {
             codec: Codec::DeflateFixed,
+            whole_page_at: None,
             words: "deflate-fixed per 4 KiB (csdchar's CSD model)".to_string(),
         }
     }
 }
 
-/// Physical bytes of the WAL directory's files under `model` (every page),
-/// or None when the data directory is not readable here.
+/// The WAL directory of a snapshot's server, when readable here: pg_wal
+/// (PostgreSQL 10 on), else pg_xlog (before it, and openGauss).
+fn wal_dir(snap: &DbSnapshot) -> Option<PathBuf> {
+    let dir = Path::new(snap.data_directory.as_deref()?);
+    [dir.join("pg_wal"), dir.join("pg_xlog")]
+        .into_iter()
+        .find(|d| d.is_dir())
+}
+
+/// Physical bytes of the WAL at a settled state under `model` (every
+/// page): the WAL directory's files and the removed segments still open
+/// then, or None when the data directory is not readable here.
 pub fn wal_physical(
-    snap: &DbSnapshot,
+    settled: &Settled,
     model: &DriveModel,
     estimator: &dyn SpaceEstimator,
     interrupt: &AtomicBool,
 ) -> Option<f64> {
-    let dir = Path::new(snap.data_directory.as_deref()?);
-    // PostgreSQL 10 on: pg_wal; before it (and openGauss): pg_xlog.
-    let wal = [dir.join("pg_wal"), dir.join("pg_xlog")]
-        .into_iter()
-        .find(|d| d.is_dir())?;
+    use std::os::fd::AsRawFd;
+    let wal = wal_dir(&settled.snapshot)?;
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&wal)
         .ok()?
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .map(|e| e.path())
         .collect();
-    // Segments a checkpoint removed while a server process still has them
-    // open stay on the drive until closed: WAL too (seen as 16 MiB that
-    // neither pg_wal nor the relations explained).
-    paths.extend(removed_but_open(&wal));
+    // Removed segments stay on the drive while open: read through our own
+    // descriptors, which kept them there since the counters were read.
+    paths.extend(
+        settled
+            .removed_wal
+            .iter()
+            .map(|f| PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()))),
+    );
     if paths.is_empty() {
         return Some(0.0);
     }
     estimator
-        .estimate(&every_page(paths, model.codec), interrupt)
+        .estimate(&every_page(paths, model), interrupt)
         .map(|e| e.stored_bytes)
 }
 
-/// Files under `dir` that are deleted but still open in some process, as
-/// `/proc/PID/fd/N` paths (readable for their owner and root), one per file.
-fn removed_but_open(dir: &Path) -> Vec<PathBuf> {
+/// Files under `dir` that are deleted but still open in some process,
+/// opened here too (through `/proc/PID/fd/N`, readable for their owner and
+/// root), one per file.
+fn hold_removed_but_open(dir: &Path) -> Vec<std::fs::File> {
     use std::os::unix::fs::MetadataExt;
     let prefix = dir.to_string_lossy().to_string();
     let mut seen = std::collections::BTreeSet::new();
@@ -263,11 +345,12 @@ fn removed_but_open(dir: &Path) -> Vec<PathBuf> {
             let t = target.to_string_lossy();
             if t.starts_with(&prefix) && t.ends_with(" (deleted)") {
                 // The magic link opens the file itself, deleted or not.
-                if let Ok(m) = std::fs::metadata(fd.path())
+                if let Ok(f) = std::fs::File::open(fd.path())
+                    && let Ok(m) = f.metadata()
                     && m.is_file()
                     && seen.insert((m.dev(), m.ino()))
                 {
-                    out.push(fd.path());
+                    out.push(f);
                 }
             }
         }
@@ -276,10 +359,11 @@ fn removed_but_open(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A request that compresses every 4 KiB page of `paths` with `codec`.
-fn every_page(paths: Vec<PathBuf>, codec: Codec) -> EstimateRequest {
+fn every_page(paths: Vec<PathBuf>, model: &DriveModel) -> EstimateRequest {
     EstimateRequest {
         paths,
-        codec,
+        codec: model.codec,
+        whole_page_at: model.whole_page_at,
         chunk: 4096,
         sample_pct: 100.0,
         seed: 1,
@@ -294,15 +378,16 @@ fn every_page(paths: Vec<PathBuf>, codec: Codec) -> EstimateRequest {
 /// prediction for the relation files (deflate with fixed codes per 4 KiB, the
 /// model closest to published CSD ratios).
 pub async fn measure_space(
+    server: &DbServer,
     client: &Client,
-    dialect: &Dialect,
     tables: &[String],
     baseline: Option<&CapacitySnapshot>,
     wal_before: Option<f64>,
     estimator: &dyn SpaceEstimator,
     interrupt: &AtomicBool,
 ) -> Space {
-    let (snap, checkpointed) = settled_snapshot(client, dialect, tables).await;
+    let settled = settled_snapshot(server, client, tables).await;
+    let (snap, checkpointed) = (&settled.snapshot, settled.checkpointed);
     let relation_bytes = snap
         .relations
         .iter()
@@ -330,11 +415,11 @@ pub async fn measure_space(
             None => Vec::new(),
         };
         let relations = (!files.is_empty())
-            .then(|| estimator.estimate(&every_page(files, model.codec), interrupt))
+            .then(|| estimator.estimate(&every_page(files, &model), interrupt))
             .flatten();
         if let Some(rel) = relations {
             let wal = wal_before
-                .zip(wal_physical(&snap, &model, estimator, interrupt))
+                .zip(wal_physical(&settled, &model, estimator, interrupt))
                 .map(|(a, b)| b - a);
             return Space {
                 relation_bytes,
@@ -379,9 +464,25 @@ pub async fn measure_space(
             .filter_map(|f| std::fs::metadata(f).ok())
             .map(|m| m.len())
             .sum();
+        // On btrfs the file system says what the files take: their extents'
+        // on-disk bytes, compressed where it compressed them (compsize's
+        // method; needs CAP_SYS_ADMIN, else the estimate below).
+        if let Ok(Some(u)) = csdchar_devices::btrfs::usage_of(&files) {
+            return Space {
+                relation_bytes,
+                data_directory_bytes,
+                physical: Some(u.disk_bytes as f64),
+                of_logical: Some(logical as f64),
+                source: format!("{BTRFS_WORDS}{note}"),
+                estimated: false,
+                wal_lsn_bytes: snap.wal_lsn_bytes,
+                split: None,
+            };
+        }
         let request = EstimateRequest {
             paths: files,
             codec: csdchar_core::compressibility::Codec::DeflateFixed,
+            whole_page_at: None,
             chunk: 4096,
             // Every chunk up to 4 GiB; a 10% sample (with its interval) beyond.
             sample_pct: if logical <= 4 << 30 { 100.0 } else { 10.0 },
@@ -412,6 +513,10 @@ pub async fn measure_space(
         split: None,
     }
 }
+
+/// Where the study's physical figure comes from on btrfs, in the result's words.
+pub const BTRFS_WORDS: &str = "btrfs: on-disk bytes of the relation files' extents (compressed where the file \
+     system compressed them; BTRFS_IOC_TREE_SEARCH_V2, compsize's method)";
 
 /// A load that cannot fit, found before it starts: what it would take and
 /// what there is, per resource. `--force` does not override it (it replaces

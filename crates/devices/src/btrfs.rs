@@ -57,6 +57,19 @@ pub fn usage(path: &Path) -> io::Result<Option<BtrfsUsage>> {
     Ok(Some(u))
 }
 
+/// On-disk vs uncompressed bytes of `files` together (an extent shared by
+/// several counts once). None when any of them is not on btrfs.
+pub fn usage_of(files: &[std::path::PathBuf]) -> io::Result<Option<BtrfsUsage>> {
+    if !files.iter().all(|f| is_btrfs(f)) {
+        return Ok(None);
+    }
+    let mut u = BtrfsUsage::default();
+    for f in files {
+        add_path(f, &mut u)?;
+    }
+    Ok(Some(u))
+}
+
 fn add_path(path: &Path, u: &mut BtrfsUsage) -> io::Result<()> {
     let meta = std::fs::symlink_metadata(path)?;
     if meta.is_dir() {

@@ -338,3 +338,43 @@ mod tests {
         assert!(!Path::new(&format!("/sys/block/zram{id}")).exists());
     }
 }
+
+/// How many pages zram's allocator (zsmalloc) chains into one zspage on the
+/// running kernel: `CONFIG_ZSMALLOC_CHAIN_SIZE` from `/boot/config-<release>`
+/// when that file exists, else the kernel's default — 8 from Linux 6.2, 4
+/// before. What [`csdchar_core::compressibility::zram_whole_page_at`] takes.
+pub fn zsmalloc_chain_size() -> u32 {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let release = release.trim();
+    let configured = fs::read_to_string(format!("/boot/config-{release}"))
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("CONFIG_ZSMALLOC_CHAIN_SIZE="))
+                .and_then(|v| v.trim().parse().ok())
+        });
+    configured.unwrap_or_else(|| default_chain_size(release))
+}
+
+/// zsmalloc's default chain size for a kernel release like "6.18.44-fc".
+fn default_chain_size(release: &str) -> u32 {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) if (major, minor) >= (6, 2) => 8,
+        (Some(_), Some(_)) => 4,
+        _ => 8,
+    }
+}
+
+#[cfg(test)]
+mod chain_tests {
+    #[test]
+    fn default_chain_size_follows_the_kernel_release() {
+        assert_eq!(super::default_chain_size("6.18.44-fc-v657"), 8);
+        assert_eq!(super::default_chain_size("6.2.0"), 8);
+        assert_eq!(super::default_chain_size("6.1.90-amd64"), 4);
+        assert_eq!(super::default_chain_size("5.15.0-91-generic"), 4);
+    }
+}

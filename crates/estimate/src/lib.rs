@@ -38,6 +38,9 @@ pub struct EstimatePlan {
     pub seed: u64,
     /// Worker threads.
     pub threads: usize,
+    /// Pages compressing to this many bytes or more count as stored whole
+    /// (zram's rule, [`csdchar_core::compressibility::zram_whole_page_at`]).
+    pub whole_page_at: Option<usize>,
 }
 
 /// One input.
@@ -187,7 +190,8 @@ pub fn run_reporting_faults(
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut main_c = PageCompressor::new(plan.codec);
+                    let mut main_c =
+                        PageCompressor::new(plan.codec).storing_whole_at(plan.whole_page_at);
                     let mut bound_c = bound.then(|| PageCompressor::new(Codec::Deflate));
                     let mut buf = vec![0u8; (UNIT_CHUNKS * chunk) as usize];
                     let mut open: Option<(usize, File)> = None;

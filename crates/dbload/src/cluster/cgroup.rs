@@ -219,6 +219,61 @@ impl Drop for MemCgroup {
     }
 }
 
+/// The OOM kills a memory cgroup has counted: `oom_kill` in `memory.events`
+/// (v2) or `memory.oom_control` (v1, Linux 4.13 on). None when neither
+/// file says.
+pub(super) fn oom_kills(cgroup: &Path) -> Option<u64> {
+    ["memory.events", "memory.oom_control"]
+        .iter()
+        .find_map(|f| fs::read_to_string(cgroup.join(f)).ok())
+        .and_then(|t| oom_kill_count(&t))
+}
+
+/// The `oom_kill N` line of a memory.events or memory.oom_control text.
+pub(super) fn oom_kill_count(text: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (key, n) = l.split_once(' ')?;
+        (key == "oom_kill").then(|| n.trim().parse().ok()).flatten()
+    })
+}
+
+/// The memory limit a managed server runs under, to ask whether the kernel
+/// has killed one of its processes for it: a backend killed that way takes
+/// its connection with it, and every other backend's too while the server
+/// recovers, so the client only sees "connection closed" (issue 25).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryWatch {
+    pub(super) cgroup: PathBuf,
+    /// The limit in force, bytes.
+    pub(super) limit: u64,
+    /// OOM kills the cgroup had counted when the watch was made.
+    pub(super) kills_before: u64,
+}
+
+impl MemoryWatch {
+    /// OOM kills in the server's cgroup since the watch was made (0 once
+    /// the cgroup is gone).
+    pub fn kills(&self) -> u64 {
+        oom_kills(&self.cgroup).map_or(0, |n| n.saturating_sub(self.kills_before))
+    }
+
+    /// Why a server process died, when the memory limit killed it: the
+    /// limit, the kernel's count and what to do. None when it did not.
+    pub fn explain(&self) -> Option<String> {
+        let n = self.kills();
+        (n > 0).then(|| {
+            format!(
+                "the memory limit killed {} (--pg-memory-limit {}, page cache included; the kernel's \
+                 OOM killer counted {n} kill{} in {}): raise --pg-memory-limit or leave it out",
+                if n == 1 { "a server process" } else { "server processes" },
+                human_bytes(self.limit),
+                if n == 1 { "" } else { "s" },
+                self.cgroup.display()
+            )
+        })
+    }
+}
+
 /// The csdchar pid in a cgroup name of ours (`csdchar-pg-<pid>-<n>`).
 pub(super) fn cgroup_owner(name: &str) -> Option<i32> {
     let (pid, n) = name.strip_prefix(CGROUP_PREFIX)?.split_once('-')?;

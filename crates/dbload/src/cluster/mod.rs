@@ -148,6 +148,7 @@ use stale::*;
 
 pub use access::check_pgdata_reachable;
 pub use binaries::PgBinaries;
+pub use cgroup::MemoryWatch;
 pub use process::PostmasterWatch;
 
 /// Where temporary clusters live (and stale ones are looked for).
@@ -329,6 +330,17 @@ impl ManagedCluster {
     /// start until the server is stopped. None without a memory limit.
     pub fn memory_cgroup(&self) -> Option<&Path> {
         self.memory_cgroup.as_ref().map(|c| c.path.as_path())
+    }
+
+    /// A watch on the server's memory cgroup (see [`MemoryWatch`]), counting
+    /// from now; None without a memory limit.
+    pub fn memory_watch(&self) -> Option<MemoryWatch> {
+        let cg = self.memory_cgroup.as_ref()?;
+        Some(MemoryWatch {
+            cgroup: cg.path.clone(),
+            limit: cg.limit,
+            kills_before: oom_kills(&cg.path).unwrap_or(0),
+        })
     }
 
     /// What happened on the way that the user should hear about: stale
@@ -539,6 +551,23 @@ mod tests {
         let long = format!("/{}", "x".repeat(92));
         assert!(!socket_path_fits(Path::new(&long)));
         assert!(socket_path_fits(Path::new(&long[..92])));
+    }
+
+    #[test]
+    fn oom_kills_are_read_from_either_cgroup_version() {
+        // v2 memory.events, v1 memory.oom_control (Linux 4.13 on).
+        let v2 = "low 0\nhigh 0\nmax 12\noom 2\noom_kill 2\noom_group_kill 0\n";
+        let v1 = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
+        assert_eq!(oom_kill_count(v2), Some(2));
+        assert_eq!(oom_kill_count(v1), Some(3));
+        assert_eq!(oom_kill_count("oom_kill_disable 0\nunder_oom 0\n"), None);
+        let gone = MemoryWatch {
+            cgroup: PathBuf::from("/nonexistent/csdchar-pg-1-0"),
+            limit: 64 << 20,
+            kills_before: 0,
+        };
+        assert_eq!(gone.kills(), 0);
+        assert_eq!(gone.explain(), None);
     }
 
     #[test]
