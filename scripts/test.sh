@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need on a fresh Debian/Ubuntu
-# machine (e2fsprogs, btrfs-progs, dmsetup, postgresql, chromium when root; py-opengauss in a venv),
+# machine (e2fsprogs, btrfs-progs, zfs-fuse, dmsetup, postgresql, chromium when root; py-opengauss in a venv),
 # then runs format check, clippy (warnings denied), every test
 # (the privileged ones run when root), and every bench once in test mode.
 set -euo pipefail
@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 need=()
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v mkfs.btrfs >/dev/null || need+=(btrfs-progs)
+# A real ZFS for tests/zfs.rs (its daemon is started and stopped by the tests).
+command -v zfs-fuse >/dev/null || need+=(zfs-fuse)
 command -v losetup >/dev/null || need+=(mount)
 # Device-mapper stacks in the device-safety tests (they skip where the kernel has none).
 command -v dmsetup >/dev/null || need+=(dmsetup)
@@ -29,7 +31,7 @@ if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 # As root Chromium is installed above, so the report's browser check must run, not skip.
-if [ "$(id -u)" = 0 ]; then export CSDCHAR_REQUIRE_BROWSER=1; fi
+if [ "$(id -u)" = 0 ]; then export CSDCHAR_REQUIRE_BROWSER=1 CSDCHAR_REQUIRE_ZFS=1; fi
 # py-opengauss, an independent implementation of openGauss's SHA256 proof that
 # tests/opengauss_auth.rs checks csdchar's against; in a venv under target/, as
 # Debian's Python refuses pip installs outside one (PEP 668). Once it is there the

@@ -433,6 +433,8 @@ pub enum CapacitySource {
     NvmeSmart,
     /// The block layer (`/sys/block/X/size`, `stat`).
     Block,
+    /// ZFS's `zfs get` / `zpool get` of the dataset and its pool.
+    ZfsGet,
 }
 
 /// One figure and where it came from.
@@ -484,9 +486,52 @@ pub struct CapacitySnapshot {
     pub sfx_sysfs: Option<SfxCapacityStat>,
     /// Where each non-null figure came from.
     pub sources: Vec<FigureSource>,
+    /// For a path on ZFS (a file system that compresses itself, so the
+    /// figures are the dataset's, `device` being its name): the dataset's
+    /// and pool's figures as read. Absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zfs: Option<crate::zfs::ZfsUsage>,
 }
 
 impl CapacitySnapshot {
+    /// The figures of a ZFS dataset: logical (`logicalused`, or derived
+    /// from `compressratio`), physical (`used`), the ratio, and the pool's
+    /// size and free space as its physical capacity.
+    pub fn add_zfs(&mut self, z: crate::zfs::ZfsUsage) {
+        use CapacitySource::ZfsGet as Z;
+        self.device = z.dataset.clone();
+        self.put(
+            "logical_bytes",
+            |s| &mut s.logical_bytes,
+            z.logical_bytes,
+            Z,
+        );
+        self.put("physical_bytes", |s| &mut s.physical_bytes, z.used_bytes, Z);
+        self.put(
+            "compression_ratio",
+            |s| &mut s.compression_ratio,
+            z.compressratio,
+            Z,
+        );
+        if let Some(size) = z.pool_size_bytes {
+            self.put(
+                "physical_capacity_bytes",
+                |s| &mut s.physical_capacity_bytes,
+                size,
+                Z,
+            );
+        }
+        if let Some(free) = z.pool_free_bytes {
+            self.put(
+                "physical_free_bytes",
+                |s| &mut s.physical_free_bytes,
+                free,
+                Z,
+            );
+        }
+        self.zfs = Some(z);
+    }
+
     /// Sets a figure and records its source.
     fn put<T>(
         &mut self,

@@ -171,6 +171,11 @@ pub struct EstimateResult {
     pub optimistic: Option<Estimate>,
     /// PostgreSQL breakdown when an input is a data directory (PG_VERSION present).
     pub postgres: Option<PgBreakdown>,
+    /// When the inputs are on ZFS, which compresses them itself: the
+    /// dataset and its `compression`; the files' `allocated_bytes` are then
+    /// what ZFS stores, the file system's answer beside the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zfs: Option<String>,
 }
 
 /// One input file (or block device).
@@ -221,6 +226,11 @@ pub struct PgRelationEstimate {
     pub kind: PgFileKind,
     /// Main fork, all segments.
     pub main: Estimate,
+    /// Bytes the main fork's segments have allocated on their file system
+    /// (st_blocks × 512): on ZFS what it stores, compressed, next to the
+    /// model's `main.stored_bytes`.
+    #[serde(default)]
+    pub main_allocated_bytes: u64,
     /// Free-space and visibility maps, bytes (logical).
     pub map_bytes: u64,
     /// `schema.name` from the server (`estimate --url`); null when not mapped.

@@ -29,3 +29,4 @@ pub mod stats;
 pub mod tpcb;
 pub mod tpcc;
 pub mod units;
+pub mod zfs;

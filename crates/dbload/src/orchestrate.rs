@@ -863,6 +863,7 @@ pub async fn study(
     let first = settled_snapshot(server, &client, &tables)
         .await
         .into_snapshot();
+    let on_zfs = first.device.as_ref().is_some_and(|d| d.zfs.is_some());
     let counters = first
         .device
         .is_some_and(|d| d.physical_bytes.is_some() && d.logical_bytes.is_some());
@@ -878,13 +879,19 @@ pub async fn study(
         .map(|r| r.get(0));
     let physical_method = if counters {
         format!(
-            "the relation files (heap, indexes, TOAST, free space and visibility maps) compressed page by page \
-             with the drive's model, after CHECKPOINT and sync; beside it the drive's counters' change over each \
+            "the relation files (heap, indexes, TOAST, free space and visibility maps){}, after CHECKPOINT and sync; beside it the drive's counters' change over each \
              load (settled: CHECKPOINT, a WAL switch and a second CHECKPOINT on a connection closed after, up to \
              6 s for server processes to close the WAL segments it removed, any still open held by csdchar until \
              measured, then sync until both counters hold still for 0.5 s), split into the relations, the WAL \
              directory (same model, its change, those held segments included) and the rest; {WARMUP_LOADS} unmeasured warm-up loads at \
              fillfactor {warm_ff} first{}",
+            if on_zfs {
+                " as ZFS allocated them (their blocks, compressed; the drive being the dataset's used and \
+                 logical bytes, after its pool committed its transaction groups: zpool sync, or a property set \
+                 and cleared where the version has no zpool sync)"
+            } else {
+                " compressed page by page with the drive's model"
+            },
             match wal_recycle.as_deref() {
                 Some("off") =>
                     "; WAL segments removed after each checkpoint, not recycled (wal_recycle=off), \
@@ -952,7 +959,7 @@ pub async fn study(
             }
             let settled = settled_snapshot(server, &client, &tables).await;
             let wal_before = settled.snapshot.device.as_ref().and_then(|d| {
-                let model = crate::space::DriveModel::of(&d.device);
+                let model = crate::space::DriveModel::of_snapshot(d);
                 crate::space::wal_physical(&settled, &model, estimator, interrupt)
             });
             // The held segments go now: the load's change includes their removal.

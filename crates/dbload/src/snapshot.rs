@@ -79,9 +79,9 @@ pub async fn take(client: &Client, dialect: &Dialect, names: &[String]) -> DbSna
         .ok()
         .map(|r| r.get(0));
     let device = data_directory.as_deref().and_then(|d| {
-        let sys = csdchar_devices::Sysfs::from_env();
-        let dev = sys.resolve(Path::new(d)).ok()?;
-        Some(sys.snapshot(&dev))
+        csdchar_devices::Sysfs::from_env()
+            .snapshot_of(Path::new(d))
+            .ok()
     });
     DbSnapshot {
         taken_at: humantime_now(),

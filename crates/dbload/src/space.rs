@@ -158,24 +158,35 @@ pub async fn settled_snapshot(server: &DbServer, client: &Client, tables: &[Stri
     }
     let removed_wal = wal.map(|d| hold_removed_but_open(&d)).unwrap_or_default();
     // File systems discard freed blocks after their journal commits (ext4
-    // -o discard), which sync(2) forces: sync, then wait until the drive's
-    // logical and physical counters both hold still for 0.5 s — syncing
-    // again each time, for files closed meanwhile —, at most 15 s.
+    // -o discard), which sync(2) forces, and ZFS counts writes and frees
+    // when its pool commits a transaction group: commit, read, and again
+    // every 0.5 s until the drive's logical and physical counters both hold
+    // still (files closed or freed meanwhile show), at most 15 s.
+    let zfs = snap
+        .device
+        .as_ref()
+        .and_then(|d| d.zfs.as_ref())
+        .map(|z| z.dataset.clone());
+    let commit = || {
+        // Safety: sync(2) takes no arguments and cannot fail.
+        unsafe { libc::sync() };
+        if let Some(d) = &zfs {
+            let _ = csdchar_devices::zfs::sync_pool(d);
+        }
+    };
     let counters = |s: &DbSnapshot| {
         s.device
             .as_ref()
             .and_then(|d| d.logical_bytes.zip(d.physical_bytes))
     };
-    for i in 0..30 {
-        // Safety: sync(2) takes no arguments and cannot fail.
-        unsafe { libc::sync() };
-        if i == 0 {
-            snap = crate::snapshot::take(client, dialect, tables).await;
-        }
+    commit();
+    snap = crate::snapshot::take(client, dialect, tables).await;
+    for _ in 0..30 {
         let Some(before) = counters(&snap) else {
             break;
         };
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        commit();
         let next = crate::snapshot::take(client, dialect, tables).await;
         let still = counters(&next) == Some(before);
         snap = next;
@@ -220,11 +231,50 @@ pub struct DriveModel {
     pub codec: Codec,
     /// Compressed size from which the drive stores a page whole (zram).
     pub whole_page_at: Option<usize>,
+    /// The file system says what each file takes (ZFS: its allocated
+    /// blocks are its compressed size), so nothing is modelled.
+    pub allocated_blocks: bool,
     /// In the result's words, e.g. "lz4 per 4 KiB (zram0's algorithm)".
     pub words: String,
 }
 
 impl DriveModel {
+    /// The model for the drive (or ZFS dataset) of snapshot `s`.
+    pub fn of_snapshot(s: &CapacitySnapshot) -> DriveModel {
+        if s.zfs.is_some() {
+            return DriveModel {
+                codec: Codec::DeflateFixed,
+                whole_page_at: None,
+                allocated_blocks: true,
+                words: "ZFS's allocated blocks per file (st_blocks: the compressed allocation)"
+                    .to_string(),
+            };
+        }
+        Self::of(&s.device)
+    }
+
+    /// What the drive stores for `paths`: their allocated blocks where the
+    /// file system says, else `estimator` with this model on every page.
+    pub fn stored(
+        &self,
+        paths: Vec<PathBuf>,
+        estimator: &dyn SpaceEstimator,
+        interrupt: &AtomicBool,
+    ) -> Option<Estimated> {
+        use std::os::unix::fs::MetadataExt;
+        if self.allocated_blocks {
+            let metas: Vec<_> = paths
+                .iter()
+                .filter_map(|p| std::fs::metadata(p).ok())
+                .collect();
+            return Some(Estimated {
+                stored_bytes: metas.iter().map(|m| m.blocks() as f64 * 512.0).sum(),
+                logical_bytes: metas.iter().map(|m| m.len()).sum(),
+            });
+        }
+        estimator.estimate(&every_page(paths, self), interrupt)
+    }
+
     /// The model of kernel block device `device`.
     pub fn of(device: &str) -> DriveModel {
         if device.starts_with("zram") {
@@ -253,11 +303,13 @@ impl DriveModel {
                 Some(c) => DriveModel {
                     codec: c,
                     whole_page_at: Some(whole),
+                    allocated_blocks: false,
                     words: format!("{} per 4 KiB ({device}'s algorithm; {rule})", c.name()),
                 },
                 None => DriveModel {
                     codec: Codec::Lz4,
                     whole_page_at: Some(whole),
+                    allocated_blocks: false,
                     words: format!(
                         "lz4 per 4 KiB (standing in for {device}'s {}, which csdchar does not model; {rule})",
                         algo.as_deref().unwrap_or("unknown algorithm")
@@ -268,6 +320,7 @@ impl DriveModel {
         DriveModel {
             codec: Codec::DeflateFixed,
             whole_page_at: None,
+            allocated_blocks: false,
             words: "deflate-fixed per 4 KiB (csdchar's CSD model)".to_string(),
         }
     }
@@ -310,8 +363,8 @@ pub fn wal_physical(
     if paths.is_empty() {
         return Some(0.0);
     }
-    estimator
-        .estimate(&every_page(paths, model), interrupt)
+    model
+        .stored(paths, estimator, interrupt)
         .map(|e| e.stored_bytes)
 }
 
@@ -409,13 +462,13 @@ pub async fn measure_space(
         // whatever else (file system, late discards) — split, so the
         // headline is the relations' own figure and the rest stays visible.
         let (drive, drive_logical) = (p as f64 - p0 as f64, l as f64 - l0 as f64);
-        let model = DriveModel::of(&dev.device);
+        let model = DriveModel::of_snapshot(dev);
         let files = match dir {
             Some(d) => crate::snapshot::relation_files(client, tables, d).await,
             None => Vec::new(),
         };
         let relations = (!files.is_empty())
-            .then(|| estimator.estimate(&every_page(files, &model), interrupt))
+            .then(|| model.stored(files, estimator, interrupt))
             .flatten();
         if let Some(rel) = relations {
             let wal = wal_before
@@ -427,7 +480,7 @@ pub async fn measure_space(
                 physical: Some(rel.stored_bytes),
                 of_logical: Some(rel.logical_bytes as f64),
                 source: format!("{} of the relation files{note}", model.words),
-                estimated: true,
+                estimated: !model.allocated_blocks,
                 wal_lsn_bytes: snap.wal_lsn_bytes,
                 split: Some(PhysicalSplit {
                     drive_bytes: drive,

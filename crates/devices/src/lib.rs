@@ -18,6 +18,7 @@ use csdchar_core::counters::{DiskStats, ZramMmStat};
 pub mod btrfs;
 pub mod identity;
 pub mod nvme;
+pub mod zfs;
 pub mod zram;
 
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
@@ -223,6 +224,20 @@ impl Sysfs {
     /// Block-layer counters of `dev` (a partition's own, if it is one).
     pub fn diskstats(&self, dev: &BlockDevice) -> Option<DiskStats> {
         DiskStats::parse_sys_stat(&self.read(format!("class/block/{}/stat", dev.name))?).ok()
+    }
+
+    /// The capacity figures for `path`: its ZFS dataset's when it is on ZFS
+    /// (the file system compresses; there is no block device of its own),
+    /// else those of the block device behind it ([`Sysfs::resolve`]).
+    pub fn snapshot_of(&self, path: &Path) -> Result<CapacitySnapshot, ResolveError> {
+        if let Some(dataset) = zfs::dataset_of(path) {
+            let usage = zfs::usage(&dataset).map_err(ResolveError::NoBlockDevice)?;
+            let mut s = CapacitySnapshot::default();
+            s.add_zfs(usage);
+            return Ok(s);
+        }
+        let dev = self.resolve(path)?;
+        Ok(self.snapshot(&dev))
     }
 
     /// Everything known about `dev`'s capacity now. Sources that do not

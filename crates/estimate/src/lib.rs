@@ -352,6 +352,13 @@ pub fn run_reporting_faults(
         total,
         optimistic,
         postgres,
+        zfs: plan.paths.first().and_then(|p| {
+            let d = csdchar_devices::zfs::dataset_of(p)?;
+            let compression = csdchar_devices::zfs::usage(&d)
+                .map(|u| u.compression)
+                .unwrap_or_else(|_| "unknown".into());
+            Some(format!("{d} (compression {compression})"))
+        }),
     };
     Ok((result, fault))
 }
@@ -386,7 +393,10 @@ fn pg_breakdown(
         .iter()
         .find_map(|i| i.pg.as_ref().map(|(d, _)| d.display().to_string()))?;
     let mut kinds: BTreeMap<PgFileKind, (u64, Vec<Estimate>)> = BTreeMap::new();
-    let mut rels: BTreeMap<(Option<u32>, u32), (Vec<Estimate>, u64)> = BTreeMap::new();
+    // Per relation: its main fork's estimates, its maps' bytes, its main
+    // fork's allocated bytes.
+    type Parts = (Vec<Estimate>, u64, u64);
+    let mut rels: BTreeMap<(Option<u32>, u32), Parts> = BTreeMap::new();
     for (inp, f) in inputs.iter().zip(files) {
         let (Some((_, rel)), Some(kind)) = (&inp.pg, f.pg_kind) else {
             continue;
@@ -404,6 +414,7 @@ fn pg_breakdown(
             let r = rels.entry((db, relfilenode)).or_default();
             if fork == PgFileKind::Relation {
                 r.0.push(f.estimate);
+                r.2 += f.allocated_bytes;
             } else {
                 r.1 += f.logical_bytes;
             }
@@ -412,7 +423,7 @@ fn pg_breakdown(
     let mut relations: Vec<PgRelationEstimate> = rels
         .into_iter()
         .map(
-            |((db, relfilenode), (main, map_bytes))| PgRelationEstimate {
+            |((db, relfilenode), (main, map_bytes, main_allocated_bytes))| PgRelationEstimate {
                 db,
                 relfilenode,
                 kind: main_kind
@@ -420,6 +431,7 @@ fn pg_breakdown(
                     .copied()
                     .unwrap_or(PgFileKind::Relation),
                 main: Estimate::sum(main.iter()),
+                main_allocated_bytes,
                 map_bytes,
                 name: None,
                 toast_of: None,

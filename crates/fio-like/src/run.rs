@@ -108,7 +108,26 @@ where
     };
     let target = prepare(spec)?;
     let sysfs = csdchar_devices::Sysfs::from_env();
-    let snapshot = || target.device.as_ref().map(|d| sysfs.snapshot(d));
+    // A file on ZFS has no block device of its own: its dataset's figures,
+    // once the pool has committed what was written.
+    let zfs = match (&target.device, &spec.target) {
+        (None, Some(t)) => csdchar_devices::zfs::dataset_of(std::path::Path::new(t)),
+        _ => None,
+    };
+    let snapshot = || match (&target.device, &zfs) {
+        (Some(d), _) => Some(sysfs.snapshot(d)),
+        (None, Some(dataset)) => {
+            // Safety: sync(2) takes no arguments and cannot fail.
+            unsafe { libc::sync() };
+            let _ = csdchar_devices::zfs::sync_pool(dataset);
+            csdchar_devices::zfs::usage(dataset).ok().map(|u| {
+                let mut s = csdchar_core::capacity::CapacitySnapshot::default();
+                s.add_zfs(u);
+                s
+            })
+        }
+        (None, None) => None,
+    };
     let cap_before = snapshot();
 
     let phases: &[Phase] = if spec.verify_only {

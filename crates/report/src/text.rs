@@ -349,6 +349,62 @@ pub fn capacity_text(r: &CapacityResult) -> Vec<u8> {
             b.extents
         );
     }
+    if let Some(z) = &s.zfs {
+        let opt = |v: Option<u64>| v.map_or("-".to_string(), |b| format_bytes(b as f64));
+        let _ = writeln!(
+            out,
+            "  zfs dataset {}: used {}, referenced {}, logicalused {}, logicalreferenced {}{}",
+            z.dataset,
+            format_bytes(z.used_bytes as f64),
+            format_bytes(z.referenced_bytes as f64),
+            opt(z.logicalused_bytes),
+            opt(z.logicalreferenced_bytes),
+            if z.derived_logical {
+                format!(
+                    " (the version has no logicalused: logical {} derived from compressratio)",
+                    format_bytes(z.logical_bytes as f64)
+                )
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  zfs properties: compressratio {:.2}x, refcompressratio {}, compression {}, recordsize {}, primarycache {}",
+            z.compressratio,
+            z.refcompressratio
+                .map_or("-".to_string(), |v| format!("{v:.2}x")),
+            z.compression,
+            format_bytes(z.recordsize_bytes as f64),
+            z.primarycache.as_deref().unwrap_or("-")
+        );
+        let _ = writeln!(
+            out,
+            "  zfs pool {}: size {}, allocated {}, free {}{}  (zfs get -Hp, zpool get)",
+            z.pool,
+            opt(z.pool_size_bytes),
+            opt(z.pool_allocated_bytes),
+            opt(z.pool_free_bytes),
+            if z.pool_rounded {
+                " (rounded, as zpool printed them)"
+            } else {
+                ""
+            }
+        );
+        if let Some(a) = &z.arc {
+            let _ = writeln!(
+                out,
+                "  ARC: {} in memory, {} compressed for {} uncompressed ({}), hit ratio {}  (/proc/spl/kstat/zfs/arcstats)",
+                format_bytes(a.size_bytes as f64),
+                opt(a.compressed_bytes),
+                opt(a.uncompressed_bytes),
+                a.compression_ratio()
+                    .map_or("-".to_string(), |v| format!("{v:.2}:1")),
+                a.hit_ratio()
+                    .map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0)),
+            );
+        }
+    }
     if !s.is_compressing() && r.btrfs.is_none() {
         let _ = writeln!(
             out,
@@ -473,12 +529,20 @@ pub fn estimate_text(r: &EstimateResult) -> Vec<u8> {
                 .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "    {}/{} {kind:<8} {:>12} -> {:>12}  {}{}",
+                "    {}/{} {kind:<8} {:>12} -> {:>12}  {}{}{}",
                 rel.db.map_or("global".to_string(), |d| d.to_string()),
                 rel.relfilenode,
                 format_bytes(rel.main.logical_bytes as f64),
                 format_bytes(rel.main.stored_bytes),
                 ratio_text(&rel.main),
+                if r.zfs.is_some() {
+                    format!(
+                        ", ZFS allocated {}",
+                        format_bytes(rel.main_allocated_bytes as f64)
+                    )
+                } else {
+                    String::new()
+                },
                 match (&rel.name, &rel.toast_of) {
                     (Some(n), Some(t)) => format!("  {n} (TOAST of {t})"),
                     (Some(n), None) => format!("  {n}"),
@@ -501,6 +565,13 @@ pub fn estimate_text(r: &EstimateResult) -> Vec<u8> {
     );
     if let Some(o) = &r.optimistic {
         let _ = writeln!(out, "optimistic bound (dynamic deflate): {}", ratio_text(o));
+    }
+    if let Some(z) = &r.zfs {
+        let _ = writeln!(
+            out,
+            "on ZFS, dataset {z}: \"allocated\" is what ZFS stores for each file, compressed (its own figure \
+             beside the model's)"
+        );
     }
     let _ = writeln!(
         out,
