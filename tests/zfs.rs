@@ -6,12 +6,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use common::{csdchar, is_root_or_skip};
+use csdchar_devices::zfs::ZfsPool;
 
 /// One pool at a time: the tests share the daemon.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -47,83 +47,33 @@ fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
     }
 }
 
-/// Pids of running `zfs-fuse` processes.
-fn zfs_fuse_pids() -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.trim() == "zfs-fuse")
-        })
-        .collect()
-}
-
-/// A file-backed pool with one dataset, gzip compression, mounted on a
-/// directory everyone may enter (the server runs as `postgres`); the
-/// daemon too when this started it. Dropping destroys them.
+/// A file-backed pool with gzip compression, made by csdchar's own
+/// [`ZfsPool`] (which starts the zfs-fuse daemon when none runs), mounted
+/// on a directory everyone may enter; destroyed, daemon stopped, on drop.
 struct Pool {
     name: String,
     mount: PathBuf,
-    _dir: tempfile::TempDir,
-    daemon: Option<i32>,
+    pool: Option<ZfsPool>,
 }
 
 impl Pool {
     fn new(tag: &str) -> Pool {
-        let daemon = if zfs_fuse_pids().is_empty() {
-            let pid_file = format!("/run/csdchar-test-zfs-fuse-{}.pid", std::process::id());
-            let _ = std::fs::remove_file(&pid_file);
-            run("zfs-fuse", &["--pidfile", &pid_file, "--no-kstat-mount"]).unwrap();
-            let t0 = Instant::now();
-            while run("zpool", &["list"]).is_err() && t0.elapsed() < Duration::from_secs(10) {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            let pid = std::fs::read_to_string(&pid_file)
-                .ok()
-                .and_then(|p| p.trim().parse().ok());
-            let _ = std::fs::remove_file(&pid_file);
-            pid.or_else(|| zfs_fuse_pids().first().copied())
-        } else {
-            None
-        };
-        let dir = tempfile::Builder::new()
-            .prefix("csdchar-zfs")
-            .tempdir_in("/var/tmp")
-            .unwrap();
-        let image = dir.path().join("pool.img");
-        std::fs::File::create(&image)
-            .unwrap()
-            .set_len(1 << 30)
-            .unwrap();
-        let name = format!("csdchar{tag}{}", std::process::id());
-        let mount = dir.path().join("mnt");
-        let mut pool = Pool {
-            name: name.clone(),
-            mount: mount.clone(),
-            _dir: dir,
-            daemon,
-        };
-        run(
-            "zpool",
-            &[
-                "create",
-                "-f",
-                "-m",
-                mount.to_str().unwrap(),
-                &name,
-                image.to_str().unwrap(),
-            ],
+        Pool::named(&format!("csdchar{tag}{}", std::process::id()))
+    }
+
+    fn named(name: &str) -> Pool {
+        let pool = ZfsPool::create(
+            name,
+            "csdchar-test-zfs",
+            1 << 30,
+            &[("compression".to_string(), "gzip".to_string())],
         )
         .unwrap();
-        run("zfs", &["set", "compression=gzip", &name]).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&mount, std::fs::Permissions::from_mode(0o755)).unwrap();
-        // The tempdir itself must be enterable too.
-        std::fs::set_permissions(pool._dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        pool.mount = mount;
-        pool
+        Pool {
+            name: name.to_string(),
+            mount: pool.mountpoint().to_path_buf(),
+            pool: Some(pool),
+        }
     }
 
     fn get(&self, property: &str) -> String {
@@ -136,22 +86,10 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        // "pool is busy" right after a server on it stopped: retry.
-        for _ in 0..40 {
-            if run("zpool", &["destroy", "-f", &self.name]).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        if let Some(pid) = self.daemon {
-            // Safety: kill(2) with a pid this test started and SIGTERM.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
-            let t0 = Instant::now();
-            while Path::new(&format!("/proc/{pid}")).exists()
-                && t0.elapsed() < Duration::from_secs(15)
-            {
-                std::thread::sleep(Duration::from_millis(100));
-            }
+        if let Some(p) = self.pool.take()
+            && let Err(e) = p.teardown()
+        {
+            eprintln!("{e}");
         }
     }
 }
@@ -315,4 +253,85 @@ fn a_study_on_zfs_takes_zfs_own_figures() {
         text.contains("ZFS allocated") && text.contains("on ZFS, dataset"),
         "{text}"
     );
+}
+
+fn pools() -> String {
+    run("zpool", &["list", "-H", "-o", "name"]).unwrap_or_default()
+}
+
+/// Issue 26 item 4: a `zfs` campaign target is a pool made for its steps
+/// with the target's properties and destroyed after; a pool of its name
+/// that exists is refused and left untouched.
+#[test]
+fn a_campaign_makes_and_destroys_a_zfs_target() {
+    if !zfs_tools_or_skip("a_campaign_makes_and_destroys_a_zfs_target") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("zc{}", std::process::id());
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "{name}"
+[targets.gz]
+zfs = {{ size = "256m", compression = "gzip", recordsize = "8k" }}
+[[steps]]
+command = "block"
+args = {{ rw = "write", size = "16m", compress = 75, direct = 0 }}
+"#
+        ),
+    )
+    .unwrap();
+    let pool = format!("csdchar_{name}_gz");
+    let out = dir.path().join("out");
+    let ran = csdchar(&[
+        "campaign",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    // The block run saw the pool's dataset with the target's properties.
+    let result = std::fs::read_dir(out.join("gz"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a result");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(result).unwrap()).unwrap();
+    let z = &v["capacity"]["after"]["zfs"];
+    assert_eq!(z["dataset"], pool.as_str(), "{v}");
+    assert_eq!(z["compression"], "gzip");
+    assert_eq!(z["recordsize_bytes"], 8192);
+    // Nothing left: no pool, no directory, no daemon of its own.
+    assert!(!pools().lines().any(|p| p == pool), "{}", pools());
+    let left: Vec<_> = std::fs::read_dir("/var/tmp")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("csdchar-campaign-{name}-"))
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // A pool of that name already there: refused, untouched.
+    let theirs = Pool::named(&pool);
+    std::fs::write(theirs.mount.join("keep"), b"theirs").unwrap();
+    let out2 = dir.path().join("out2");
+    let ran = csdchar(&[
+        "campaign",
+        file.to_str().unwrap(),
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
+    assert_ne!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let all = format!("{}{}", ran.stdout, ran.stderr);
+    assert!(all.contains("exists already"), "{all}");
+    assert!(pools().lines().any(|p| p == pool), "their pool is gone");
+    assert_eq!(std::fs::read(theirs.mount.join("keep")).unwrap(), b"theirs");
 }

@@ -25,7 +25,7 @@
 //! let summary = Executor {
 //!     runner: &mut runner,
 //!     progress: &mut progress,
-//!     provisioner: &mut ZramProvisioner,
+//!     provisioner: &mut StorageProvisioner,
 //!     interrupt: &interrupt,
 //!     options: RunOptions { fail_fast: false, force: false, csdchar_version: "0.1.0".into() },
 //! }
@@ -44,9 +44,11 @@ pub use manifest::{CampaignStatus, MANIFEST_FILE, Manifest, StepStatus, check_re
 pub use plan::{Plan, PlannedStep, format_duration, mount_placeholder};
 pub use run::{
     Event, Executor, Progress, Provisioned, Provisioner, RunOptions, StepOutcome, StepRunner,
-    Summary, ZramProvisioner,
+    StorageProvisioner, Summary,
 };
-pub use spec::{ArgValue, Campaign, CommandKind, GridVar, StepSpec, Storage, Target, ZramSpec};
+pub use spec::{
+    ArgValue, Campaign, CommandKind, GridVar, StepSpec, Storage, Target, ZfsSpec, ZramSpec,
+};
 
 /// Why a campaign cannot be planned, resumed or run. One line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -34,10 +34,10 @@ pub const BLOCK_FILE: &str = "csdchar-block.dat";
 /// The data directory db and estimate steps use in a target's directory.
 pub const PGDATA_DIR: &str = "pgdata";
 
-/// What stands for a zram target's mount directory in planned commands until
-/// the device exists: `<zram:NAME>`.
+/// What stands for the mount directory of a target the campaign makes (zram
+/// or zfs) in planned commands until it exists: `<mount:NAME>`.
 pub fn mount_placeholder(target: &str) -> String {
-    format!("<zram:{target}>")
+    format!("<mount:{target}>")
 }
 
 /// One command of the campaign.
@@ -56,7 +56,7 @@ pub struct PlannedStep {
     /// Grid variables and the values it runs with, outermost first.
     pub bindings: Vec<(String, String)>,
     /// argv after `csdchar` (`["db", "run", "--pgdata", …, "--output", FILE]`).
-    /// A zram target's mount directory appears as [`mount_placeholder`] until
+    /// A made target's mount directory appears as [`mount_placeholder`] until
     /// the executor binds it (see [`PlannedStep::bind_mount`]).
     pub command: Vec<String>,
     /// The JSON result file, for commands that write one.
@@ -269,11 +269,11 @@ fn set_output(argv: &mut [String], path: &Path) {
 fn check_target(s: &StepSpec, t: &Target) -> Result<(), CampaignError> {
     let has_storage = !matches!(t.storage, Storage::None);
     let why = if s.command.is_db() && t.url.is_none() && !has_storage {
-        Some("db steps need dir, zram or url")
+        Some("db steps need dir, zram, zfs or url")
     } else if s.command == CommandKind::Block && t.block.is_none() && !has_storage {
-        Some("block steps need dir, zram or block")
+        Some("block steps need dir, zram, zfs or block")
     } else if s.command == CommandKind::Estimate && !has_storage {
-        Some("estimate reads the data directory in dir or zram")
+        Some("estimate reads the data directory in dir, zram or zfs")
     } else {
         None
     };
@@ -381,7 +381,7 @@ fn build(
     let base = match &target.storage {
         Storage::None => None,
         Storage::Dir(d) => Some(d.display().to_string()),
-        Storage::Zram(_) => Some(mount_placeholder(&target.name)),
+        Storage::Zram(_) | Storage::Zfs(_) => Some(mount_placeholder(&target.name)),
     };
     let join = |b: &str, leaf: &str| format!("{}/{leaf}", b.trim_end_matches('/'));
     // The options, as written, with the bindings substituted.
@@ -582,7 +582,7 @@ args = { threads = "1,2" }
             db.command_line()
         );
         let z = &p.steps[3];
-        assert_eq!(z.command.last().unwrap(), "<zram:z>/csdchar-block.dat");
+        assert_eq!(z.command.last().unwrap(), "<mount:z>/csdchar-block.dat");
         let bound = z.bind_mount(Path::new("/var/tmp/m.1"));
         assert_eq!(
             bound.command.last().unwrap(),

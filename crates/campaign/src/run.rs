@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use csdchar_devices::Sysfs;
+use csdchar_devices::zfs::ZfsPool;
 use csdchar_devices::zram::{ZramConfig, ZramMount};
 
 use crate::CampaignError;
@@ -32,7 +33,7 @@ use crate::manifest::{
     ManifestTarget, Session, StepStatus, check_result, host_and_kernel, now,
 };
 use crate::plan::{Plan, PlannedStep};
-use crate::spec::{Campaign, CommandKind, Storage, Target, ZramSpec};
+use crate::spec::{Campaign, CommandKind, Storage, Target};
 
 /// How a step ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,23 +163,51 @@ pub trait Provisioned {
     fn teardown(self: Box<Self>) -> Result<(), String>;
 }
 
-/// Makes zram targets' storage.
+/// Makes the storage of targets the campaign makes ([`Storage::is_made`]:
+/// zram and zfs).
 pub trait Provisioner {
     /// Whether it can be made here, checked before anything runs.
-    fn preflight(&mut self, spec: &ZramSpec) -> Result<(), String>;
+    fn preflight(&mut self, storage: &Storage) -> Result<(), String>;
     /// Makes it.
     fn provision(
         &mut self,
         campaign: &str,
         target: &str,
-        spec: &ZramSpec,
+        storage: &Storage,
     ) -> Result<Box<dyn Provisioned>, String>;
 }
 
-/// The real one: a zram device, its file system, mounted with discard on a
-/// new `/var/tmp/csdchar-campaign-<campaign>-<target>.XXXXXX` (root only).
+/// The real one (root only): a zram device and its file system, mounted
+/// with discard, or a ZFS pool on a sparse file with the target's dataset
+/// properties, on a new `/var/tmp/csdchar-campaign-<campaign>-<target>.XXXXXX`.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct ZramProvisioner;
+pub struct StorageProvisioner;
+
+impl Provisioned for ZfsPool {
+    fn dir(&self) -> &Path {
+        self.mountpoint()
+    }
+    fn teardown(self: Box<Self>) -> Result<(), String> {
+        ZfsPool::teardown(*self)
+    }
+}
+
+/// A zfs target's pool name: `csdchar_<campaign>_<target>`, in the
+/// characters pool names allow.
+fn pool_name(campaign: &str, target: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("csdchar_{}_{}", clean(campaign), clean(target))
+}
 
 impl Provisioned for ZramMount {
     fn dir(&self) -> &Path {
@@ -189,23 +218,36 @@ impl Provisioned for ZramMount {
     }
 }
 
-impl Provisioner for ZramProvisioner {
-    fn preflight(&mut self, spec: &ZramSpec) -> Result<(), String> {
-        csdchar_devices::zram::preflight(spec.filesystem)
+impl Provisioner for StorageProvisioner {
+    fn preflight(&mut self, storage: &Storage) -> Result<(), String> {
+        match storage {
+            Storage::Zram(z) => csdchar_devices::zram::preflight(z.filesystem),
+            Storage::Zfs(_) => csdchar_devices::zfs::preflight(),
+            Storage::None | Storage::Dir(_) => Ok(()),
+        }
     }
     fn provision(
         &mut self,
         campaign: &str,
         target: &str,
-        spec: &ZramSpec,
+        storage: &Storage,
     ) -> Result<Box<dyn Provisioned>, String> {
-        let z = ZramMount::create(&ZramConfig {
-            disksize: spec.size,
-            algorithm: spec.algorithm.clone(),
-            filesystem: spec.filesystem,
-            prefix: format!("csdchar-campaign-{campaign}-{target}"),
-        })?;
-        Ok(Box::new(z))
+        let prefix = format!("csdchar-campaign-{campaign}-{target}");
+        match storage {
+            Storage::Zram(spec) => Ok(Box::new(ZramMount::create(&ZramConfig {
+                disksize: spec.size,
+                algorithm: spec.algorithm.clone(),
+                filesystem: spec.filesystem,
+                prefix,
+            })?)),
+            Storage::Zfs(spec) => Ok(Box::new(ZfsPool::create(
+                &pool_name(campaign, target),
+                &prefix,
+                spec.size,
+                &spec.properties,
+            )?)),
+            Storage::None | Storage::Dir(_) => Err("nothing to make for this target".into()),
+        }
     }
 }
 
@@ -320,9 +362,13 @@ fn check_out(out: &Path) -> Result<(), CampaignError> {
 }
 
 fn device_record(path: &Path) -> Result<DeviceRecord, String> {
-    Sysfs::from_env()
-        .identity_of(path)
-        .map_err(|e| e.to_string())
+    Sysfs::from_env().identity_of(path).map_err(|e| {
+        // A ZFS dataset has no block device of its own: say which it is.
+        match csdchar_devices::zfs::dataset_of(path) {
+            Some(d) => format!("ZFS dataset {d} (its figures are in each result's snapshots)"),
+            None => e.to_string(),
+        }
+    })
 }
 
 fn describe_device(d: &DeviceRecord) -> String {
@@ -367,9 +413,9 @@ impl Executor<'_> {
                 self.verify_resume(old, campaign, plan)?;
             }
             for t in &campaign.targets {
-                let Storage::Zram(z) = &t.storage else {
+                if !t.storage.is_made() {
                     continue;
-                };
+                }
                 let pending = plan.steps_of(&t.name).any(|s| {
                     self.options.force
                         || before
@@ -378,7 +424,7 @@ impl Executor<'_> {
                             .is_none_or(|st| st.status != StepStatus::Done)
                 });
                 if pending {
-                    self.provisioner.preflight(z).map_err(|e| {
+                    self.provisioner.preflight(&t.storage).map_err(|e| {
                         CampaignError::Setup(format!(
                             "target {}: {e}; run as root, or give the target a directory: --target {}=DIR",
                             t.name, t.name
@@ -653,18 +699,23 @@ impl Executor<'_> {
                 }
                 (Some(d.clone()), false)
             }
-            Storage::Zram(z) => match self.provisioner.provision(&campaign.name, &target.name, z) {
-                Ok(g) => {
-                    let d = g.dir().to_path_buf();
-                    guard = Some(g);
-                    (Some(d), true)
+            Storage::Zram(_) | Storage::Zfs(_) => {
+                match self
+                    .provisioner
+                    .provision(&campaign.name, &target.name, &target.storage)
+                {
+                    Ok(g) => {
+                        let d = g.dir().to_path_buf();
+                        guard = Some(g);
+                        (Some(d), true)
+                    }
+                    Err(e) => {
+                        let msg = format!("target {}: {e}", target.name);
+                        self.fail_all(&steps, m, &plan.out, &msg, ctx)?;
+                        return Ok(());
+                    }
                 }
-                Err(e) => {
-                    let msg = format!("target {}: {e}", target.name);
-                    self.fail_all(&steps, m, &plan.out, &msg, ctx)?;
-                    return Ok(());
-                }
-            },
+            }
         };
         let probe = dir.clone().or_else(|| target.block.clone());
         let mt = &mut m.targets[ti];
@@ -695,7 +746,7 @@ impl Executor<'_> {
             device,
         });
         let bind = |s: &PlannedStep| match &dir {
-            Some(d) if matches!(target.storage, Storage::Zram(_)) => s.bind_mount(d),
+            Some(d) if target.storage.is_made() => s.bind_mount(d),
             _ => s.clone(),
         };
 

@@ -8,6 +8,8 @@
 //! dir = "/var/tmp/csdchar-campaign/percona"   # db steps: --pgdata DIR/pgdata; block steps: DIR/csdchar-block.dat
 //! [targets.zram]
 //! zram = { size = "6G" }                       # made for the campaign (root), removed after
+//! [targets.zfs-gzip]
+//! zfs = { size = "2G", compression = "gzip", recordsize = "8k" }   # a file-backed pool, likewise
 //! [grid]                                       # the loop nest, outermost first
 //! fillfactor = [100, 70]
 //! workload = ["oltp_read_only", "oltp_read_write"]
@@ -128,6 +130,34 @@ pub struct ZramSpec {
     pub filesystem: ZramFilesystem,
 }
 
+/// A ZFS pool the campaign makes for a target on a sparse file (root, the
+/// zfs tools), with the dataset properties to compare.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZfsSpec {
+    /// Size of the pool's file, bytes.
+    pub size: u64,
+    /// Dataset properties set on the pool's root dataset, in file order.
+    pub properties: Vec<(String, String)>,
+}
+
+/// The dataset properties a zfs target may set: the seed's variants and
+/// their neighbours.
+pub const ZFS_PROPERTIES: &[&str] = &[
+    "compression",
+    "recordsize",
+    "primarycache",
+    "secondarycache",
+    "atime",
+    "logbias",
+    "sync",
+    "copies",
+    "dedup",
+    "checksum",
+];
+
+/// Default size of a zfs target's pool.
+pub const DEFAULT_ZFS_SIZE: &str = "2G";
+
 /// Where a target's files live.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Storage {
@@ -137,6 +167,15 @@ pub enum Storage {
     Dir(PathBuf),
     /// A zram device with a file system, made for the campaign.
     Zram(ZramSpec),
+    /// A file-backed ZFS pool, made for the campaign.
+    Zfs(ZfsSpec),
+}
+
+impl Storage {
+    /// Whether the campaign makes it (and removes it after).
+    pub fn is_made(&self) -> bool {
+        matches!(self, Storage::Zram(_) | Storage::Zfs(_))
+    }
 }
 
 /// A named device under test.
@@ -168,6 +207,13 @@ impl Target {
                 z.algorithm,
                 z.filesystem.name()
             )),
+            Storage::Zfs(z) => {
+                let mut s = format!("zfs {}", human_size(z.size));
+                for (k, v) in &z.properties {
+                    s.push_str(&format!(" {k}={v}"));
+                }
+                parts.push(s)
+            }
         }
         if let Some(u) = &self.url {
             parts.push(format!("url sha256:{}", &sha256_hex(u.as_bytes())[..12]));
@@ -451,7 +497,7 @@ fn parse_targets(v: Option<&Value>) -> Result<Vec<Target>, CampaignError> {
         Some(Value::Table(t)) if !t.is_empty() => t,
         _ => {
             return bad(
-                "targets: at least one [targets.NAME] with dir, zram, url or block is needed"
+                "targets: at least one [targets.NAME] with dir, zram, zfs, url or block is needed"
                     .into(),
             );
         }
@@ -474,23 +520,29 @@ fn parse_targets(v: Option<&Value>) -> Result<Vec<Target>, CampaignError> {
         let mut block = None;
         for (k, v) in spec {
             match (k.as_str(), v) {
+                ("dir" | "zram" | "zfs", _) if !matches!(storage, Storage::None) => {
+                    return bad(format!("{key}: give one of dir, zram or zfs"));
+                }
                 ("dir", Value::String(s)) if !s.is_empty() => {
-                    if !matches!(storage, Storage::None) {
-                        return bad(format!("{key}: give dir or zram, not both"));
-                    }
                     storage = Storage::Dir(PathBuf::from(s));
                 }
                 ("zram", Value::Table(z)) => {
-                    if !matches!(storage, Storage::None) {
-                        return bad(format!("{key}: give dir or zram, not both"));
-                    }
                     storage = Storage::Zram(parse_zram(&key, z)?);
                 }
                 ("zram", Value::Boolean(true)) => {
-                    if !matches!(storage, Storage::None) {
-                        return bad(format!("{key}: give dir or zram, not both"));
-                    }
                     storage = Storage::Zram(parse_zram(&key, &Table::new())?);
+                }
+                ("zfs", Value::Table(z)) => {
+                    storage = Storage::Zfs(parse_zfs(&key, z)?);
+                }
+                ("zfs", Value::Boolean(true)) => {
+                    storage = Storage::Zfs(parse_zfs(&key, &Table::new())?);
+                }
+                ("zfs", _) => {
+                    return bad(format!(
+                        "{key}.zfs: must be a table (size and dataset properties: {}) or true",
+                        ZFS_PROPERTIES.join(", ")
+                    ));
                 }
                 ("url", Value::String(s)) if !s.is_empty() => url = Some(s.clone()),
                 ("block", Value::String(s)) if s.starts_with('/') => block = Some(PathBuf::from(s)),
@@ -507,7 +559,7 @@ fn parse_targets(v: Option<&Value>) -> Result<Vec<Target>, CampaignError> {
                 }
                 _ => {
                     return bad(format!(
-                        "{key}.{k}: unknown key (allowed: dir, zram, url, block)"
+                        "{key}.{k}: unknown key (allowed: dir, zram, zfs, url, block)"
                     ));
                 }
             }
@@ -567,6 +619,51 @@ fn parse_zram(key: &str, z: &Table) -> Result<ZramSpec, CampaignError> {
             _ => {
                 return bad(format!(
                     "{key}.zram.{k}: unknown key (allowed: size, algorithm, filesystem)"
+                ));
+            }
+        }
+    }
+    Ok(spec)
+}
+
+fn parse_zfs(key: &str, z: &Table) -> Result<ZfsSpec, CampaignError> {
+    let bad = |m: String| Err(CampaignError::File(m));
+    let mut spec = ZfsSpec {
+        size: parse_size(DEFAULT_ZFS_SIZE).expect("default size parses"),
+        properties: Vec::new(),
+    };
+    for (k, v) in z {
+        match (k.as_str(), scalar(v)) {
+            ("size", Some(s)) => match parse_size(&s) {
+                Ok(n) if n >= 64 << 20 => spec.size = n,
+                _ => {
+                    return bad(format!(
+                        "{key}.zfs.size: '{s}' is not a size of at least 64m (e.g. \"2G\")"
+                    ));
+                }
+            },
+            (p, Some(s)) if ZFS_PROPERTIES.contains(&p) => {
+                // What zfs accepts as values: names, sizes, numbers.
+                if s.is_empty()
+                    || !s
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ','))
+                {
+                    return bad(format!(
+                        "{key}.zfs.{p}: '{s}' is not a property value (letters, digits, '-', '_', '.', ',')"
+                    ));
+                }
+                spec.properties.push((p.to_string(), s));
+            }
+            (_, None) => {
+                return bad(format!(
+                    "{key}.zfs.{k}: must be a string or number (e.g. compression = \"gzip\")"
+                ));
+            }
+            _ => {
+                return bad(format!(
+                    "{key}.zfs.{k}: unknown key (allowed: size, {})",
+                    ZFS_PROPERTIES.join(", ")
                 ));
             }
         }
@@ -933,6 +1030,50 @@ args = { fillfactor = "{ff}", tables = 2 }
     }
 
     #[test]
+    fn a_zfs_target_takes_a_size_and_dataset_properties() {
+        let c = Campaign::parse(&BASE.replace(
+            "zram = { size = \"1G\" }",
+            "zfs = { size = \"1G\", compression = \"gzip-9\", recordsize = \"8k\", copies = 1 }",
+        ))
+        .unwrap();
+        let Storage::Zfs(z) = &c.targets[1].storage else {
+            panic!("{:?}", c.targets[1].storage)
+        };
+        assert_eq!(z.size, 1 << 30);
+        let mut props = z.properties.clone();
+        props.sort();
+        assert_eq!(
+            props,
+            [
+                ("compression", "gzip-9"),
+                ("copies", "1"),
+                ("recordsize", "8k")
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+        );
+        assert!(
+            c.targets[1].describe().starts_with("zfs 1G"),
+            "{}",
+            c.targets[1].describe()
+        );
+        assert!(c.targets[1].storage.is_made());
+        let e = err(&BASE.replace("zram = { size = \"1G\" }", "zfs = { mountpoint = \"/x\" }"));
+        assert!(
+            e.contains("targets.zram.zfs.mountpoint: unknown key (allowed: size, compression"),
+            "{e}"
+        );
+        let e = err(&BASE.replace(
+            "zram = { size = \"1G\" }",
+            "zfs = { compression = \"gzip; rm\" }",
+        ));
+        assert!(e.contains("is not a property value"), "{e}");
+        let e = err(&BASE.replace("zram = { size = \"1G\" }", "zfs = { size = \"1m\" }"));
+        assert!(e.contains("at least 64m"), "{e}");
+        let e = err(&BASE.replace("zram = { size = \"1G\" }", "zram = true\nzfs = true"));
+        assert!(e.contains("give one of dir, zram or zfs"), "{e}");
+    }
+
+    #[test]
     fn parses_targets_grid_and_steps_in_file_order() {
         let c = Campaign::parse(BASE).unwrap();
         assert_eq!(c.name, "t");
@@ -972,7 +1113,7 @@ args = { fillfactor = "{ff}", tables = 2 }
             ),
             (
                 BASE.replace("dir = ", "folder = "),
-                "targets.disk.folder: unknown key (allowed: dir, zram, url, block)",
+                "targets.disk.folder: unknown key (allowed: dir, zram, zfs, url, block)",
             ),
             (
                 BASE.replace("size = \"1G\"", "size = \"1Q\""),

@@ -78,15 +78,10 @@ impl Provisioned for FakeMount {
 }
 
 impl Provisioner for FakeZram {
-    fn preflight(&mut self, _: &ZramSpec) -> Result<(), String> {
+    fn preflight(&mut self, _: &Storage) -> Result<(), String> {
         self.refuse.clone().map_or(Ok(()), Err)
     }
-    fn provision(
-        &mut self,
-        _: &str,
-        _: &str,
-        _: &ZramSpec,
-    ) -> Result<Box<dyn Provisioned>, String> {
+    fn provision(&mut self, _: &str, _: &str, _: &Storage) -> Result<Box<dyn Provisioned>, String> {
         let d = tempfile::tempdir().unwrap();
         self.made.borrow_mut().push(d.path().to_path_buf());
         Ok(Box::new(FakeMount(d, self.removed.clone())))
@@ -187,7 +182,7 @@ fn percona_recipe_expands_phases_outside_workloads_inside() {
             .windows(2)
             .any(|w| w == ["--threads", "1,8,16,32,64"])
     );
-    assert_eq!(plan.steps[12].command[3], "<zram:zram>/pgdata");
+    assert_eq!(plan.steps[12].command[3], "<mount:zram>/pgdata");
     // 5 thread counts x (12 s + 1 s) + the server overhead.
     assert_eq!(run.estimated, Duration::from_secs(69));
     let total = plan.estimated_total().as_secs();
@@ -207,6 +202,7 @@ fn every_recipe_plans() {
         ("pgbench-fillfactor.toml", 2),
         ("opengauss-study.toml", 2 * (4 + 2 * (2 + 3) + 2)),
         ("pgio.toml", 2 * 3),
+        ("zfs-pgbench.toml", 4),
     ] {
         let c = Campaign::load(&recipe(name)).unwrap();
         let plan = c.plan(Path::new("/out")).unwrap();
@@ -580,7 +576,7 @@ fn real_zram_target_is_made_recorded_and_removed_as_root() {
         algorithm: "lz4".into(),
         filesystem: csdchar_devices::zram::ZramFilesystem::Ext4,
     };
-    if ZramProvisioner.preflight(&spec).is_err() {
+    if StorageProvisioner.preflight(&Storage::Zram(spec)).is_err() {
         eprintln!("skipped: needs root, zram and mkfs.ext4");
         return;
     }
@@ -600,7 +596,7 @@ fn real_zram_target_is_made_recorded_and_removed_as_root() {
                 dirs.push((dir.unwrap().to_path_buf(), device.clone()));
             }
         },
-        provisioner: &mut ZramProvisioner,
+        provisioner: &mut StorageProvisioner,
         interrupt: &interrupt,
         options: opts(),
     }
@@ -624,5 +620,5 @@ fn real_zram_target_is_made_recorded_and_removed_as_root() {
         Some("lz4")
     );
     assert_eq!(t.teardown_error, None);
-    assert_eq!(s.manifest.steps[0].command[3], "<zram:z>/pgdata");
+    assert_eq!(s.manifest.steps[0].command[3], "<mount:z>/pgdata");
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use clap::{Args, Parser};
 use csdchar_campaign::{
     Campaign, CampaignError, CampaignStatus, Event, Executor, PlannedStep, RunOptions, StepOutcome,
-    StepRunner, StepStatus, ZramProvisioner, format_duration,
+    StepRunner, StepStatus, StorageProvisioner, format_duration,
 };
 use csdchar_report::{InputSpec, ReportOptions, build_report_with};
 
@@ -166,7 +166,7 @@ pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>) -> Outcome {
         let checked = Executor {
             runner: &mut steps,
             progress: &mut |_: &Event<'_>| {},
-            provisioner: &mut ZramProvisioner,
+            provisioner: &mut StorageProvisioner,
             interrupt: &interrupt,
             options,
         }
@@ -185,7 +185,7 @@ pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>) -> Outcome {
         Executor {
             runner: &mut steps,
             progress: &mut progress,
-            provisioner: &mut ZramProvisioner,
+            provisioner: &mut StorageProvisioner,
             interrupt: &interrupt,
             options,
         }

@@ -271,7 +271,7 @@ fn is_mountpoint(dir: &Path) -> bool {
 }
 
 /// A new directory from a `…XXXXXX` template (glibc wants six) (mode 0700 until chmod).
-fn mkdtemp(template: &str) -> Result<PathBuf, String> {
+pub(crate) fn mkdtemp(template: &str) -> Result<PathBuf, String> {
     let c = CString::new(template).map_err(|e| e.to_string())?;
     let mut buf = c.into_bytes_with_nul();
     // Safety: buf is a writable NUL-terminated template; mkdtemp edits it in place.

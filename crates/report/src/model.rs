@@ -418,6 +418,12 @@ pub struct SpaceRow {
     /// A study's drive-wide change over the load (relations, WAL and the rest), beside the
     /// relations' physical_bytes.
     pub drive_bytes: Option<f64>,
+    /// A study's load time, seconds (the reproducible-pgbench seed's column).
+    pub load_s: Option<f64>,
+    /// A study's TPS at that fillfactor.
+    pub tps: Option<f64>,
+    /// A study's mean latency at that fillfactor, ms.
+    pub lat_avg_ms: Option<f64>,
 }
 
 /// Everything the report is built from.
@@ -482,6 +488,9 @@ pub fn flatten(inputs: &[ReportInput]) -> Flattened {
                         physical_source: row.physical_source.clone(),
                         physical_stddev: row.physical_spread.map(|s| s.stddev),
                         drive_bytes: row.physical_split.as_ref().map(|s| s.drive_bytes),
+                        load_s: Some(row.load_s),
+                        tps: Some(row.tps),
+                        lat_avg_ms: Some(row.lat_avg_ms),
                     });
                 }
             }
@@ -506,6 +515,9 @@ pub fn flatten(inputs: &[ReportInput]) -> Flattened {
                     physical_source: format!("device {}", s.device),
                     physical_stddev: None,
                     drive_bytes: None,
+                    load_s: None,
+                    tps: None,
+                    lat_avg_ms: None,
                 });
             }
             LoadedResult::Estimate(e) => {
@@ -528,6 +540,9 @@ pub fn flatten(inputs: &[ReportInput]) -> Flattened {
                     physical_source: format!("estimated ({} per {} B)", e.codec.name(), e.chunk),
                     physical_stddev: None,
                     drive_bytes: None,
+                    load_s: None,
+                    tps: None,
+                    lat_avg_ms: None,
                 });
             }
         }
@@ -689,6 +704,9 @@ fn db_space_row(
         },
         physical_stddev: None,
         drive_bytes: None,
+        load_s: None,
+        tps: None,
+        lat_avg_ms: None,
     })
 }
 

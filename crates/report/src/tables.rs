@@ -419,6 +419,9 @@ pub fn space_table(rows: &[SpaceRow]) -> Table {
         "logical growth",
         "physical growth",
         "drive change",
+        "load s",
+        "TPS",
+        "latency avg ms",
         "physical from",
     ];
     let b = |v: Option<f64>| v.map_or(Cell::Empty, Cell::Bytes);
@@ -426,7 +429,7 @@ pub fn space_table(rows: &[SpaceRow]) -> Table {
     Table {
         name: "space".into(),
         title: "Space: logical vs physical".into(),
-        note: "logical: the data (tables, indexes, TOAST; or what the device holds); physical: what the drive stores for 'device logical' (a study: the relation files under the drive's model; physical stddev: over its repeated loads; drive change: the drive's whole change over the load, WAL and file system included); growth relative to the first row of the same label and origin.".into(),
+        note: "logical: the data (tables, indexes, TOAST; or what the device holds); physical: what the drive stores for 'device logical' (a study: the relation files under the drive's model; physical stddev: over its repeated loads; drive change: the drive's whole change over the load, WAL and file system included); growth relative to the first row of the same label and origin; a study's load time, TPS and mean latency beside its sizes (on ZFS the ratio is the tables' compressratio: the seed's columns).".into(),
         columns: columns.iter().map(|s| s.to_string()).collect(),
         rows: rows
             .iter()
@@ -444,6 +447,9 @@ pub fn space_table(rows: &[SpaceRow]) -> Table {
                     p(r.logical_growth),
                     p(r.physical_growth),
                     b(r.drive_bytes),
+                    r.load_s.map_or(Cell::Empty, |v| Cell::Num(v, 1)),
+                    r.tps.map_or(Cell::Empty, |v| Cell::Num(v, 1)),
+                    r.lat_avg_ms.map_or(Cell::Empty, |v| Cell::Num(v, 3)),
                     Cell::Text(r.physical_source.clone()),
                 ]
             })
