@@ -425,8 +425,15 @@ impl Executor<'_> {
                 });
                 if pending {
                     self.provisioner.preflight(&t.storage).map_err(|e| {
+                        let (how, dir) = match t.storage {
+                            Storage::Zfs(_) => (
+                                "install ZFS's tools and run as root",
+                                "a directory on a ZFS dataset",
+                            ),
+                            _ => ("run as root", "a directory"),
+                        };
                         CampaignError::Setup(format!(
-                            "target {}: {e}; run as root, or give the target a directory: --target {}=DIR",
+                            "target {}: {e}; {how}, or give the target {dir}: --target {}=DIR",
                             t.name, t.name
                         ))
                     })?;

@@ -455,6 +455,16 @@ impl Campaign {
                     "--target {name}={value}: not a directory, block device or URL"
                 )));
             }
+            // A zfs target compares ZFS settings: another file system
+            // would answer a different question under its name.
+            if matches!(t.storage, Storage::Zfs(_))
+                && csdchar_devices::zfs::dataset_of(&p).is_none()
+            {
+                return Err(CampaignError::Usage(format!(
+                    "--target {name}={value}: {name} is a zfs target and {value} is not on ZFS \
+                     (give a directory on a ZFS dataset, or rename the target)"
+                )));
+            }
             t.storage = Storage::Dir(p);
             t.block = None;
         }
@@ -1071,6 +1081,25 @@ args = { fillfactor = "{ff}", tables = 2 }
         assert!(e.contains("at least 64m"), "{e}");
         let e = err(&BASE.replace("zram = { size = \"1G\" }", "zram = true\nzfs = true"));
         assert!(e.contains("give one of dir, zram or zfs"), "{e}");
+    }
+
+    #[test]
+    fn a_zfs_target_is_not_pointed_at_another_file_system() {
+        let mut c = Campaign::parse(&BASE.replace(
+            "zram = { size = \"1G\" }",
+            "zfs = { compression = \"gzip\" }",
+        ))
+        .unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let e = c
+            .override_target("zram", d.path().to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is a zfs target") && e.contains("not on ZFS"),
+            "{e}"
+        );
+        assert!(matches!(c.targets[1].storage, Storage::Zfs(_)), "unchanged");
     }
 
     #[test]

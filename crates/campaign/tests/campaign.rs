@@ -202,7 +202,7 @@ fn every_recipe_plans() {
         ("pgbench-fillfactor.toml", 2),
         ("opengauss-study.toml", 2 * (4 + 2 * (2 + 3) + 2)),
         ("pgio.toml", 2 * 3),
-        ("zfs-pgbench.toml", 4),
+        ("zfs-pgbench.toml", 5),
     ] {
         let c = Campaign::load(&recipe(name)).unwrap();
         let plan = c.plan(Path::new("/out")).unwrap();

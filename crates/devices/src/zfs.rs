@@ -41,7 +41,12 @@ pub fn dataset_of(path: &Path) -> Option<String> {
 
 /// Runs `cmd args…`, its stdout, or why not (not installed, or its own words).
 fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(cmd).args(args).output().map_err(|e| {
+    let program = tool_dirs()
+        .into_iter()
+        .map(|d| d.join(cmd))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| cmd.into());
+    let out = Command::new(program).args(args).output().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             format!(
                 "`{cmd}` is not installed (ZFS's tools: the zfsutils-linux or zfs-fuse package)"
@@ -118,19 +123,31 @@ pub fn preflight() -> Result<(), String> {
     if unsafe { libc::geteuid() } != 0 {
         return Err("making a ZFS pool needs root".into());
     }
+    missing_tools(&tool_dirs(), Path::new("/sys/module/zfs").exists()).map_or(Ok(()), Err)
+}
+
+/// Where ZFS's tools are looked for: PATH, then sbin, which the PATH of
+/// `su` or a service may lack.
+fn tool_dirs() -> Vec<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .chain(["/usr/sbin", "/sbin"].map(std::path::PathBuf::from))
+        .collect()
+}
+
+/// What is missing to make a pool, given the directories to look in and
+/// whether the kernel module is loaded: `zpool` and `zfs`, and without the
+/// module zfs-fuse.
+fn missing_tools(dirs: &[std::path::PathBuf], kernel_module: bool) -> Option<String> {
+    let found = |tool: &str| dirs.iter().any(|d| d.join(tool).is_file());
     for tool in ["zpool", "zfs"] {
-        if Command::new(tool).arg("-?").output().is_err() {
-            return Err(format!(
+        if !found(tool) {
+            return Some(format!(
                 "`{tool}` is not installed (ZFS's tools: the zfsutils-linux or zfs-fuse package)"
             ));
         }
     }
-    if !Path::new("/sys/module/zfs").exists()
-        && Command::new("zfs-fuse").arg("--help").output().is_err()
-    {
-        return Err("neither the zfs kernel module nor zfs-fuse is available".into());
-    }
-    Ok(())
+    (!kernel_module && !found("zfs-fuse"))
+        .then(|| "neither the zfs kernel module nor zfs-fuse is available".to_string())
 }
 
 /// Pids of running `zfs-fuse` daemons.
@@ -354,5 +371,26 @@ impl Drop for ZfsPool {
             };
             let _ = me.teardown();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_tools_are_named() {
+        let d = tempfile::tempdir().unwrap();
+        let dirs = [d.path().to_path_buf()];
+        let e = missing_tools(&dirs, false).unwrap();
+        assert!(e.starts_with("`zpool` is not installed"), "{e}");
+        for tool in ["zpool", "zfs"] {
+            std::fs::write(d.path().join(tool), "").unwrap();
+        }
+        assert_eq!(missing_tools(&dirs, true), None);
+        let e = missing_tools(&dirs, false).unwrap();
+        assert!(e.contains("nor zfs-fuse"), "{e}");
+        std::fs::write(d.path().join("zfs-fuse"), "").unwrap();
+        assert_eq!(missing_tools(&dirs, false), None);
     }
 }
