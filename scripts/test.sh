@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need on a fresh Debian/Ubuntu
-# machine (e2fsprogs, btrfs-progs, zfs-fuse, dmsetup, postgresql, chromium when root; py-opengauss in a venv),
+# machine (e2fsprogs, btrfs-progs, zfs-fuse, dmsetup, postgresql, chromium, fio when root; py-opengauss and
+# fio-plot in venvs),
 # then runs format check, clippy (warnings denied), every test
 # (the privileged ones run when root), and every bench once in test mode.
 set -euo pipefail
@@ -12,6 +13,9 @@ command -v mkfs.btrfs >/dev/null || need+=(btrfs-progs)
 # A real ZFS for tests/zfs.rs (its daemon is started and stopped by the tests).
 command -v zfs-fuse >/dev/null || need+=(zfs-fuse)
 command -v losetup >/dev/null || need+=(mount)
+# fio's own fio_jsonplus_clat2csv reads csdchar's fio-json+ in tests/fio_jobs.rs.
+command -v fio_jsonplus_clat2csv >/dev/null || need+=(fio)
+python3 -c 'import six' 2>/dev/null || need+=(python3-six)
 # Device-mapper stacks in the device-safety tests (they skip where the kernel has none).
 command -v dmsetup >/dev/null || need+=(dmsetup)
 command -v cc >/dev/null || need+=(build-essential)
@@ -45,6 +49,17 @@ fi
 if "$py_venv/bin/python" -c 'import py_opengauss' 2>/dev/null; then
   CSDCHAR_PY_OPENGAUSS_PYTHON="$(cd "$py_venv/bin" && pwd)/python"
   export CSDCHAR_PY_OPENGAUSS_PYTHON CSDCHAR_REQUIRE_PY_OPENGAUSS=1
+fi
+# fio-plot (a Python package) draws a chart from csdchar's fio-json in tests/fio_jobs.rs.
+plot_venv="${CARGO_TARGET_DIR:-target}/fio-plot"
+if [ ! -x "$plot_venv/bin/fio-plot" ]; then
+  { python3 -m venv --clear "$plot_venv" && "$plot_venv/bin/python" -m pip install --quiet \
+      --disable-pip-version-check fio-plot==1.1.21; } ||
+    echo "note: could not install fio-plot; tests/fio_jobs.rs will not draw with it"
+fi
+if [ -x "$plot_venv/bin/fio-plot" ] && command -v fio_jsonplus_clat2csv >/dev/null; then
+  CSDCHAR_FIO_PLOT="$(cd "$plot_venv/bin" && pwd)/fio-plot"
+  export CSDCHAR_FIO_PLOT CSDCHAR_REQUIRE_FIO_TOOLS=1
 fi
 if ! command -v cargo >/dev/null; then
   echo "cargo not found: install Rust (rustup) first" >&2

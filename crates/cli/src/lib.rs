@@ -2,6 +2,7 @@
 //! in-process (integration tests call it directly); `main` only parses
 //! arguments, installs signal handlers and exits with the code.
 
+pub mod block_cmd;
 pub mod campaign_cmd;
 pub mod db_cmd;
 pub mod db_opts;
@@ -15,9 +16,7 @@ use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
 use csdchar_core::capacity::{CAPACITY_SCHEMA, CapacityResult};
-use csdchar_core::result::RunStatus;
 use csdchar_core::result::block::BlockResult;
-use csdchar_fio_like::{RunControl, run_block};
 
 pub use opts::{BlockOpts, CapacityOpts, Cli, Command, OutputFormat, SchemaName, UsageError};
 
@@ -46,7 +45,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn code(exit_code: i32) -> Self {
+    pub(crate) fn code(exit_code: i32) -> Self {
         Outcome {
             exit_code,
             block: None,
@@ -57,7 +56,7 @@ impl Outcome {
 /// Runs a parsed command.
 pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
     match cli.command {
-        Command::Block(opts) => run_block_command(&opts, io),
+        Command::Block(opts) => block_cmd::run_block_command(&opts, io),
         Command::Capacity(opts) => run_capacity_command(&opts, io),
         Command::Estimate(opts) => run_estimate_command(&opts, io),
         Command::Db(cmd) => db_cmd::run_db(&cmd, io),
@@ -298,79 +297,6 @@ fn run_capacity_command(opts: &CapacityOpts, io: &mut Io<'_>) -> Outcome {
         }
     }
     Outcome::code(0)
-}
-
-fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
-    let spec = match opts.validate() {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            return Outcome::code(EXIT_USAGE);
-        }
-    };
-    let live = opts.output_format == OutputFormat::Normal && opts.output.is_none();
-    let stdout = &mut *io.stdout;
-    let mut print_interval = |s: &csdchar_core::result::block::IntervalSample| {
-        let _ = stdout.write_all(csdchar_report::text::interval_line(s).as_bytes());
-    };
-    let ctl = RunControl {
-        interrupt: Arc::clone(&io.interrupt),
-        on_interval: if live {
-            Some(&mut print_interval)
-        } else {
-            None
-        },
-    };
-    let result = match run_block(&spec, ctl) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            return Outcome::code(e.exit_code());
-        }
-    };
-    let bytes = match opts.output_format {
-        OutputFormat::Json => csdchar_report::text::json_pretty(&result),
-        OutputFormat::Normal => csdchar_report::text::block_text(&result),
-    };
-    let mut exit_code = match result.status {
-        RunStatus::Completed => 0,
-        RunStatus::Interrupted => EXIT_INTERRUPTED,
-        RunStatus::IoError | RunStatus::VerifyFailed => 1,
-    };
-    if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {
-        let _ = writeln!(io.stderr, "error: {e}");
-        exit_code = 1;
-    }
-    match result.status {
-        RunStatus::Interrupted => {
-            let _ = writeln!(io.stderr, "interrupted: partial result saved");
-        }
-        RunStatus::IoError => {
-            let msg = result
-                .error
-                .as_ref()
-                .map_or("unknown error", |e| e.message.as_str());
-            let done: u64 = [&result.read, &result.write]
-                .iter()
-                .filter_map(|d| d.as_ref())
-                .map(|d| d.bytes)
-                .sum();
-            let _ = writeln!(
-                io.stderr,
-                "error: {msg}; {} completed before the error; partial result saved",
-                csdchar_core::units::format_bytes(done as f64)
-            );
-        }
-        RunStatus::VerifyFailed => {
-            let n = result.verify.as_ref().map_or(0, |v| v.bad_block_count);
-            let _ = writeln!(io.stderr, "error: verification found {n} bad blocks");
-        }
-        RunStatus::Completed => {}
-    }
-    Outcome {
-        exit_code,
-        block: Some(result),
-    }
 }
 
 /// The one place results are written: to `path`, or to `stdout` without one.

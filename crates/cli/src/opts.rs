@@ -350,15 +350,72 @@ pub struct BlockOpts {
     pub percentile_list: Option<Vec<f64>>,
     /// Output format.
     #[arg(long, value_enum, default_value = "normal")]
-    pub output_format: OutputFormat,
+    pub output_format: BlockOutputFormat,
     /// Write the result to FILE instead of stdout (not a directory, not TARGET).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Run the jobs of a fio job file (fio's format: [global], job sections, include, ${VAR},
+    /// stonewall, numjobs, group_reporting) instead of the options above. Options csdchar does not
+    /// implement are refused, every one named with its line.
+    #[arg(long, value_name = "FILE", conflicts_with_all = JOB_OPTIONS)]
+    pub job_file: Option<PathBuf>,
+    /// With --job-file: run even with options csdchar does not implement; the result lists them.
+    #[arg(long, requires = "job_file")]
+    pub ignore_unsupported: bool,
+    /// With --job-file: read and check the job file, print the runs it means, run nothing (fio's
+    /// --parse-only).
+    #[arg(long, requires = "job_file")]
+    pub parse_only: bool,
+    /// Print the fio job file this command line means (for fio users) and exit.
+    #[arg(long, conflicts_with = "job_file")]
+    pub print_job: bool,
     /// Start the measured run at TIME: RFC 3339 (2026-05-01T14:30:00Z) or HH:MM[:SS] local time
     /// today, within the next 24 hours. The target and jobs are set up first, then wait (Ctrl-C
     /// ends the wait), so runs on several hosts start at the same instant.
     #[arg(long, value_name = "TIME", value_parser = start_at_arg)]
     pub start_at: Option<std::time::SystemTime>,
+}
+
+/// The options a job file sets itself.
+const JOB_OPTIONS: [&str; 22] = [
+    "target",
+    "rw",
+    "rwmixread",
+    "bs",
+    "iodepth",
+    "numjobs",
+    "size",
+    "offset",
+    "runtime",
+    "time_based",
+    "ramp_time",
+    "direct",
+    "seed",
+    "engine",
+    "compress",
+    "compress_chunk",
+    "compress_fill",
+    "dedupe",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete",
+    "verify",
+    "percentile_list",
+];
+
+/// `csdchar block --output-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BlockOutputFormat {
+    /// Human-readable text: a line per interval, then a fio-like summary.
+    Normal,
+    /// csdchar's own JSON result (`csdchar schema <command>` prints its schema); a job file with
+    /// several runs gives an array of them.
+    Json,
+    /// fio 3.x's `--output-format=json` shape, for the tools that read fio's output.
+    #[value(name = "fio-json")]
+    FioJson,
+    /// fio 3.x's `json+`: fio-json with the completion latency histogram (`clat_ns.bins`).
+    #[value(name = "fio-json+")]
+    FioJsonPlus,
 }
 
 /// `--start-at`: a time in the next 24 hours ([`csdchar_core::start_at::parse_start_at`]).

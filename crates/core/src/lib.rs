@@ -7,6 +7,7 @@
 //! - [`stats`]: latency recording (exact min/mean/stddev/max plus HDR percentiles).
 //! - [`hdr`]: lossless histograms in results (HdrHistogram V2 compressed, base64) and their sums.
 //! - [`load_size`]: what a database load writes and buffers, checked before it starts.
+//! - [`fio_job`]: fio job files read with fio's rules and planned into block specs.
 //! - [`start_at`]: `--start-at` times (RFC 3339 or local HH:MM[:SS]).
 //! - [`counters`]: parsers for kernel counter files (diskstats, zram).
 //! - [`capacity`]: logical vs physical capacity from zram, ScaleFlux and NVMe, in one format.
@@ -18,6 +19,7 @@ pub mod capacity;
 pub mod compressibility;
 pub mod counters;
 pub mod estimate;
+pub mod fio_job;
 pub mod hdr;
 pub mod load_size;
 pub mod oltp;

@@ -9,6 +9,7 @@
 pub mod buffers;
 pub mod engine;
 pub mod job;
+pub mod jobfile;
 pub mod offsets;
 pub mod run;
 pub mod safety;

@@ -690,6 +690,7 @@ fn assemble(
         intervals: main.intervals,
         jobs,
         verify,
+        job_file: None,
     }
 }
 

@@ -6,6 +6,7 @@
 //! they go (the CLI writes them under `--out`).
 
 pub mod analysis;
+pub mod fio_json;
 pub mod html;
 pub mod io;
 pub mod load;

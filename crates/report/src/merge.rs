@@ -476,6 +476,7 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         intervals,
         jobs,
         verify,
+        job_file: None,
     })
 }
 

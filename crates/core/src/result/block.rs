@@ -458,6 +458,47 @@ pub struct BlockResult {
     pub jobs: Vec<JobSummary>,
     /// Verification outcome; null without verify.
     pub verify: Option<VerifyReport>,
+    /// The job of a fio job file this run was (`--job-file`); absent for a command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_file: Option<JobFileJob>,
+}
+
+/// Where a run came from in a fio job file, and what csdchar changed or skipped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobFileJob {
+    /// The job file as given.
+    pub file: String,
+    /// The job's name (its section, or `name=`).
+    pub job: String,
+    /// The clone (of `numjobs`) this run was, when each clone has its own file; 0 otherwise.
+    pub clone: u32,
+    /// fio's reporting group (`stonewall` and `new_group` start a new one).
+    pub group_id: u32,
+    /// Whether the group is reported as one (`group_reporting`).
+    pub group_reporting: bool,
+    /// The job's own options as written, in file order (fio's `job options`).
+    pub job_options: Vec<JobOptionValue>,
+    /// `description=`.
+    pub description: Option<String>,
+    /// The ioengine the job named when csdchar ran it on io_uring instead (e.g. "libaio").
+    pub replaced_engine: Option<String>,
+    /// The verify checksum the job named when csdchar checked with crc32c instead (e.g. "md5").
+    #[serde(default)]
+    pub replaced_verify: Option<String>,
+    /// `startdelay`: how long the job waited before it started, ms.
+    #[serde(default)]
+    pub start_delay_ms: u64,
+    /// Options skipped under `--ignore-unsupported`: `name=value (FILE:LINE): why`.
+    pub ignored: Vec<String>,
+}
+
+/// One option of a job file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobOptionValue {
+    /// Option name.
+    pub name: String,
+    /// Its value as written ("" for a bare option such as `time_based`).
+    pub value: String,
 }
 
 #[cfg(test)]

@@ -1,0 +1,242 @@
+//! `csdchar block`: a command line or a fio job file → spec(s) → the engine →
+//! csdchar's result, text, or fio's JSON.
+
+use std::sync::Arc;
+
+use csdchar_core::result::RunStatus;
+use csdchar_core::result::block::BlockResult;
+use csdchar_fio_like::jobfile::{load_job_file, run_job_file};
+use csdchar_fio_like::{RunControl, run_block};
+
+use crate::opts::BlockOutputFormat;
+use crate::{BlockOpts, EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit};
+
+/// The bytes of `results` in the chosen format.
+fn render(results: &[BlockResult], globals: &[(String, String)], f: BlockOutputFormat) -> Vec<u8> {
+    match f {
+        BlockOutputFormat::Json if results.len() == 1 => {
+            csdchar_report::text::json_pretty(&results[0])
+        }
+        BlockOutputFormat::Json => csdchar_report::text::json_pretty(&results),
+        BlockOutputFormat::Normal => results
+            .iter()
+            .flat_map(|r| {
+                let mut text = Vec::new();
+                if let Some(j) = &r.job_file {
+                    text.extend(format!("\njob {} (group {}):\n", j.job, j.group_id).bytes());
+                }
+                text.extend(csdchar_report::text::block_text(r));
+                text
+            })
+            .collect(),
+        BlockOutputFormat::FioJson => csdchar_report::fio_json::fio_json(results, globals, false),
+        BlockOutputFormat::FioJsonPlus => {
+            csdchar_report::fio_json::fio_json(results, globals, true)
+        }
+    }
+}
+
+fn exit_code_of(status: RunStatus) -> i32 {
+    match status {
+        RunStatus::Completed => 0,
+        RunStatus::Interrupted => EXIT_INTERRUPTED,
+        RunStatus::IoError | RunStatus::VerifyFailed => 1,
+    }
+}
+
+fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_>) -> Outcome {
+    if let Err(e) = crate::opts::check_output(opts.output.as_deref(), &[path]) {
+        let _ = writeln!(io.stderr, "error: {e}");
+        return Outcome::code(EXIT_USAGE);
+    }
+    let plan = match load_job_file(path, opts.ignore_unsupported) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(EXIT_USAGE);
+        }
+    };
+    for u in &plan.ignored {
+        let _ = writeln!(io.stderr, "note: ignored {u}");
+    }
+    if opts.parse_only {
+        let mut text = String::new();
+        for (i, j) in plan.jobs.iter().enumerate() {
+            let after = if j.after.is_empty() {
+                "starts at once".to_string()
+            } else {
+                format!("after runs {:?}", j.after)
+            };
+            text.push_str(&format!(
+                "run {i}: {}; group {}{}; {after}\n",
+                csdchar_fio_like::jobfile::start_line(j),
+                j.group_id,
+                if j.group_reporting {
+                    " (reported as one)"
+                } else {
+                    ""
+                },
+            ));
+        }
+        let _ = io.stdout.write_all(text.as_bytes());
+        return Outcome::code(0);
+    }
+    // One note per replaced engine or checksum, however many jobs name it.
+    let mut notes: Vec<String> = Vec::new();
+    for j in &plan.jobs {
+        let replaced = [
+            j.replaced_engine.as_ref().map(|e| {
+                format!("ioengine={e} runs on io_uring (same offsets, sizes and data; csdchar's engine)")
+            }),
+            j.replaced_verify.as_ref().map(|v| {
+                format!("verify={v} checks every block with crc32c (csdchar's verify header and checksum)")
+            }),
+        ];
+        for n in replaced.into_iter().flatten() {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    for n in notes {
+        let _ = writeln!(io.stderr, "note: {n}");
+    }
+    let events = std::sync::Mutex::new(Vec::<String>::new());
+    let outcomes = {
+        let stderr_lines = |line: String| {
+            // Lines go out after the run: the jobs run on their own threads.
+            events.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+        };
+        run_job_file(
+            &plan,
+            &path.display().to_string(),
+            opts.force,
+            &Arc::clone(&io.interrupt),
+            &stderr_lines,
+        )
+    };
+    for line in events.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        let _ = writeln!(io.stderr, "{line}");
+    }
+    let mut results = Vec::new();
+    let mut exit_code = 0;
+    for o in outcomes.into_iter().flatten() {
+        match o {
+            Ok(r) => {
+                if exit_code == 0 {
+                    exit_code = exit_code_of(r.status);
+                }
+                if let (RunStatus::IoError, Some(e)) = (r.status, &r.error) {
+                    let _ = writeln!(io.stderr, "error: {}", e.message);
+                }
+                results.push(r);
+            }
+            Err(e) => {
+                let _ = writeln!(io.stderr, "error: {e}");
+                exit_code = e.exit_code();
+            }
+        }
+    }
+    if io.interrupt.load(std::sync::atomic::Ordering::Relaxed) && exit_code == 0 {
+        exit_code = EXIT_INTERRUPTED;
+    }
+    if !results.is_empty() {
+        let bytes = render(&results, &plan.global_options, opts.output_format);
+        if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {
+            let _ = writeln!(io.stderr, "error: {e}");
+            exit_code = 1;
+        }
+        if exit_code != 0 {
+            let _ = writeln!(
+                io.stderr,
+                "{} of {} jobs ran; their results are saved",
+                results.len(),
+                plan.jobs.len()
+            );
+        }
+    }
+    Outcome {
+        exit_code,
+        block: results.into_iter().next(),
+    }
+}
+
+pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
+    if let Some(path) = &opts.job_file {
+        return run_job_file_command(opts, path, io);
+    }
+    let spec = match opts.validate() {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(EXIT_USAGE);
+        }
+    };
+    if opts.print_job {
+        let command: Vec<String> = std::env::args().collect();
+        let text = csdchar_core::fio_job::print_job(&spec, &command.join(" "));
+        return match emit(text.as_bytes(), opts.output.as_deref(), io.stdout) {
+            Ok(()) => Outcome::code(0),
+            Err(e) => {
+                let _ = writeln!(io.stderr, "error: {e}");
+                Outcome::code(1)
+            }
+        };
+    }
+    let live = opts.output_format == BlockOutputFormat::Normal && opts.output.is_none();
+    let stdout = &mut *io.stdout;
+    let mut print_interval = |s: &csdchar_core::result::block::IntervalSample| {
+        let _ = stdout.write_all(csdchar_report::text::interval_line(s).as_bytes());
+    };
+    let ctl = RunControl {
+        interrupt: Arc::clone(&io.interrupt),
+        on_interval: if live {
+            Some(&mut print_interval)
+        } else {
+            None
+        },
+    };
+    let result = match run_block(&spec, ctl) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(e.exit_code());
+        }
+    };
+    let bytes = render(std::slice::from_ref(&result), &[], opts.output_format);
+    let mut exit_code = exit_code_of(result.status);
+    if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {
+        let _ = writeln!(io.stderr, "error: {e}");
+        exit_code = 1;
+    }
+    match result.status {
+        RunStatus::Interrupted => {
+            let _ = writeln!(io.stderr, "interrupted: partial result saved");
+        }
+        RunStatus::IoError => {
+            let msg = result
+                .error
+                .as_ref()
+                .map_or("unknown error", |e| e.message.as_str());
+            let done: u64 = [&result.read, &result.write]
+                .iter()
+                .filter_map(|d| d.as_ref())
+                .map(|d| d.bytes)
+                .sum();
+            let _ = writeln!(
+                io.stderr,
+                "error: {msg}; {} completed before the error; partial result saved",
+                csdchar_core::units::format_bytes(done as f64)
+            );
+        }
+        RunStatus::VerifyFailed => {
+            let n = result.verify.as_ref().map_or(0, |v| v.bad_block_count);
+            let _ = writeln!(io.stderr, "error: verification found {n} bad blocks");
+        }
+        RunStatus::Completed => {}
+    }
+    Outcome {
+        exit_code,
+        block: Some(result),
+    }
+}

@@ -1,0 +1,841 @@
+//! fio job files: read with fio's rules, turned into block specs and the order
+//! fio would run them in.
+//!
+//! - [`value`]: sizes, times, ranges, `${VAR}` and keywords as fio's parser
+//!   reads them.
+//! - [`ini`]: sections, inheritance from `[global]`, comments and `include`.
+//! - [`plan`] (this module): each job's options mapped one to one onto a
+//!   [`BlockSpec`]; `stonewall`, `new_group`, `wait_for`, `numjobs` and
+//!   `group_reporting`; every option csdchar does not implement listed with
+//!   its file and line.
+//!
+//! Defaults are fio's, not the command line's: `direct=0`, `randseed=0x89`,
+//! `buffer_compress_chunk=512`, and compressible buffers filled with zeros
+//! after the random part (fio's layout). A job without `filename` gets fio's
+//! file name `JOB.CLONE.0` in `directory` (or the current directory), one per
+//! clone, as fio makes them.
+
+pub mod ini;
+pub mod value;
+
+use crate::pattern::Fill;
+use crate::result::block::{BlockSpec, EngineKind, RwMode};
+use crate::stats::DEFAULT_PERCENTILES;
+use ini::{JobOption, Section};
+
+/// Largest block size the engine takes.
+pub const MAX_BS: u64 = 256 << 20;
+
+/// fio's `randseed` default.
+pub const FIO_RANDSEED: u64 = 0x89;
+
+/// One run of the engine: a job, or one clone of a job that has its own file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobPlan {
+    /// The job's name (its section, or `name=`).
+    pub name: String,
+    /// Which clone this is (0 when the clones share the engine's threads).
+    pub clone: u32,
+    /// Whether this clone runs apart from its siblings (each has its own file).
+    pub apart: bool,
+    /// What the engine runs; `numjobs` clones that share a file are its threads.
+    pub spec: BlockSpec,
+    /// fio's reporting group (`stonewall` and `new_group` start a new one).
+    pub group_id: u32,
+    /// Whether the group is reported as one (`group_reporting`).
+    pub group_reporting: bool,
+    /// Plans (indices) that must finish before this one starts: everything
+    /// before a `stonewall`, and the job named by `wait_for`.
+    pub after: Vec<usize>,
+    /// The job's own options as written (fio's `job options`), globals excluded.
+    pub job_options: Vec<(String, String)>,
+    /// `description=`.
+    pub description: Option<String>,
+    /// The engine it asked for, when csdchar runs it on io_uring instead.
+    pub replaced_engine: Option<String>,
+    /// The verify checksum it asked for, when csdchar checks with crc32c instead.
+    pub replaced_verify: Option<String>,
+    /// `startdelay`: how long the job waits before it starts, ms.
+    pub start_delay_ms: u64,
+}
+
+/// An option csdchar does not implement, where it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    /// `name=value` as written.
+    pub option: String,
+    /// `FILE:LINE`.
+    pub place: String,
+    /// Why (an option csdchar lacks, or a value it lacks).
+    pub why: String,
+}
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.option, self.place, self.why)
+    }
+}
+
+/// A job file turned into runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobFilePlan {
+    /// The runs in fio's order.
+    pub jobs: Vec<JobPlan>,
+    /// The `[global]` options as written (fio's `global options`).
+    pub global_options: Vec<(String, String)>,
+    /// Options skipped under `--ignore-unsupported`.
+    pub ignored: Vec<Unsupported>,
+}
+
+/// Why a job file cannot run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanError {
+    /// Options csdchar does not implement: every one, with its place.
+    Unsupported(Vec<Unsupported>),
+    /// A value that is wrong for fio too, or a combination that cannot run.
+    Invalid(String),
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::Unsupported(list) => {
+                write!(
+                    f,
+                    "{} option{} csdchar does not implement: ",
+                    list.len(),
+                    if list.len() == 1 { "" } else { "s" }
+                )?;
+                let items: Vec<String> = list.iter().map(|u| u.to_string()).collect();
+                write!(
+                    f,
+                    "{}; remove them or run with --ignore-unsupported",
+                    items.join("; ")
+                )
+            }
+            PlanError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+/// ioengines whose jobs run on io_uring (same semantics: the engine moves data
+/// between the same buffers and offsets; only how the kernel is asked differs).
+pub const REPLACED_ENGINES: [&str; 7] = [
+    "libaio", "psync", "sync", "pvsync", "pvsync2", "posixaio", "vsync",
+];
+
+/// fio's verify checksums csdchar runs as crc32c (said in a note).
+pub const VERIFY_TYPES: [&str; 13] = [
+    "md5", "crc64", "crc32", "crc16", "crc7", "xxhash", "sha1", "sha256", "sha512", "sha3-224",
+    "sha3-256", "sha3-384", "sha3-512",
+];
+
+/// Options that change nothing csdchar measures or does differently:
+/// `thread` (csdchar's jobs are threads), `norandommap` (csdchar's random
+/// offsets are always drawn independently, which is what it means),
+/// `randrepeat=1` (csdchar's seeds are fixed), the percentile switches
+/// (csdchar keeps slat, clat and lat percentiles always), `refill_buffers`
+/// (every write's data is fresh), `gtod_reduce` (fewer clock reads in fio;
+/// csdchar takes its timestamps once per batch anyway), io_uring's
+/// `fixedbufs` and `registerfiles` (csdchar always registers both),
+/// `group_reporting`
+/// and ordering options, read in [`plan`].
+const NEUTRAL: [&str; 11] = [
+    "gtod_reduce",
+    "fixedbufs",
+    "registerfiles",
+    "thread",
+    "norandommap",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "refill_buffers",
+    "fadvise_hint",
+    "invalidate",
+];
+
+#[derive(Clone)]
+struct Builder {
+    name: String,
+    description: Option<String>,
+    filename: Option<String>,
+    directory: Option<String>,
+    rw: RwMode,
+    rwmixread: u8,
+    bs: [Option<u64>; 3],
+    iodepth: u32,
+    numjobs: u32,
+    size: u64,
+    offset: u64,
+    runtime_us: Option<u64>,
+    time_based: bool,
+    ramp_us: u64,
+    direct: bool,
+    seed: u64,
+    engine: EngineKind,
+    replaced_engine: Option<String>,
+    compress_pct: u8,
+    compress_chunk: u64,
+    dedupe_pct: u8,
+    batch_submit: Option<u32>,
+    batch_complete: u32,
+    verify: bool,
+    replaced_verify: Option<String>,
+    filesize: Option<u64>,
+    start_delay_us: u64,
+    percentiles: Vec<f64>,
+    kb_base: u64,
+    stonewall: bool,
+    new_group: bool,
+    wait_for: Option<(String, String)>,
+    group_reporting: bool,
+    /// Each option's last setting as written, and where: for refusals that
+    /// come from a combination.
+    set_at: Vec<(String, String, String)>,
+}
+
+impl Builder {
+    fn fio_defaults(name: &str) -> Self {
+        Builder {
+            name: name.to_string(),
+            description: None,
+            filename: None,
+            directory: None,
+            rw: RwMode::Read,
+            rwmixread: 50,
+            bs: [Some(4096); 3],
+            iodepth: 1,
+            numjobs: 1,
+            size: 0,
+            offset: 0,
+            runtime_us: None,
+            time_based: false,
+            ramp_us: 0,
+            direct: false,
+            seed: FIO_RANDSEED,
+            engine: EngineKind::Uring,
+            replaced_engine: None,
+            compress_pct: 0,
+            compress_chunk: 512,
+            dedupe_pct: 0,
+            batch_submit: None,
+            batch_complete: 1,
+            verify: false,
+            replaced_verify: None,
+            filesize: None,
+            start_delay_us: 0,
+            percentiles: DEFAULT_PERCENTILES.to_vec(),
+            kb_base: 1024,
+            stonewall: false,
+            new_group: false,
+            wait_for: None,
+            group_reporting: false,
+            set_at: Vec::new(),
+        }
+    }
+
+    /// The option as written and its place, or the job's own header.
+    fn where_set(&self, name: &str, section: &Section) -> (String, String) {
+        self.set_at
+            .iter()
+            .rev()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, w, p)| (w.clone(), p.clone()))
+            .unwrap_or_else(|| {
+                (
+                    format!("[{}]", section.name),
+                    format!("{}:{}", section.file, section.line),
+                )
+            })
+    }
+
+    /// Applies one option. Ok(false): an option (or value) csdchar lacks.
+    fn apply(&mut self, o: &JobOption) -> Result<Result<(), String>, String> {
+        let v = o.value.as_deref();
+        let need = || v.ok_or_else(|| format!("{} needs a value", o.name));
+        let wrap = |e: value::ValueError| e.to_string();
+        let pct = |t: &str| -> Result<u8, String> {
+            let n = value::int(t).map_err(wrap)?;
+            u8::try_from(n)
+                .ok()
+                .filter(|n| *n <= 100)
+                .ok_or_else(|| format!("'{t}' is not a percentage (0 to 100)"))
+        };
+        let lacks = |why: &str| Ok(Err(why.to_string()));
+        match o.name.as_str() {
+            "name" => self.name = need()?.to_string(),
+            "description" => self.description = Some(need()?.to_string()),
+            "filename" => {
+                let f = need()?;
+                if f.is_empty() {
+                    return Err("filename is empty (an unset ${VAR}?)".into());
+                }
+                // fio separates several files with ':' ('\:' escapes one).
+                if f.replace("\\:", "").contains(':') {
+                    return lacks("several files in one job (csdchar runs one target per job)");
+                }
+                self.filename = Some(f.replace("\\:", ":"));
+            }
+            "directory" => {
+                let d = need()?;
+                if d.replace("\\:", "").contains(':') {
+                    return lacks("several directories in one job");
+                }
+                self.directory = Some(d.replace("\\:", ":"));
+            }
+            "rw" | "readwrite" => {
+                let t = need()?;
+                if t.contains(':') {
+                    return lacks("an offset modifier after rw (rw=MODE:N)");
+                }
+                self.rw = match t {
+                    "read" => RwMode::Read,
+                    "write" => RwMode::Write,
+                    "randread" => RwMode::Randread,
+                    "randwrite" => RwMode::Randwrite,
+                    "rw" | "readwrite" => RwMode::Readwrite,
+                    "randrw" => RwMode::Randrw,
+                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+                        return lacks("trims (csdchar reads and writes)");
+                    }
+                    other => {
+                        return Err(format!(
+                            "rw={other}: not a mode (read, write, randread, randwrite, rw, readwrite, randrw)"
+                        ));
+                    }
+                };
+            }
+            "rwmixread" => self.rwmixread = pct(need()?)?,
+            "rwmixwrite" => self.rwmixread = 100 - pct(need()?)?,
+            "bs" | "blocksize" => {
+                let parts = value::per_direction(need()?);
+                for (slot, part) in self.bs.iter_mut().zip(parts) {
+                    if let Some(p) = part {
+                        *slot = Some(value::bytes(p, self.kb_base).map_err(wrap)?);
+                    }
+                }
+            }
+            "iodepth" => self.iodepth = small(need()?, "iodepth", 1, 4096)?,
+            "numjobs" => self.numjobs = small(need()?, "numjobs", 1, 1024)?,
+            "size" => match value::size(need()?, self.kb_base).map_err(wrap)? {
+                value::Size::Bytes(b) => self.size = b,
+                value::Size::Percent(_) => return lacks("a size as a percentage of the target"),
+            },
+            "offset" => match value::size(need()?, self.kb_base).map_err(wrap)? {
+                value::Size::Bytes(b) => self.offset = b,
+                value::Size::Percent(_) => return lacks("an offset as a percentage of the target"),
+            },
+            "runtime" | "timeout" => {
+                self.runtime_us = Some(value::time_us(need()?, true).map_err(wrap)?)
+            }
+            "time_based" => self.time_based = value::boolean(v).map_err(wrap)?,
+            "ramp_time" => self.ramp_us = value::time_us(need()?, true).map_err(wrap)?,
+            "direct" => self.direct = value::boolean(v).map_err(wrap)?,
+            "buffered" => self.direct = !value::boolean(v).map_err(wrap)?,
+            "randseed" => self.seed = value::int(need()?).map_err(wrap)?,
+            "randrepeat" => {
+                if !value::boolean(v).map_err(wrap)? {
+                    return lacks(
+                        "randrepeat=0 (csdchar's random sequence always repeats from randseed)",
+                    );
+                }
+            }
+            "ioengine" => {
+                let e = need()?;
+                match e {
+                    "io_uring" => {
+                        self.engine = EngineKind::Uring;
+                        self.replaced_engine = None;
+                    }
+                    "null" => {
+                        self.engine = EngineKind::Null;
+                        self.replaced_engine = None;
+                    }
+                    e if REPLACED_ENGINES.contains(&e) => {
+                        self.engine = EngineKind::Uring;
+                        self.replaced_engine = Some(e.to_string());
+                    }
+                    _ => {
+                        return lacks(
+                            "this ioengine (csdchar runs io_uring and takes libaio, psync, sync, pvsync, pvsync2, posixaio and null)",
+                        );
+                    }
+                }
+            }
+            "buffer_compress_percentage" => self.compress_pct = pct(need()?)?,
+            "buffer_compress_chunk" => {
+                self.compress_chunk = value::bytes(need()?, self.kb_base).map_err(wrap)?
+            }
+            "dedupe_percentage" => self.dedupe_pct = pct(need()?)?,
+            "verify" => match need()? {
+                "0" | "null" => {
+                    self.verify = false;
+                    self.replaced_verify = None;
+                }
+                "crc32c" | "crc32c-intel" => {
+                    self.verify = true;
+                    self.replaced_verify = None;
+                }
+                // Every block is checked against a checksum either way; only
+                // the checksum differs (fio's headers are not csdchar's).
+                t if VERIFY_TYPES.contains(&t) => {
+                    self.verify = true;
+                    self.replaced_verify = Some(t.to_string());
+                }
+                _ => return lacks("this verify type (csdchar verifies with crc32c)"),
+            },
+            "bsrange" | "blocksize_range" => {
+                // One size per direction (bsrange=4k-4k) is bs; a range is not.
+                let mut sizes = [None; 3];
+                for (slot, part) in sizes.iter_mut().zip(value::per_direction(need()?)) {
+                    let Some(p) = part else { continue };
+                    let (lo, hi) = p.split_once('-').unwrap_or((p, p));
+                    let (lo, hi) = (
+                        value::bytes(lo, self.kb_base).map_err(wrap)?,
+                        value::bytes(hi, self.kb_base).map_err(wrap)?,
+                    );
+                    if lo != hi {
+                        return lacks("a range of block sizes (csdchar's jobs use one)");
+                    }
+                    *slot = Some(lo);
+                }
+                for (slot, v) in self.bs.iter_mut().zip(sizes) {
+                    if v.is_some() {
+                        *slot = v;
+                    }
+                }
+            }
+            "filesize" => {
+                // The file's size; with one file and no other size, the
+                // region and amount of I/O, as size= is.
+                let t = need()?;
+                if t.contains('-') {
+                    return lacks("a range of file sizes");
+                }
+                self.filesize = Some(value::bytes(t, self.kb_base).map_err(wrap)?);
+            }
+            "startdelay" => {
+                let t = need()?;
+                if t.contains('-') {
+                    return lacks("a random start delay (a range)");
+                }
+                self.start_delay_us = value::time_us(t, true).map_err(wrap)?;
+            }
+            "iodepth_batch" | "iodepth_batch_submit" => {
+                self.batch_submit = Some(small(need()?, &o.name, 0, 4096)?)
+            }
+            "iodepth_batch_complete" | "iodepth_batch_complete_min" => {
+                self.batch_complete = small(need()?, &o.name, 0, 4096)?.max(1)
+            }
+            "percentile_list" => {
+                let list: Result<Vec<f64>, String> = need()?
+                    .split(':')
+                    .map(|p| {
+                        p.trim()
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|x| (0.0..=100.0).contains(x))
+                            .ok_or_else(|| {
+                                format!("percentile_list: '{p}' is not a percentile (0 to 100)")
+                            })
+                    })
+                    .collect();
+                let list = list?;
+                if list.len() > 20 {
+                    return Err("percentile_list: at most 20 percentiles".into());
+                }
+                self.percentiles = list;
+            }
+            "kb_base" => {
+                self.kb_base = match need()? {
+                    "1024" => 1024,
+                    "1000" => 1000,
+                    other => return Err(format!("kb_base={other}: 1024 or 1000")),
+                }
+            }
+            "stonewall" | "wait_for_previous" => {
+                self.stonewall = value::boolean(v).map_err(wrap)?
+            }
+            "new_group" => self.new_group = value::boolean(v).map_err(wrap)?,
+            "wait_for" => self.wait_for = Some((need()?.to_string(), o.place())),
+            "group_reporting" => self.group_reporting = value::boolean(v).map_err(wrap)?,
+            n if NEUTRAL.contains(&n) => {
+                if n == "invalidate" && !value::boolean(v).map_err(wrap)? {
+                    return lacks(
+                        "invalidate=0 (csdchar leaves the page cache as it is, and direct=1 bypasses it)",
+                    );
+                }
+            }
+            _ => return lacks("an option csdchar does not implement"),
+        }
+        Ok(Ok(()))
+    }
+
+    /// The engine's spec for `target` with `numjobs` threads. Combinations
+    /// csdchar cannot run go to `lacks` as (option, why), and the spec falls
+    /// back to what it can run (used only under `--ignore-unsupported`).
+    fn spec(
+        &self,
+        target: Option<String>,
+        numjobs: u32,
+        seed: u64,
+        lacks: &mut Vec<(&'static str, String)>,
+    ) -> Result<BlockSpec, String> {
+        let job = &self.name;
+        let bad = |m: String| Err(format!("job {job}: {m}"));
+        let [rbs, wbs, _] = self.bs;
+        let bs = match (self.rw.reads(), self.rw.writes()) {
+            (true, true) if rbs != wbs => {
+                lacks.push((
+                    "bs",
+                    format!(
+                        "reads of {} and writes of {} in one job (csdchar's jobs use one block size)",
+                        fmt_opt(rbs),
+                        fmt_opt(wbs)
+                    ),
+                ));
+                rbs
+            }
+            (true, _) => rbs,
+            _ => wbs,
+        };
+        let Some(bs) = bs.filter(|b| (1..=MAX_BS).contains(b)) else {
+            return bad("bs: must be between 1 byte and 256m".into());
+        };
+        if self.direct && !bs.is_multiple_of(512) {
+            return bad("bs: must be a multiple of 512 with direct=1".into());
+        }
+        if self.compress_chunk == 0 && self.compress_pct > 0 {
+            return bad("buffer_compress_chunk: must be positive".into());
+        }
+        let size = match (self.size, self.filesize) {
+            (0, Some(f)) => f,
+            (s, Some(f)) if s != f => {
+                lacks.push((
+                    "filesize",
+                    "a file size other than size= (csdchar's size is the file's region and the I/O done)".into(),
+                ));
+                s
+            }
+            (s, _) => s,
+        };
+        let mut time_based = self.time_based;
+        if time_based && self.runtime_us.is_none_or(|r| r == 0) {
+            lacks.push((
+                "time_based",
+                "time_based without runtime, which runs until stopped (csdchar needs a runtime)"
+                    .into(),
+            ));
+            time_based = false;
+        }
+        let mut verify = self.verify;
+        if verify && !matches!(self.rw, RwMode::Write | RwMode::Randwrite) {
+            lacks.push((
+                "verify",
+                "verify in a job that reads (csdchar verifies what a write or randwrite job writes)".into(),
+            ));
+            verify = false;
+        }
+        if verify && time_based {
+            lacks.push((
+                "verify",
+                "verify in a time_based job (csdchar writes every block once, then reads it back)"
+                    .into(),
+            ));
+            verify = false;
+        }
+        let batch_submit = self.batch_submit.unwrap_or(0);
+        if batch_submit > self.iodepth {
+            return bad("iodepth_batch_submit: must be at most iodepth".into());
+        }
+        if target.is_none() && self.engine != EngineKind::Null {
+            return bad("filename: a block device or file is required (or directory=)".into());
+        }
+        let ms = |us: u64| us.div_ceil(1000);
+        Ok(BlockSpec {
+            target,
+            rw: self.rw,
+            rwmixread: self.rwmixread,
+            bs,
+            iodepth: self.iodepth,
+            numjobs,
+            size,
+            offset: self.offset,
+            runtime_ms: self.runtime_us.map(ms).filter(|&m| m > 0),
+            time_based,
+            ramp_time_ms: ms(self.ramp_us),
+            direct: self.direct,
+            seed,
+            engine: self.engine,
+            compress_pct: self.compress_pct,
+            compress_chunk: self.compress_chunk.clamp(1, bs),
+            compress_fill: Fill::Zeros,
+            dedupe_pct: self.dedupe_pct,
+            log_interval_ms: 1000,
+            iodepth_batch_submit: batch_submit,
+            iodepth_batch_complete: self.batch_complete.min(self.iodepth),
+            verify,
+            verify_only: false,
+            force: false,
+            percentiles: self.percentiles.clone(),
+            start_at: None,
+        })
+    }
+}
+
+fn fmt_opt(v: Option<u64>) -> String {
+    v.map_or("the default".into(), |b| b.to_string())
+}
+
+fn small(t: &str, name: &str, min: u64, max: u64) -> Result<u32, String> {
+    let n = value::int(t).map_err(|e| e.to_string())?;
+    if !(min..=max).contains(&n) {
+        return Err(format!("{name}={t}: must be between {min} and {max}"));
+    }
+    Ok(n as u32)
+}
+
+/// Turns a job file's sections into runs. With `ignore_unsupported`, options
+/// csdchar lacks are skipped and listed in the plan; without, they are the
+/// error, every one of them.
+pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePlan, PlanError> {
+    let mut defaults = Builder::fio_defaults("global");
+    let mut unsupported = Vec::new();
+    let mut global_options = Vec::new();
+    let mut jobs: Vec<JobPlan> = Vec::new();
+    // Index of the first plan of each job section, by name, for wait_for.
+    let mut by_name: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut group_id = 0u32;
+    let mut jobs_in_group = 0u32;
+    let mut barrier_before: usize = 0;
+    // The first value fio would refuse too; reported only when nothing is
+    // unsupported (a skipped option can make a job look wrong).
+    let mut invalid: Option<String> = None;
+    let invalid_at = |o: &JobOption, m: String| format!("{} ({}): {m}", o.as_written(), o.place());
+    for section in sections {
+        let mut b = if section.global {
+            defaults.clone()
+        } else {
+            let mut b = defaults.clone();
+            b.name = section.name.clone();
+            // Ordering flags belong to the section that sets them.
+            b.stonewall = false;
+            b.new_group = false;
+            b.wait_for = None;
+            b
+        };
+        for o in &section.options {
+            match b.apply(o) {
+                Ok(Ok(())) => {
+                    let name = match o.name.as_str() {
+                        "blocksize" => "bs",
+                        "readwrite" => "rw",
+                        n => n,
+                    };
+                    b.set_at.push((name.to_string(), o.as_written(), o.place()));
+                }
+                Ok(Err(why)) => unsupported.push(Unsupported {
+                    option: o.as_written(),
+                    place: o.place(),
+                    why,
+                }),
+                Err(m) => {
+                    invalid.get_or_insert(invalid_at(o, m));
+                }
+            }
+        }
+        if section.global {
+            global_options.extend(
+                section
+                    .options
+                    .iter()
+                    .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default())),
+            );
+            defaults = b;
+            continue;
+        }
+        if (b.stonewall || b.new_group) && jobs_in_group > 0 {
+            group_id += 1;
+            jobs_in_group = 0;
+        }
+        if b.stonewall {
+            barrier_before = jobs.len();
+        }
+        let mut after: Vec<usize> = (0..barrier_before).collect();
+        if let Some((name, place)) = &b.wait_for {
+            let Some((_, idx)) = by_name.iter().find(|(n, _)| n == name) else {
+                return Err(PlanError::Invalid(format!(
+                    "wait_for={name} ({place}): no job named {name} before it"
+                )));
+            };
+            after.extend(idx.iter().copied());
+            after.sort_unstable();
+            after.dedup();
+        }
+        let job_options: Vec<(String, String)> = section
+            .options
+            .iter()
+            .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
+            .collect();
+        // Clones share the job's file as the engine's threads; without a
+        // filename fio gives each clone a file of its own, so each is a run.
+        let runs: Vec<(u32, Option<String>, u32)> = match (&b.filename, b.engine) {
+            (Some(f), _) => vec![(0, Some(f.clone()), b.numjobs)],
+            (None, EngineKind::Null) => vec![(0, None, b.numjobs)],
+            (None, _) => (0..b.numjobs)
+                .map(|c| {
+                    let dir = b.directory.as_deref().unwrap_or(".");
+                    (c, Some(format!("{dir}/{}.{c}.0", b.name)), 1)
+                })
+                .collect(),
+        };
+        let first = jobs.len();
+        let apart = runs.len() > 1;
+        for (clone, target, threads) in runs {
+            // fio seeds each job from randseed and its number.
+            let seed = b.seed.wrapping_add(u64::from(clone));
+            let mut lacks = Vec::new();
+            let spec = match b.spec(target, threads, seed, &mut lacks) {
+                Ok(s) => s,
+                Err(m) => {
+                    invalid.get_or_insert(m);
+                    continue;
+                }
+            };
+            // Clones repeat their job's refusals: say them once.
+            for (name, why) in lacks.into_iter().filter(|_| clone == 0) {
+                let (option, place) = b.where_set(name, section);
+                unsupported.push(Unsupported { option, place, why });
+            }
+            jobs.push(JobPlan {
+                name: b.name.clone(),
+                clone,
+                apart,
+                spec,
+                group_id,
+                group_reporting: b.group_reporting,
+                after: after.clone(),
+                job_options: job_options.clone(),
+                description: b.description.clone(),
+                replaced_engine: b.replaced_engine.clone(),
+                replaced_verify: b.replaced_verify.clone(),
+                start_delay_ms: b.start_delay_us.div_ceil(1000),
+            });
+        }
+        jobs_in_group += 1;
+        by_name.push((b.name.clone(), (first..jobs.len()).collect()));
+    }
+    if !unsupported.is_empty() && !ignore_unsupported {
+        return Err(PlanError::Unsupported(unsupported));
+    }
+    if let Some(m) = invalid {
+        return Err(PlanError::Invalid(m));
+    }
+    if jobs.is_empty() {
+        return Err(PlanError::Invalid(
+            "the job file has no job section (only [global])".into(),
+        ));
+    }
+    // A group reports as one when any of its jobs asks (fio keeps the flag
+    // per group).
+    let reporting: Vec<u32> = jobs
+        .iter()
+        .filter(|j| j.group_reporting)
+        .map(|j| j.group_id)
+        .collect();
+    for j in &mut jobs {
+        j.group_reporting = reporting.contains(&j.group_id);
+    }
+    Ok(JobFilePlan {
+        jobs,
+        global_options,
+        ignored: unsupported,
+    })
+}
+
+/// The job file a command-line spec means, for `--print-job`: fio's option
+/// names and units, with what fio cannot express said in comments.
+pub fn print_job(spec: &BlockSpec, command: &str) -> String {
+    let mut lines = vec![
+        format!("; {command}"),
+        "; as a fio job file (csdchar block --job-file reads it back)".to_string(),
+    ];
+    if spec.compress_pct > 0 && spec.compress_fill == Fill::Repeat {
+        lines.push(
+            "; csdchar fills the compressible part with a repeating pattern, fio with zeros, which"
+                .into(),
+        );
+        lines.push(
+            "; zero-detecting drives store for nothing: same ratio, maybe not the same drive work"
+                .into(),
+        );
+    }
+    let ioengine = match spec.engine {
+        EngineKind::Uring => "io_uring",
+        EngineKind::Null => "null",
+    };
+    lines.push("[global]".into());
+    lines.push(format!("ioengine={ioengine}"));
+    lines.push(format!("direct={}", u8::from(spec.direct)));
+    lines.push(format!("randseed={}", spec.seed));
+    lines.push(String::new());
+    lines.push("[csdchar]".into());
+    lines.push(format!("rw={}", spec.rw.name()));
+    if spec.rw.reads() && spec.rw.writes() {
+        lines.push(format!("rwmixread={}", spec.rwmixread));
+    }
+    lines.push(format!("bs={}", spec.bs));
+    lines.push(format!("iodepth={}", spec.iodepth));
+    if spec.numjobs > 1 {
+        lines.push(format!("numjobs={}", spec.numjobs));
+        lines.push("group_reporting".into());
+    }
+    if let Some(t) = &spec.target {
+        lines.push(format!("filename={t}"));
+    }
+    if spec.size > 0 {
+        lines.push(format!("size={}", spec.size));
+    }
+    if spec.offset > 0 {
+        lines.push(format!("offset={}", spec.offset));
+    }
+    if let Some(ms) = spec.runtime_ms {
+        lines.push(format!("runtime={ms}ms"));
+    }
+    if spec.time_based {
+        lines.push("time_based".into());
+    }
+    if spec.ramp_time_ms > 0 {
+        lines.push(format!("ramp_time={}ms", spec.ramp_time_ms));
+    }
+    if spec.compress_pct > 0 {
+        lines.push(format!("buffer_compress_percentage={}", spec.compress_pct));
+        lines.push(format!("buffer_compress_chunk={}", spec.compress_chunk));
+        lines.push("refill_buffers".into());
+    }
+    if spec.dedupe_pct > 0 {
+        lines.push(format!("dedupe_percentage={}", spec.dedupe_pct));
+    }
+    if spec.iodepth_batch_submit > 0 {
+        lines.push(format!(
+            "iodepth_batch_submit={}",
+            spec.iodepth_batch_submit
+        ));
+    }
+    lines.push(format!(
+        "iodepth_batch_complete_min={}",
+        spec.iodepth_batch_complete
+    ));
+    if spec.verify {
+        lines.push("verify=crc32c".into());
+    }
+    if spec.percentiles != DEFAULT_PERCENTILES {
+        let list: Vec<String> = spec.percentiles.iter().map(|p| p.to_string()).collect();
+        lines.push(format!("percentile_list={}", list.join(":")));
+    }
+    lines.push(String::new());
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,168 @@
+use super::ini::{Expansion, parse};
+use super::value::Keywords;
+use super::*;
+
+fn sections(text: &str) -> Vec<Section> {
+    let exp = Expansion {
+        var: &|_| None,
+        keywords: Keywords {
+            pagesize: 4096,
+            mb_memory: 1024,
+            ncpus: 2,
+        },
+    };
+    parse("t.fio", text, &exp, &mut |n, _| Err(format!("{n}: none"))).unwrap()
+}
+
+fn plan_of(text: &str) -> JobFilePlan {
+    plan(&sections(text), false).unwrap()
+}
+
+#[test]
+fn jobs_inherit_the_globals_before_them_and_fio_defaults() {
+    let p = plan_of(
+        "[global]\nbs=8k\nfilename=/tmp/x\nsize=1m\n[a]\nrw=randwrite\n[global]\nbs=16k\n[b]\n",
+    );
+    assert_eq!(p.jobs.len(), 2);
+    let (a, b) = (&p.jobs[0].spec, &p.jobs[1].spec);
+    assert_eq!((a.bs, a.rw), (8192, RwMode::Randwrite));
+    // The second [global] changes later jobs only; rw is fio's default read.
+    assert_eq!((b.bs, b.rw), (16384, RwMode::Read));
+    assert!(!a.direct, "fio's direct=0");
+    assert_eq!(a.seed, FIO_RANDSEED);
+    assert_eq!(a.compress_fill, Fill::Zeros);
+    assert_eq!(p.global_options[0], ("bs".to_string(), "8k".to_string()));
+    assert_eq!(
+        p.jobs[0].job_options,
+        [("rw".to_string(), "randwrite".to_string())]
+    );
+}
+
+#[test]
+fn stonewall_orders_and_groups_new_group_only_groups() {
+    let p = plan_of(
+        "[global]\nfilename=/tmp/x\nsize=1m\n[w]\nrw=write\n[r1]\nstonewall\n[r2]\n[r3]\nnew_group\n[r4]\nstonewall\nwait_for=w\n",
+    );
+    let groups: Vec<u32> = p.jobs.iter().map(|j| j.group_id).collect();
+    assert_eq!(groups, [0, 1, 1, 2, 3]);
+    let after: Vec<Vec<usize>> = p.jobs.iter().map(|j| j.after.clone()).collect();
+    assert_eq!(after[0], Vec::<usize>::new());
+    assert_eq!(after[1], [0]);
+    assert_eq!(after[2], [0], "jobs after a stonewall start with it");
+    assert_eq!(after[3], [0], "new_group does not wait");
+    assert_eq!(after[4], [0, 1, 2, 3]);
+    let e = plan(&sections("[a]\nfilename=/x\nwait_for=zz\n"), false).unwrap_err();
+    assert!(e.to_string().contains("no job named zz"), "{e}");
+}
+
+#[test]
+fn clones_share_a_named_file_and_get_their_own_without_one() {
+    let p = plan_of("[j]\nfilename=/tmp/x\nnumjobs=4\nsize=1m\n");
+    assert_eq!(p.jobs.len(), 1);
+    assert_eq!(p.jobs[0].spec.numjobs, 4);
+    let p = plan_of("[j]\ndirectory=/tmp/d\nnumjobs=3\nsize=1m\ngroup_reporting\n");
+    let targets: Vec<_> = p
+        .jobs
+        .iter()
+        .map(|j| j.spec.target.clone().unwrap())
+        .collect();
+    assert_eq!(targets, ["/tmp/d/j.0.0", "/tmp/d/j.1.0", "/tmp/d/j.2.0"]);
+    assert!(
+        p.jobs
+            .iter()
+            .all(|j| j.spec.numjobs == 1 && j.group_reporting)
+    );
+    let seeds: Vec<u64> = p.jobs.iter().map(|j| j.spec.seed).collect();
+    assert_eq!(seeds, [0x89, 0x8a, 0x8b]);
+}
+
+#[test]
+fn every_unsupported_option_is_named_with_its_place() {
+    let text = "[global]\nfilename=/tmp/x\nlockmem=1g\n[a]\nrw=trim\nsize=1m\nexitall\n";
+    let e = plan(&sections(text), false).unwrap_err();
+    let PlanError::Unsupported(list) = &e else {
+        panic!("{e}")
+    };
+    let places: Vec<&str> = list.iter().map(|u| u.place.as_str()).collect();
+    assert_eq!(places, ["t.fio:3", "t.fio:5", "t.fio:7"]);
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("3 options csdchar does not implement: lockmem=1g (t.fio:3)"),
+        "{msg}"
+    );
+    assert!(msg.contains("--ignore-unsupported"), "{msg}");
+    let p = plan(&sections(text), true).unwrap();
+    assert_eq!(p.ignored.len(), 3);
+    assert_eq!(p.jobs[0].spec.rw, RwMode::Read, "the trim mode was skipped");
+}
+
+#[test]
+fn engines_map_or_are_named() {
+    let p = plan_of("[a]\nioengine=libaio\nfilename=/x\nsize=1m\n");
+    assert_eq!(p.jobs[0].replaced_engine.as_deref(), Some("libaio"));
+    assert_eq!(p.jobs[0].spec.engine, EngineKind::Uring);
+    let p = plan_of("[a]\nioengine=null\nsize=1m\n");
+    assert_eq!(p.jobs[0].spec.engine, EngineKind::Null);
+    assert_eq!(p.jobs[0].spec.target, None);
+    let e = plan(&sections("[a]\nioengine=rbd\nfilename=/x\n"), false).unwrap_err();
+    assert!(e.to_string().contains("ioengine=rbd (t.fio:2)"), "{e}");
+}
+
+#[test]
+fn values_follow_fio_and_bad_ones_name_the_option() {
+    let p = plan_of(
+        "[a]\nfilename=/x\nbs=4k,16k\nrw=randread\nsize=(2*1m)\nruntime=2m\nramp_time=500ms\ntime_based\nrwmixwrite=30\niodepth=1k\npercentile_list=50:99:99.9\nbuffer_compress_percentage=75\nbuffer_compress_chunk=4k\n",
+    );
+    let s = &p.jobs[0].spec;
+    assert_eq!(s.bs, 4096, "reads take the first of bs=R,W");
+    assert_eq!(s.size, 2 << 20);
+    assert_eq!(s.runtime_ms, Some(120_000));
+    assert_eq!(s.ramp_time_ms, 500);
+    assert!(s.time_based);
+    assert_eq!(s.rwmixread, 70);
+    assert_eq!(s.iodepth, 1024);
+    assert_eq!(s.percentiles, [50.0, 99.0, 99.9]);
+    assert_eq!((s.compress_pct, s.compress_chunk), (75, 4096));
+    let e = plan(&sections("[a]\nfilename=/x\nbs=4k,16k\nrw=randrw\n"), false).unwrap_err();
+    assert!(e.to_string().contains("one block size"), "{e}");
+    let e = plan(&sections("[a]\nfilename=/x\nrw=sideways\n"), false).unwrap_err();
+    assert!(e.to_string().contains("rw=sideways (t.fio:3)"), "{e}");
+    let e = plan(&sections("[a]\nfilename=/x\niodepth=0\n"), false).unwrap_err();
+    assert!(e.to_string().contains("between 1 and 4096"), "{e}");
+    let e = plan(&sections("[a]\nfilename=/x\ntime_based\n"), false).unwrap_err();
+    assert!(e.to_string().contains("needs a runtime"), "{e}");
+    let e = plan(&sections("[global]\nbs=4k\n"), false).unwrap_err();
+    assert!(e.to_string().contains("no job section"), "{e}");
+}
+
+#[test]
+fn a_printed_job_reads_back_as_the_same_spec() {
+    let spec = BlockSpec {
+        target: Some("/dev/zram1".into()),
+        rw: RwMode::Randrw,
+        rwmixread: 70,
+        bs: 8192,
+        iodepth: 32,
+        numjobs: 4,
+        size: 1 << 30,
+        offset: 4096,
+        runtime_ms: Some(30_000),
+        time_based: true,
+        ramp_time_ms: 2000,
+        direct: true,
+        seed: 7,
+        compress_pct: 75,
+        compress_chunk: 4096,
+        compress_fill: Fill::Zeros,
+        dedupe_pct: 10,
+        iodepth_batch_submit: 8,
+        iodepth_batch_complete: 4,
+        percentiles: vec![50.0, 99.0],
+        ..BlockSpec::default()
+    };
+    let text = print_job(&spec, "csdchar block ...");
+    let p = plan_of(&text);
+    assert_eq!(p.jobs.len(), 1);
+    assert_eq!(p.jobs[0].spec, spec, "{text}");
+    assert!(p.jobs[0].group_reporting);
+}
