@@ -72,7 +72,7 @@ fn randwrite_json_has_iops_percentiles_series_and_matches_schema() {
     assert!((lz4 / 4.0 - 1.0).abs() < 0.05, "lz4 ratio {lz4}");
     assert!(v["cpu"]["user_s"].as_f64().unwrap() >= 0.0);
     let typed = ran.outcome.block.unwrap();
-    assert!(typed.jobs[0].write.unwrap().ios > 0);
+    assert!(typed.jobs[0].write.as_ref().unwrap().ios > 0);
 }
 
 #[test]

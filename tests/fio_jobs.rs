@@ -462,3 +462,93 @@ fn fios_readers_read_csdchars_fio_json() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn clones_are_entries_of_their_own_unless_reported_as_one() {
+    let d = tempfile::tempdir().unwrap();
+    for (reporting, entries) in [("", 3), ("group_reporting\n", 1)] {
+        let job = write(
+            d.path(),
+            "clones.fio",
+            &format!("[global]\n{reporting}[c]\nioengine=null\nrw=randread\nsize=4m\nnumjobs=3\n"),
+        );
+        let r = csdchar(&["block", "--job-file", &job, "--output-format", "fio-json+"]);
+        assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        let jobs = v["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), entries, "{reporting:?}");
+        let ios: u64 = jobs
+            .iter()
+            .map(|j| j["read"]["total_ios"].as_u64().unwrap())
+            .sum();
+        assert_eq!(ios, 3 * 1024, "each clone reads size once");
+        for j in jobs {
+            assert_eq!(j["jobname"], "c");
+            let n = j["read"]["clat_ns"]["N"].as_u64().unwrap();
+            let binned: u64 = j["read"]["clat_ns"]["bins"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|b| b.as_u64().unwrap())
+                .sum();
+            assert_eq!((n, binned), (j["read"]["total_ios"].as_u64().unwrap(), n));
+        }
+    }
+}
+
+/// A loop device over a file, detached on drop.
+struct LoopOver(String);
+
+impl Drop for LoopOver {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            let detached = std::process::Command::new("losetup")
+                .args(["-d", &self.0])
+                .status()
+                .is_ok_and(|s| s.success());
+            if detached {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+/// Every job's target is checked before the first job writes: a later job
+/// whose file backs a loop device is refused with nothing written at all.
+#[test]
+fn a_later_jobs_unsafe_target_is_refused_before_any_job_writes() {
+    if !common::is_root_or_skip("a_later_jobs_unsafe_target_is_refused_before_any_job_writes") {
+        return;
+    }
+    let d = tempfile::Builder::new()
+        .prefix("csdchar-fio-jobs")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let backing = d.path().join("backing.img");
+    std::fs::File::create(&backing)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let dev = common::sh("losetup", &["--find", "--show", backing.to_str().unwrap()]);
+    let _loop = LoopOver(dev.trim().to_string());
+    let first = d.path().join("first.dat");
+    let job = write(
+        d.path(),
+        "two.fio",
+        &format!(
+            "[global]\nrw=write\nsize=1m\n[first]\nfilename={}\n[second]\nstonewall\nfilename={}\n",
+            first.display(),
+            backing.display()
+        ),
+    );
+    let r = csdchar(&["block", "--job-file", &job, "--output-format", "json"]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("job second: refusing to write to") && r.stderr.contains("--force"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(!first.exists(), "the first job did not run");
+}

@@ -213,8 +213,9 @@ fn a_study_on_zfs_takes_zfs_own_figures() {
             f(r, "physical_bytes") < f(r, "physical_of_logical_bytes") / 1.5,
             "gzip compresses sysbench's pages: {r}"
         );
-        // The dataset's used change is the relations' blocks and a little
-        // metadata (measured: 0.7 MiB of 11.7), after the pool committed.
+        // The dataset's used change is the relations' blocks, after the pool
+        // committed and read past FUSE's attribute cache (measured: rest
+        // 0.0 MiB of 11.7; it read +0.7 MiB from the cache's stale blocks).
         let sp = &r["physical_split"];
         let (drive, rel, rest) = (
             f(sp, "drive_bytes"),
@@ -222,7 +223,7 @@ fn a_study_on_zfs_takes_zfs_own_figures() {
             f(sp, "rest_bytes"),
         );
         assert_eq!(rel, f(r, "physical_bytes"));
-        assert!(rest.abs() < 0.15 * drive + f64::from(1u32 << 20), "{sp}");
+        assert!(rest.abs() < 0.03 * drive + f64::from(1u32 << 19), "{sp}");
     }
     assert!(f(&rows[1], "ratio") > f(&rows[0], "ratio"), "{rows:?}");
 
@@ -252,6 +253,61 @@ fn a_study_on_zfs_takes_zfs_own_figures() {
     assert!(
         text.contains("ZFS allocated") && text.contains("on ZFS, dataset"),
         "{text}"
+    );
+}
+
+/// Issue 26's target: over a pgbench load the data directory's allocated
+/// blocks, as csdchar reads them, are within 2% of the dataset's `used`
+/// change (measured 1.0001-1.0007: scripts/bench/zfs-allocated.sh). A plain
+/// stat on zfs-fuse can be FUSE's cached attributes of before the pool's
+/// commit (a 16 MiB WAL segment as 512 bytes); csdchar asks the file system.
+#[test]
+fn a_pgbench_loads_allocated_blocks_are_the_datasets_used_change() {
+    if !zfs_tools_or_skip("a_pgbench_loads_allocated_blocks_are_the_datasets_used_change")
+        || !common::postgres_or_skip()
+    {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = Pool::new("alloc");
+    let used = || {
+        csdchar_devices::zfs::sync_pool(&pool.name).unwrap();
+        csdchar_devices::zfs::usage(&pool.name).unwrap().used_bytes as f64
+    };
+    let before = used();
+    let pgdata = pool.mount.join("pgdata");
+    let ran = csdchar(&[
+        "db",
+        "prepare",
+        "--pgdata",
+        pgdata.to_str().unwrap(),
+        "--workload",
+        "tpcb",
+        "--scale",
+        "2",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let change = used() - before;
+    let ran = csdchar(&[
+        "estimate",
+        pgdata.to_str().unwrap(),
+        "--sample",
+        "1",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let e: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let allocated: f64 = e["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["allocated_bytes"].as_f64().unwrap())
+        .sum();
+    let ratio = allocated / change;
+    assert!(
+        (0.98..=1.02).contains(&ratio),
+        "allocated {allocated} vs used change {change}: {ratio:.4}"
     );
 }
 

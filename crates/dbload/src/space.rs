@@ -261,15 +261,18 @@ impl DriveModel {
         estimator: &dyn SpaceEstimator,
         interrupt: &AtomicBool,
     ) -> Option<Estimated> {
-        use std::os::unix::fs::MetadataExt;
         if self.allocated_blocks {
-            let metas: Vec<_> = paths
+            // A file gone since it was listed counts for nothing in both.
+            let sizes: Vec<(u64, u64)> = paths
                 .iter()
-                .filter_map(|p| std::fs::metadata(p).ok())
+                .filter_map(|p| {
+                    let len = std::fs::metadata(p).ok()?.len();
+                    Some((len, csdchar_devices::allocated_bytes(p).ok()?))
+                })
                 .collect();
             return Some(Estimated {
-                stored_bytes: metas.iter().map(|m| m.blocks() as f64 * 512.0).sum(),
-                logical_bytes: metas.iter().map(|m| m.len()).sum(),
+                stored_bytes: sizes.iter().map(|s| s.1 as f64).sum(),
+                logical_bytes: sizes.iter().map(|s| s.0).sum(),
             });
         }
         estimator.estimate(&every_page(paths, self), interrupt)

@@ -84,7 +84,7 @@ fn collect(paths: &[PathBuf]) -> Result<Vec<Input>, String> {
                 path: p.clone(),
                 pg: None,
                 len: meta.len(),
-                allocated: meta.blocks() * 512,
+                allocated: csdchar_devices::allocated_bytes(p).unwrap_or(meta.blocks() * 512),
             });
         } else {
             return Err(format!(
@@ -127,10 +127,10 @@ fn walk(dir: &Path, pg_root: Option<&Path>, out: &mut Vec<Input>) -> Result<(), 
                 (r.to_path_buf(), rel)
             });
             out.push(Input {
+                allocated: csdchar_devices::allocated_bytes(&path).unwrap_or(meta.blocks() * 512),
                 path,
                 pg,
                 len: meta.len(),
-                allocated: meta.blocks() * 512,
             });
         }
     }

@@ -32,6 +32,27 @@ pub fn run_job_file(
     interrupt: &Arc<AtomicBool>,
     on_event: &(dyn Fn(String) + Sync),
 ) -> Vec<Option<JobOutcome>> {
+    // Refusals first, for every job: a later job's unsafe target must not
+    // be found after the earlier jobs have written.
+    let refused: Vec<Option<JobOutcome>> = plan
+        .jobs
+        .iter()
+        .map(|job| {
+            let spec = csdchar_core::result::block::BlockSpec {
+                force,
+                ..job.spec.clone()
+            };
+            crate::target::check_write_safety(&spec)
+                .and_then(|()| {
+                    crate::buffers::check_buffer_memory(&spec).map_err(BlockError::Usage)
+                })
+                .err()
+                .map(|e| Err(in_job_terms(e, job)))
+        })
+        .collect();
+    if refused.iter().any(Option::is_some) {
+        return refused;
+    }
     let n = plan.jobs.len();
     let states = Mutex::new(vec![State::Waiting; n]);
     let changed = Condvar::new();

@@ -17,7 +17,7 @@ use csdchar_core::result::block::{
     VerifyReport,
 };
 use csdchar_core::result::{CpuUsage, RunStatus, ToolInfo};
-use csdchar_core::stats::LatencyRecorder;
+use csdchar_core::stats::{LatencyRecorder, LatencyStats};
 use csdchar_core::units::format_bytes;
 
 use crate::engine::{EngineError, IoEngine, NullEngine};
@@ -621,6 +621,17 @@ fn assemble(
                 iops: j.dirs[d].ios as f64 / secs,
                 bw_bytes_per_s: j.dirs[d].bytes as f64 / secs,
                 lat_mean_ns: j.dirs[d].lat.mean(),
+                // Per job, only clat keeps its histogram: that is what fio
+                // reports per job, and it keeps the result small.
+                slat: Some(LatencyStats {
+                    hdr_histogram: None,
+                    ..j.dirs[d].slat.summary(&spec.percentiles)
+                }),
+                clat: Some(j.dirs[d].clat.summary(&spec.percentiles)),
+                lat: Some(LatencyStats {
+                    hdr_histogram: None,
+                    ..j.dirs[d].lat.summary(&spec.percentiles)
+                }),
             };
             JobSummary {
                 job: j.job,

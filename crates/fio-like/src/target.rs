@@ -65,6 +65,34 @@ fn file_lbs(dev: u64) -> u32 {
     .unwrap_or(512)
 }
 
+/// Refuses to write to a target that is in use (mounted, held, stacked,
+/// backing a loop device) or carries a signature, unless `spec.force`. A
+/// target that does not exist yet is safe. Job files check every job with
+/// this before the first one runs.
+pub fn check_write_safety(spec: &BlockSpec) -> Result<(), BlockError> {
+    let writes = spec.rw.writes() && !spec.verify_only;
+    let Some(path_str) = spec
+        .target
+        .as_deref()
+        .filter(|_| writes && !spec.force && spec.engine != EngineKind::Null)
+    else {
+        return Ok(());
+    };
+    let path = Path::new(path_str);
+    let hazards = match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_block_device() => write_hazards(path, m.rdev()),
+        Ok(m) if m.is_file() => crate::safety::file_write_hazards(path),
+        _ => Vec::new(),
+    };
+    if hazards.is_empty() {
+        return Ok(());
+    }
+    Err(BlockError::Refused(format!(
+        "refusing to write to {path_str}: {}; pass --force to write anyway",
+        hazards.join("; ")
+    )))
+}
+
 /// Checks the target against the spec, refuses unsafe writes, opens it and
 /// lays out file data where needed.
 pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
@@ -183,18 +211,8 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
         )));
     }
 
-    if writes && !spec.force {
-        let hazards = if kind == TargetKind::BlockDevice {
-            write_hazards(path, dev)
-        } else {
-            crate::safety::file_write_hazards(path)
-        };
-        if !hazards.is_empty() {
-            return Err(BlockError::Refused(format!(
-                "refusing to write to {path_str}: {}; pass --force to write anyway",
-                hazards.join("; ")
-            )));
-        }
+    if writes {
+        check_write_safety(spec)?;
     }
 
     // Nothing above wrote anything. From here on the target is touched; a

@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Value, json};
 
-use csdchar_core::result::block::{BlockResult, DirectionSummary, IntervalSample};
+use csdchar_core::result::block::{BlockResult, DirectionSummary, IntervalSample, JobDirection};
 use csdchar_core::stats::LatencyStats;
 
 /// fio's buckets: 2^6 per group, 29 groups.
@@ -57,6 +57,59 @@ struct Entry<'a> {
     name: String,
     group_id: u32,
     parts: Vec<&'a BlockResult>,
+    /// One of the engine's jobs (fio's clones sharing a file) of the only part.
+    clone: Option<usize>,
+}
+
+/// One direction of a run or of one of its jobs.
+struct DirView<'a> {
+    ios: u64,
+    bytes: u64,
+    iops: f64,
+    bw_bytes: f64,
+    slat: Option<&'a LatencyStats>,
+    clat: Option<&'a LatencyStats>,
+    lat: Option<&'a LatencyStats>,
+}
+
+impl<'a> DirView<'a> {
+    fn of_run(d: &'a DirectionSummary) -> Self {
+        DirView {
+            ios: d.ios,
+            bytes: d.bytes,
+            iops: d.iops,
+            bw_bytes: d.bw_bytes_per_s,
+            slat: Some(&d.slat),
+            clat: Some(&d.clat),
+            lat: Some(&d.lat),
+        }
+    }
+
+    fn of_job(d: &'a JobDirection) -> Self {
+        DirView {
+            ios: d.ios,
+            bytes: d.bytes,
+            iops: d.iops,
+            bw_bytes: d.bw_bytes_per_s,
+            slat: d.slat.as_ref(),
+            clat: d.clat.as_ref(),
+            lat: d.lat.as_ref(),
+        }
+    }
+}
+
+/// Whether each of a run's jobs can be its own entry: fio reports clones
+/// apart unless the group is reported as one.
+fn clones_apart(r: &BlockResult) -> bool {
+    let reported_as_one = r.job_file.as_ref().is_some_and(|j| j.group_reporting);
+    !reported_as_one
+        && r.jobs.len() > 1
+        && r.jobs.iter().all(|j| {
+            [&j.read, &j.write]
+                .into_iter()
+                .flatten()
+                .all(|d| d.clat.is_some())
+        })
 }
 
 /// The results as fio's JSON (`plus` = json+), pretty-printed with a newline.
@@ -72,6 +125,17 @@ pub fn fio_json(
             Some(j) => (j.job.clone(), j.group_id, j.group_reporting),
             None => ("csdchar".to_string(), 0, false),
         };
+        if clones_apart(r) {
+            for i in 0..r.jobs.len() {
+                entries.push(Entry {
+                    name: name.clone(),
+                    group_id: group,
+                    parts: vec![r],
+                    clone: Some(i),
+                });
+            }
+            continue;
+        }
         match entries.iter_mut().find(|e| {
             merged
                 && e.group_id == group
@@ -85,6 +149,7 @@ pub fn fio_json(
                 name,
                 group_id: group,
                 parts: vec![r],
+                clone: None,
             }),
         }
     }
@@ -125,9 +190,12 @@ pub fn fio_json(
     out
 }
 
+/// fio's `job options`/`global options`: what was set with a value (fio
+/// leaves out bare options such as `time_based`).
 fn options(list: &[(String, String)]) -> Value {
     Value::Object(
         list.iter()
+            .filter(|(_, v)| !v.is_empty())
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect(),
     )
@@ -149,19 +217,44 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             .collect(),
         None => spec_options(first),
     };
+    // CPU is the process's; a clone's share is an even split of it.
+    let share = match e.clone {
+        Some(_) => first.jobs.len() as f64,
+        None => 1.0,
+    };
     let n = e.parts.len() as f64;
-    let usr = e.parts.iter().fold(0.0, |a, p| a + p.cpu.user_pct) / n;
-    let sys = e.parts.iter().fold(0.0, |a, p| a + p.cpu.system_pct) / n;
+    let usr = e.parts.iter().fold(0.0, |a, p| a + p.cpu.user_pct) / n / share;
+    let sys = e.parts.iter().fold(0.0, |a, p| a + p.cpu.system_pct) / n / share;
     let error = e
         .parts
         .iter()
         .find_map(|p| p.error.as_ref())
         .map_or(0, |er| er.errno.unwrap_or(5));
-    let reads: Vec<&DirectionSummary> = e.parts.iter().filter_map(|p| p.read.as_ref()).collect();
-    let writes: Vec<&DirectionSummary> = e.parts.iter().filter_map(|p| p.write.as_ref()).collect();
-    let clat_all: Vec<&LatencyStats> = reads.iter().chain(&writes).map(|d| &d.clat).collect();
+    let (reads, writes): (Vec<DirView<'_>>, Vec<DirView<'_>>) = match e.clone {
+        Some(i) => (
+            first.jobs[i].read.iter().map(DirView::of_job).collect(),
+            first.jobs[i].write.iter().map(DirView::of_job).collect(),
+        ),
+        None => (
+            e.parts
+                .iter()
+                .filter_map(|p| p.read.as_ref())
+                .map(DirView::of_run)
+                .collect(),
+            e.parts
+                .iter()
+                .filter_map(|p| p.write.as_ref())
+                .map(DirView::of_run)
+                .collect(),
+        ),
+    };
+    let clat_all: Vec<&LatencyStats> = reads.iter().chain(&writes).filter_map(|d| d.clat).collect();
     let clat_total = merged(&clat_all, &first.spec.percentiles);
-    let intervals: Vec<&IntervalSample> = e.parts.iter().flat_map(|p| &p.intervals).collect();
+    // Interval series are kept per run, not per job.
+    let intervals: Vec<&IntervalSample> = match e.clone {
+        Some(_) => Vec::new(),
+        None => e.parts.iter().flat_map(|p| &p.intervals).collect(),
+    };
     let mut j = Map::new();
     j.insert("jobname".into(), json!(e.name));
     j.insert("groupid".into(), json!(e.group_id));
@@ -230,6 +323,8 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             "replaced_engine": first.job_file.as_ref().and_then(|j| j.replaced_engine.clone()),
             "ignored_options": first.job_file.as_ref().map(|j| j.ignored.clone()).unwrap_or_default(),
             "iodepth_level": "the configured depth: csdchar keeps iodepth I/Os in flight and does not sample the depth",
+            "clone": e.clone,
+            "cpu": if e.clone.is_some() { "the process's CPU split evenly between the run's jobs" } else { "the process's CPU during the run" },
         }),
     );
     Value::Object(j)
@@ -330,8 +425,8 @@ fn bins(l: &LatencyStats) -> Value {
     )
 }
 
-fn ddir(
-    dirs: &[&DirectionSummary],
+fn ddir<'a>(
+    dirs: &[DirView<'a>],
     runtime_ms: u64,
     percentiles: &[f64],
     plus: bool,
@@ -341,12 +436,13 @@ fn ddir(
     let ios: u64 = dirs.iter().map(|d| d.ios).sum();
     let bytes: u64 = dirs.iter().map(|d| d.bytes).sum();
     // Folded from +0.0: an empty f64 sum is -0.0, which fio never prints.
-    let bw_bytes = dirs.iter().fold(0.0, |a, d| a + d.bw_bytes_per_s);
+    let bw_bytes = dirs.iter().fold(0.0, |a, d| a + d.bw_bytes);
     let iops = dirs.iter().fold(0.0, |a, d| a + d.iops);
-    let lat = |f: fn(&DirectionSummary) -> &LatencyStats| {
-        merged(&dirs.iter().map(|d| f(d)).collect::<Vec<_>>(), percentiles)
+    let lat = |f: fn(&DirView<'a>) -> Option<&'a LatencyStats>| {
+        let parts: Option<Vec<&LatencyStats>> = dirs.iter().map(f).collect();
+        parts.and_then(|p| merged(&p, percentiles))
     };
-    let (slat, clat, tlat) = (lat(|d| &d.slat), lat(|d| &d.clat), lat(|d| &d.lat));
+    let (slat, clat, tlat) = (lat(|d| d.slat), lat(|d| d.clat), lat(|d| d.lat));
     // Interval series (one sample per log interval and run), as fio's bw/iops
     // logs feed bw_min…/iops_min….
     let series: Vec<(f64, f64)> = intervals

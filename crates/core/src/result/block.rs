@@ -329,7 +329,7 @@ pub struct JobSummary {
 }
 
 /// One direction of one job.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobDirection {
     /// I/Os completed.
     pub ios: u64,
@@ -341,6 +341,15 @@ pub struct JobDirection {
     pub bw_bytes_per_s: f64,
     /// Mean total latency, ns.
     pub lat_mean_ns: f64,
+    /// This job's submission latency (no histogram); absent in results written before csdchar kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slat: Option<LatencyStats>,
+    /// This job's completion latency, with its histogram (fio's per-job clat percentiles and json+ bins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clat: Option<LatencyStats>,
+    /// This job's total latency (no histogram).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat: Option<LatencyStats>,
 }
 
 /// The data the job wrote and how compressible it turned out.
