@@ -344,6 +344,37 @@ const CASES: &[Case] = &[
         option: "--time",
         says: "unexpected argument",
     },
+    // Issue 31: TLS options are libpq's; a bad one is bad input.
+    Case {
+        args: &["db", "run", "--url", "host=127.0.0.1 sslmode=sometimes"],
+        option: "--url",
+        says: "verify-full",
+    },
+    Case {
+        args: &[
+            "db",
+            "run",
+            "--url",
+            "host=127.0.0.1 sslmode=verify-full sslrootcert=/nonexistent/root.crt",
+        ],
+        option: "--url",
+        says: "does not exist",
+    },
+    Case {
+        args: &[
+            "db",
+            "run",
+            "--url",
+            "postgres://127.0.0.1/x?sslnegotiation=direct",
+        ],
+        option: "--url",
+        says: "sslnegotiation=postgres",
+    },
+    Case {
+        args: &["db", "prepare", "--tls", "--table-size", "10"],
+        option: "--listen",
+        says: "required",
+    },
     Case {
         args: &["db", "alter", "--url", "host=/nonexistent"],
         option: "--fillfactor",

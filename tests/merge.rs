@@ -112,6 +112,8 @@ fn db_result(threads: u32, host: &DbHost) -> DbResult {
         intervals,
         client_io: Some("uring".to_string()),
         client_threads: None,
+        tls_protocol: None,
+        tls_cipher: None,
         before: None,
         after: None,
     };

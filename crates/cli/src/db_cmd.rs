@@ -219,6 +219,7 @@ pub fn server_choice(o: &DbOpts) -> ServerChoice {
             keep_running: s.keep_running,
             listen: o.cluster.listen.clone(),
             memory_limit: o.cluster.pg_memory_limit,
+            tls: o.cluster.tls,
         },
         db: s.db.clone(),
     }

@@ -235,6 +235,12 @@ pub struct ClusterArgs {
     /// started still serve it: add --drop-caches. Load without it (a small limit makes loads crawl).
     #[arg(long, value_name = "SIZE", value_parser = crate::opts::size_arg, conflicts_with = "url")]
     pub pg_memory_limit: Option<u64>,
+    /// With --listen: TLS on the TCP listener. A CA and server certificate of the cluster's own are
+    /// made in the data directory (root.crt; the key 0600), the server runs with ssl=on and TCP
+    /// logins must use TLS (pg_hba hostssl). Clients verify with sslmode=verify-full
+    /// sslrootcert=PGDATA/root.crt.
+    #[arg(long, requires = "listen")]
+    pub tls: bool,
 }
 
 /// The workload and its tables.

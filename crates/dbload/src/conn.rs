@@ -9,10 +9,13 @@ use std::time::Duration;
 pub use tokio_postgres::Client;
 use tokio_postgres::config::Host;
 
+use crate::tls::SslMode;
+
 /// A resolved connection target.
 #[derive(Debug, Clone)]
 pub struct ConnTarget {
     config: tokio_postgres::Config,
+    tls: crate::tls::TlsSettings,
 }
 
 /// One place the libpq environment comes from: the process, or a map in tests.
@@ -39,17 +42,14 @@ impl ConnTarget {
     /// PGAPPNAME, PGOPTIONS and PGCONNECT_TIMEOUT, then libpq's defaults
     /// (Unix socket, the OS user, database = user).
     pub fn parse(conninfo: &str, env: &dyn Env) -> Result<ConnTarget, String> {
-        // The parser's message quotes no values, so no password can leak through it.
-        let mut c: tokio_postgres::Config = conninfo
+        // TLS is ours (libpq's six modes and its files); the rest is
+        // tokio-postgres's parser, whose message quotes no values, so no
+        // password can leak through it.
+        let (rest, ssl) = split_ssl(conninfo)?;
+        let tls = crate::tls::TlsSettings::resolve(&ssl, env)?;
+        let mut c: tokio_postgres::Config = rest
             .parse()
             .map_err(|e| format!("not a connection string or postgres:// URL ({e})"))?;
-        if c.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            // Never fall back to plain text when the user asked for TLS.
-            return Err(
-                "sslmode=require: csdchar does not speak TLS yet (use sslmode=disable or prefer)"
-                    .into(),
-            );
-        }
         if c.get_hosts().is_empty() {
             match env.get("PGHOST") {
                 Some(hosts) => {
@@ -109,7 +109,37 @@ impl ConnTarget {
         {
             c.connect_timeout(Duration::from_secs(t));
         }
-        Ok(ConnTarget { config: c })
+        Ok(ConnTarget { config: c, tls })
+    }
+
+    /// The host name TLS checks the certificate against and sends as SNI: the
+    /// first TCP host (libpq checks the host it connected to; csdchar's
+    /// connections go to the first that accepts, which for one host is it).
+    pub fn tls_host(&self) -> String {
+        self.config
+            .get_hosts()
+            .iter()
+            .find_map(|h| match h {
+                Host::Tcp(h) => Some(h.clone()),
+                Host::Unix(_) => None,
+            })
+            .unwrap_or_else(|| "localhost".into())
+    }
+
+    /// Whether connections may use TLS: a TCP host and an sslmode other than
+    /// disable (libpq uses no TLS on Unix sockets).
+    pub fn tls_possible(&self) -> bool {
+        self.tls.mode != crate::tls::SslMode::Disable
+            && self
+                .config
+                .get_hosts()
+                .iter()
+                .any(|h| matches!(h, Host::Tcp(_)))
+    }
+
+    /// The TLS settings (sslmode and its files).
+    pub fn tls(&self) -> &crate::tls::TlsSettings {
+        &self.tls
     }
 
     /// The tokio-postgres configuration.
@@ -135,6 +165,121 @@ impl ConnTarget {
             None => "the server".into(),
         }
     }
+}
+
+/// Takes libpq's ssl* keys ([`crate::tls::SSL_KEYS`]) out of a connection
+/// string (`key=value …` with libpq's quoting, or a URL's query), returning
+/// the rest as written and the keys with their values.
+pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), String> {
+    let is_ssl = |k: &str| crate::tls::SSL_KEYS.contains(&k);
+    let mut ssl = Vec::new();
+    let t = conninfo.trim();
+    if t.starts_with("postgres://") || t.starts_with("postgresql://") {
+        let Some((base, query)) = t.split_once('?') else {
+            return Ok((t.to_string(), ssl));
+        };
+        let mut kept = Vec::new();
+        for part in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = part.split_once('=').unwrap_or((part, ""));
+            if is_ssl(k) {
+                ssl.push((k.to_string(), percent_decode(v)?));
+            } else {
+                kept.push(part);
+            }
+        }
+        let rest = if kept.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        return Ok((rest, ssl));
+    }
+    // key = value pairs; a value is bare (backslash escapes) or single-quoted.
+    let b = t.as_bytes();
+    let mut i = 0;
+    let mut kept: Vec<&str> = Vec::new();
+    while i < b.len() {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() {
+            break;
+        }
+        let start = i;
+        while i < b.len() && b[i] != b'=' && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key = &t[start..i];
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() || b[i] != b'=' {
+            return Err(format!(
+                "missing \"=\" after \"{key}\" in the connection string"
+            ));
+        }
+        i += 1;
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let mut value = String::new();
+        if i < b.len() && b[i] == b'\'' {
+            i += 1;
+            loop {
+                match b.get(i) {
+                    None => return Err(format!("unterminated quoted value of {key}")),
+                    Some(b'\\') if i + 1 < b.len() => {
+                        value.push(b[i + 1] as char);
+                        i += 2;
+                    }
+                    Some(b'\'') => {
+                        i += 1;
+                        break;
+                    }
+                    Some(_) => {
+                        let ch = t[i..].chars().next().unwrap_or(' ');
+                        value.push(ch);
+                        i += ch.len_utf8();
+                    }
+                }
+            }
+        } else {
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                if b[i] == b'\\' && i + 1 < b.len() {
+                    i += 1;
+                }
+                let ch = t[i..].chars().next().unwrap_or(' ');
+                value.push(ch);
+                i += ch.len_utf8();
+            }
+        }
+        if is_ssl(key) {
+            ssl.push((key.to_string(), value));
+        } else {
+            kept.push(&t[start..i]);
+        }
+    }
+    Ok((kept.join(" "), ssl))
+}
+
+fn percent_decode(v: &str) -> Result<String, String> {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = v
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("bad percent-encoding in \"{v}\""))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("\"{v}\" is not UTF-8"))
 }
 
 /// Whether `name` is a plain lowercase SQL identifier (letters, digits and
@@ -204,11 +349,28 @@ pub async fn connect_client(target: &ConnTarget) -> Result<tokio_postgres::Clien
         .copied()
         .unwrap_or(Duration::from_secs(3600));
     let mut protocol = crate::auth::protocol_for(&target.describe());
+    let mode = target.tls().mode;
+    // allow: plain first; prefer and up: TLS first (libpq's order).
+    let mut try_tls = !matches!(mode, SslMode::Disable | SslMode::Allow);
     let stream = loop {
-        let attempt = tokio::time::timeout(timeout, authenticate(target, protocol)).await;
+        let attempt = tokio::time::timeout(timeout, authenticate(target, protocol, try_tls)).await;
         match attempt {
             Err(_) => return Err(fail(&"timed out")),
             Ok(Ok(s)) => break s,
+            Ok(Err(HandshakeError::TlsRefused)) => {
+                return Err(fail(&"server does not support SSL, but SSL was required"));
+            }
+            // prefer: a failed handshake is retried without TLS, as libpq does.
+            Ok(Err(HandshakeError::Tls(_))) if mode == SslMode::Prefer && try_tls => {
+                try_tls = false;
+            }
+            Ok(Err(HandshakeError::Tls(m))) => return Err(fail(&m)),
+            // allow: a server that refuses the plain connection gets a TLS one.
+            Ok(Err(HandshakeError::Auth(crate::auth::AuthError::Server { code, .. })))
+                if mode == SslMode::Allow && !try_tls && code.starts_with("28") =>
+            {
+                try_tls = true;
+            }
             Ok(Err(HandshakeError::Auth(crate::auth::AuthError::NeedsProtocol351)))
                 if protocol != crate::auth::PROTOCOL_3_51 =>
             {
@@ -230,9 +392,46 @@ pub async fn connect_client(target: &ConnTarget) -> Result<tokio_postgres::Clien
     Ok(client)
 }
 
+/// libpq's negotiation on a fresh TCP socket (see `wire::negotiate`, the
+/// blocking twin): an SSLRequest, the server's byte, then the handshake; `N`
+/// leaves the socket plain where the mode allows it.
+async fn negotiate(
+    mut tcp: tokio::net::TcpStream,
+    target: &ConnTarget,
+) -> Result<Socket, HandshakeError> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let tls = target.tls();
+    tcp.write_all(&crate::tls::SSL_REQUEST).await?;
+    let byte = tcp.read_u8().await?;
+    match crate::tls::answer(byte) {
+        Ok(true) => {}
+        Ok(false) if tls.mode.requires_tls() => return Err(HandshakeError::TlsRefused),
+        Ok(false) => return Ok(Socket::Tcp(tcp)),
+        Err(m) => return Err(HandshakeError::Tls(m)),
+    }
+    let host = target.tls_host();
+    let config = tls.client_config().map_err(HandshakeError::Tls)?;
+    let name = crate::tls::server_name(&host).map_err(HandshakeError::Tls)?;
+    tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .map(|s| Socket::Tls(Box::new(s)))
+        .map_err(|e| {
+            let m = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                Some(r) => crate::tls::describe(r, &host, tls),
+                None => format!("TLS handshake: {e}"),
+            };
+            HandshakeError::Tls(m)
+        })
+}
+
 enum HandshakeError {
     Auth(crate::auth::AuthError),
     Io(std::io::Error),
+    /// The server said no to TLS, which the sslmode cannot accept.
+    TlsRefused,
+    /// The TLS handshake failed: the words say why.
+    Tls(String),
 }
 
 impl From<std::io::Error> for HandshakeError {
@@ -242,7 +441,11 @@ impl From<std::io::Error> for HandshakeError {
 }
 
 /// Opens a socket to the first host that accepts and authenticates on it.
-async fn authenticate(target: &ConnTarget, protocol: u32) -> Result<Authenticated, HandshakeError> {
+async fn authenticate(
+    target: &ConnTarget,
+    protocol: u32,
+    try_tls: bool,
+) -> Result<Authenticated, HandshakeError> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let cfg = target.config();
     let mut last = None;
@@ -278,9 +481,13 @@ async fn authenticate(target: &ConnTarget, protocol: u32) -> Result<Authenticate
                 .into());
         }
     };
+    if try_tls && let Socket::Tcp(tcp) = socket {
+        socket = negotiate(tcp, target).await?;
+    }
     let mut out = bytes::BytesMut::new();
     crate::auth::startup_message(&crate::auth::startup_params(cfg), protocol, &mut out);
     socket.write_all(&out).await?;
+    socket.flush().await?;
     out.clear();
     let mut handshake =
         crate::auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password());
@@ -303,6 +510,7 @@ async fn authenticate(target: &ConnTarget, protocol: u32) -> Result<Authenticate
             buf.drain(..1 + len);
             if !out.is_empty() {
                 socket.write_all(&out).await?;
+                socket.flush().await?;
                 out.clear();
             }
             if progress == crate::auth::Progress::Authenticated {
@@ -334,6 +542,7 @@ async fn authenticate(target: &ConnTarget, protocol: u32) -> Result<Authenticate
 enum Socket {
     Tcp(tokio::net::TcpStream),
     Unix(tokio::net::UnixStream),
+    Tls(Box<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>),
 }
 
 /// How much of tokio-postgres's StartupMessage is still to be dropped.
@@ -364,6 +573,7 @@ impl tokio::io::AsyncRead for Socket {
         match self.get_mut() {
             Socket::Tcp(s) => std::pin::Pin::new(s).poll_read(cx, buf),
             Socket::Unix(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+            Socket::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -377,6 +587,7 @@ impl tokio::io::AsyncWrite for Socket {
         match self.get_mut() {
             Socket::Tcp(s) => std::pin::Pin::new(s).poll_write(cx, data),
             Socket::Unix(s) => std::pin::Pin::new(s).poll_write(cx, data),
+            Socket::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_write(cx, data),
         }
     }
 
@@ -387,6 +598,7 @@ impl tokio::io::AsyncWrite for Socket {
         match self.get_mut() {
             Socket::Tcp(s) => std::pin::Pin::new(s).poll_flush(cx),
             Socket::Unix(s) => std::pin::Pin::new(s).poll_flush(cx),
+            Socket::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -397,6 +609,7 @@ impl tokio::io::AsyncWrite for Socket {
         match self.get_mut() {
             Socket::Tcp(s) => std::pin::Pin::new(s).poll_shutdown(cx),
             Socket::Unix(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+            Socket::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
@@ -544,8 +757,24 @@ mod tests {
         assert!(t.describe().ends_with("/.s.PGSQL.5432"), "{}", t.describe());
         let err = ConnTarget::parse("port=x", &env).unwrap_err();
         assert!(err.contains("not a connection string"), "{err}");
-        let tls = ConnTarget::parse("host=h sslmode=require", &env).unwrap_err();
-        assert!(tls.contains("sslmode=require"), "{tls}");
+        let (rest, ssl) =
+            split_ssl("host=h sslmode=require password='a b\\' c' sslrootcert=/r.crt").unwrap();
+        assert_eq!(rest, "host=h password='a b\\' c'");
+        assert_eq!(
+            ssl,
+            [
+                ("sslmode".to_string(), "require".to_string()),
+                ("sslrootcert".to_string(), "/r.crt".to_string())
+            ]
+        );
+        let (rest, ssl) = split_ssl(
+            "postgres://u@h:5/db?sslmode=verify-full&application_name=x&sslrootcert=%2Fr.crt",
+        )
+        .unwrap();
+        assert_eq!(rest, "postgres://u@h:5/db?application_name=x");
+        assert_eq!(ssl[1], ("sslrootcert".to_string(), "/r.crt".to_string()));
+        let t = ConnTarget::parse("host=h sslmode=require", &env).unwrap();
+        assert_eq!(t.tls().mode, crate::tls::SslMode::Require);
         let bad_port = MapEnv(HashMap::from([("PGPORT", "abc")]));
         assert!(
             ConnTarget::parse("", &bad_port)

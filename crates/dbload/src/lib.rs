@@ -18,6 +18,7 @@ pub mod session;
 pub mod snapshot;
 pub mod space;
 pub mod text;
+pub mod tls;
 pub mod tpcb;
 pub mod tpcc;
 pub mod uring_client;

@@ -410,6 +410,8 @@ pub struct OltpOutcome {
     pub client_io: ClientIo,
     /// io_uring driver threads the clients ran on; None on the threads driver.
     pub driver_threads: Option<u32>,
+    /// The TLS protocol and cipher the clients' connections negotiated; None for plain ones.
+    pub tls: Option<(String, String)>,
     /// Whether the step started: false when interrupted while waiting for
     /// [`RunSettings::start_at`] (nothing was measured).
     pub started: bool,
@@ -738,9 +740,29 @@ pub async fn run_with(
     let mut tasks = Vec::new();
     let clients = threads as usize;
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let driver = io
-        .client_io
-        .resolve(clients, cores, || uring_probe().is_ok());
+    // TLS: what a connection negotiates here (one probe connection, for a TCP
+    // target whose sslmode may use it). The io_uring client carries no TLS
+    // yet: TLS connections run on the thread driver.
+    let tls = if shared.target.tls_possible() {
+        let target = shared.target.clone();
+        tokio::task::spawn_blocking(move || WireConn::connect(&target, None))
+            .await
+            .map_err(|e| DbError(format!("TLS probe: {e}")))?
+            .map_err(|e| DbError(e.to_string()))?
+            .tls_session()
+            .cloned()
+    } else {
+        None
+    };
+    let driver = match (io.client_io, &tls) {
+        (ClientIo::Uring, Some(_)) => {
+            return Err(DbError(
+                "--client-io uring: this server's connections use TLS, which the io_uring client does not carry; use --client-io threads (or auto)".into(),
+            ));
+        }
+        (_, Some(_)) => ClientIo::Threads,
+        (io_kind, None) => io_kind.resolve(clients, cores, || uring_probe().is_ok()),
+    };
     let mut driver_threads = None;
     let spawned = match driver {
         ClientIo::Threads => (0..clients).try_for_each(|i| {
@@ -932,6 +954,7 @@ pub async fn run_with(
         io,
         client_io: driver,
         driver_threads,
+        tls,
         started,
     })
 }

@@ -206,9 +206,14 @@ pub(crate) fn spawn(
             };
             let mut conns = Vec::with_capacity(ids.len());
             for (i, r) in ids.iter().zip(ready) {
+                let r = r.and_then(|c| {
+                    c.into_socket().ok_or_else(|| {
+                        WireError::Setup("a TLS connection cannot run on the io_uring client (--client-io threads)".into())
+                    })
+                });
                 match r {
-                    Ok(c) => conns.push(Conn {
-                        fd: Some(c.into_socket()),
+                    Ok(fd) => conns.push(Conn {
+                        fd: Some(fd),
                         client: shared.client(*i, start, sink.clone()),
                         out: BytesMut::with_capacity(1024),
                         sent: 0,
@@ -588,9 +593,13 @@ impl Driver {
                         .name(format!("reconnect-{c}"))
                         .stack_size(256 * 1024)
                         .spawn(move || {
-                            let r = shared.open().map(WireConn::into_socket);
+                            let r = shared.open().map_err(|e| e.to_string()).and_then(|w| {
+                                w.into_socket().ok_or_else(|| {
+                                    "a TLS connection cannot run on the io_uring client".to_string()
+                                })
+                            });
                             // The ring thread may be gone (the run ended): nothing to hand over.
-                            let _ = tx.send((c, r.map_err(|e| e.to_string())));
+                            let _ = tx.send((c, r));
                         });
                     match helper {
                         Ok(_) => {

@@ -20,6 +20,7 @@ use tokio_postgres::config::Host;
 
 use crate::auth;
 use crate::conn::ConnTarget;
+use crate::tls::SslMode;
 
 /// How a wire exchange failed.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +79,9 @@ pub struct Reply<'a> {
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// TLS over TCP (rustls): records are encrypted into the socket as they
+    /// are written and decrypted as they are read.
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
 }
 
 impl Stream {
@@ -85,6 +89,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
             Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tls(s) => s.sock.set_read_timeout(t),
         }
     }
 }
@@ -94,6 +99,7 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -103,11 +109,64 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            // One exchange, one flight of records: StreamOwned writes the
+            // ciphertext out before it returns.
+            Stream::Tls(s) => s.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        match self {
+            Stream::Tls(s) => s.flush(),
+            _ => Ok(()),
+        }
     }
+}
+
+/// How libpq's negotiation went wrong.
+enum Negotiation {
+    /// The server said no to TLS (`N`), which this mode cannot accept.
+    Refused,
+    /// The TLS handshake failed (certificate, alert, I/O).
+    Handshake(String),
+    /// The socket failed.
+    Io(io::Error),
+}
+
+/// libpq's negotiation on a fresh TCP socket: an SSLRequest, the server's
+/// byte, then the handshake; `N` leaves the socket plain where the mode
+/// allows it. Unix sockets stay plain (libpq does not use TLS on them).
+fn negotiate(stream: Stream, target: &ConnTarget) -> Result<Stream, Negotiation> {
+    let Stream::Tcp(mut tcp) = stream else {
+        return Ok(stream);
+    };
+    let tls = target.tls();
+    tcp.write_all(&crate::tls::SSL_REQUEST)
+        .map_err(Negotiation::Io)?;
+    let mut byte = [0u8; 1];
+    tcp.read_exact(&mut byte).map_err(Negotiation::Io)?;
+    match crate::tls::answer(byte[0]) {
+        Ok(true) => {}
+        Ok(false) if tls.mode.requires_tls() => return Err(Negotiation::Refused),
+        Ok(false) => return Ok(Stream::Tcp(tcp)),
+        Err(m) => return Err(Negotiation::Handshake(m)),
+    }
+    let host = target.tls_host();
+    let config = tls.client_config().map_err(Negotiation::Handshake)?;
+    let name = crate::tls::server_name(&host).map_err(Negotiation::Handshake)?;
+    let conn = rustls::ClientConnection::new(config, name)
+        .map_err(|e| Negotiation::Handshake(format!("TLS: {e}")))?;
+    let mut s = rustls::StreamOwned::new(conn, tcp);
+    // Finish the handshake now, so a certificate problem is the connect's error.
+    while s.conn.is_handshaking() {
+        if let Err(e) = s.conn.complete_io(&mut s.sock) {
+            let m = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                Some(r) => crate::tls::describe(r, &host, tls),
+                None => format!("TLS handshake: {e}"),
+            };
+            return Err(Negotiation::Handshake(m));
+        }
+    }
+    Ok(Stream::Tls(Box::new(s)))
 }
 
 /// How often a blocked read looks at the abort flag.
@@ -116,6 +175,8 @@ const ABORT_POLL: Duration = Duration::from_millis(250);
 /// One connection.
 pub struct WireConn {
     stream: Stream,
+    /// The negotiated TLS protocol and cipher; None for a plain connection.
+    tls_session: Option<(String, String)>,
     out: BytesMut,
     inbuf: InBuf,
     scan: ReplyScan,
@@ -133,15 +194,41 @@ impl WireConn {
             WireError::Setup(format!("cannot connect to {}: {e}", target.describe()))
         };
         let mut protocol = auth::protocol_for(&target.describe());
+        let mode = target.tls().mode;
+        // allow: plain first; prefer and up: TLS first (libpq's order).
+        let mut try_tls = !matches!(mode, SslMode::Disable | SslMode::Allow);
         loop {
             let stream = open(target).map_err(|e| fail(&e))?;
+            let stream = if try_tls {
+                match negotiate(stream, target) {
+                    Ok(s) => s,
+                    Err(Negotiation::Refused) => {
+                        return Err(fail(&"server does not support SSL, but SSL was required"));
+                    }
+                    // prefer: a failed handshake is retried without TLS, as libpq does.
+                    Err(Negotiation::Handshake(_)) if mode == SslMode::Prefer => {
+                        try_tls = false;
+                        continue;
+                    }
+                    Err(Negotiation::Handshake(m)) => return Err(fail(&m)),
+                    Err(Negotiation::Io(e)) => return Err(fail(&e)),
+                }
+            } else {
+                stream
+            };
+            let tls_used = matches!(stream, Stream::Tls(_));
             if abort.is_some() {
                 stream
                     .set_read_timeout(Some(ABORT_POLL))
                     .map_err(|e| fail(&e))?;
             }
+            let tls_session = match &stream {
+                Stream::Tls(t) => Some(crate::tls::session(&t.conn)),
+                _ => None,
+            };
             let mut conn = WireConn {
                 stream,
+                tls_session,
                 out: BytesMut::with_capacity(8192),
                 inbuf: InBuf::new(16 * 1024),
                 scan: ReplyScan::default(),
@@ -154,6 +241,14 @@ impl WireConn {
                 {
                     auth::remember_351(&target.describe());
                     protocol = auth::PROTOCOL_3_51;
+                }
+                // allow: a server that refuses the plain connection (pg_hba's
+                // hostssl, class 28) gets a TLS one.
+                Err(
+                    StartupError::Wire(WireError::Db { code, .. })
+                    | StartupError::Auth(auth::AuthError::Server { code, .. }),
+                ) if mode == SslMode::Allow && !tls_used && code.starts_with("28") => {
+                    try_tls = true;
                 }
                 Err(StartupError::Auth(e)) => return Err(fail(&e)),
                 Err(StartupError::Wire(WireError::Aborted)) => return Err(WireError::Aborted),
@@ -203,6 +298,12 @@ impl WireConn {
         }
     }
 
+    /// The negotiated TLS protocol and cipher ("TLSv1.3", "TLS13_AES_256_GCM_SHA384"); None
+    /// for a plain connection.
+    pub fn tls_session(&self) -> Option<&(String, String)> {
+        self.tls_session.as_ref()
+    }
+
     /// Keep the values of returned rows in replies ([`Reply::rows`]).
     pub fn keep_rows(&mut self, keep: bool) {
         self.scan = ReplyScan::new(keep);
@@ -249,7 +350,7 @@ impl WireConn {
     /// The socket, for the io_uring driver, which takes it over after the
     /// blocking connect, authentication and prepare (nothing is left unread
     /// then: every exchange ends with ReadyForQuery). No Terminate is sent.
-    pub(crate) fn into_socket(self) -> std::os::fd::OwnedFd {
+    pub(crate) fn into_socket(self) -> Option<std::os::fd::OwnedFd> {
         let mut this = std::mem::ManuallyDrop::new(self);
         // Safety: `this` is never used or dropped again; each field is moved
         // out exactly once (the stream) or dropped in place exactly once.
@@ -258,9 +359,16 @@ impl WireConn {
             std::ptr::drop_in_place(&mut this.inbuf);
             std::ptr::drop_in_place(&mut this.scan);
             std::ptr::drop_in_place(&mut this.abort);
+            std::ptr::drop_in_place(&mut this.tls_session);
             match std::ptr::read(&this.stream) {
-                Stream::Tcp(s) => s.into(),
-                Stream::Unix(s) => s.into(),
+                Stream::Tcp(s) => Some(s.into()),
+                Stream::Unix(s) => Some(s.into()),
+                // The io_uring client does not take TLS connections (the
+                // runner gives them to the thread driver).
+                Stream::Tls(s) => {
+                    drop(s);
+                    None
+                }
             }
         }
     }

@@ -259,6 +259,17 @@ pub fn merge_db_step(of: &[(usize, &DbStep)], spec: &DbSpec) -> Result<DbStep, M
             .iter()
             .map(|(_, s)| s.client_threads)
             .sum::<Option<u32>>(),
+        // Hosts that negotiated differently have no one figure.
+        tls_protocol: of
+            .iter()
+            .all(|(_, s)| s.tls_protocol == first.tls_protocol)
+            .then(|| first.tls_protocol.clone())
+            .flatten(),
+        tls_cipher: of
+            .iter()
+            .all(|(_, s)| s.tls_cipher == first.tls_cipher)
+            .then(|| first.tls_cipher.clone())
+            .flatten(),
         before: first.before.clone(),
         after: first.after.clone(),
     })

@@ -193,6 +193,13 @@ pub struct DbStep {
     /// the threads driver (one OS thread per client) or in results written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_threads: Option<u32>,
+    /// The TLS protocol the clients' connections negotiated (e.g. "TLSv1.3"); absent for plain
+    /// connections and in results written before csdchar spoke TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_protocol: Option<String>,
+    /// The TLS cipher suite they negotiated (e.g. "TLS13_AES_256_GCM_SHA384"); absent as above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_cipher: Option<String>,
     /// Database and device state before the step.
     pub before: Option<DbSnapshot>,
     /// Database and device state after the step.

@@ -139,6 +139,9 @@ mod process;
 mod stale;
 mod start;
 mod stop;
+mod tls;
+
+pub use tls::ROOT_CERT;
 
 use access::*;
 use cgroup::*;
@@ -195,6 +198,11 @@ pub enum ClusterError {
     /// The memory limit cannot be applied (not root, no memory controller, cgroup trouble).
     #[error("--pg-memory-limit: {0}")]
     MemoryLimit(String),
+    /// `--tls` without a TCP listener (TLS is for TCP; the Unix socket never uses it).
+    #[error(
+        "--tls: needs --listen ADDR (TLS is for TCP connections; the Unix socket does not use it)"
+    )]
+    TlsWithoutListen,
 }
 
 /// What cluster to run.
@@ -219,6 +227,9 @@ pub struct ClusterSpec {
     /// hold shared_buffers plus the backends, or the kernel's OOM killer ends
     /// server processes. None: no limit of csdchar's.
     pub memory_limit: Option<u64>,
+    /// TLS on the TCP listener (`--tls`): a CA and server certificate of the
+    /// cluster's own in the data directory, `ssl=on`, TCP logins `hostssl`.
+    pub tls: bool,
 }
 
 /// The user the server runs as.

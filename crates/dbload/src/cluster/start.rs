@@ -26,6 +26,9 @@ impl ManagedCluster {
         if let Some(l) = &listen {
             validate_listen(l)?;
         }
+        if spec.tls && listen.is_none() {
+            return Err(ClusterError::TlsWithoutListen);
+        }
         let bin = PgBinaries::find(spec.pg_bin.as_deref())?;
         let run_as = Self::run_as()?;
         let io = |what: &str, e: std::io::Error| ClusterError::Io(format!("{what}: {e}"));
@@ -186,6 +189,17 @@ impl ManagedCluster {
             if password.is_none() {
                 password = Some(random_password()?);
                 set_password = true;
+            }
+            if spec.tls {
+                if !custom_hba {
+                    tls::require_tls_logins(&pgdata, run_as, &mut cluster.notes)?;
+                }
+                settings.extend(tls::ensure_certificates(&pgdata, l, run_as)?);
+                let first = l.split(',').next().unwrap_or(l).trim();
+                cluster.notes.push(format!(
+                    "TLS: clients verify the server with sslmode=verify-full sslrootcert={} host={first} (a copy of that file on another host)",
+                    pgdata.join(tls::ROOT_CERT).display()
+                ));
             }
         }
 
