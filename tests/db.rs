@@ -373,7 +373,7 @@ fn cli_run_on_a_temporary_cluster_and_on_pgdata() {
         &["db", "prepare"][..],
         &["db", "run", "--pg-set", "oops"][..],
         &["db", "run", "--fillfactor", "5"][..],
-        &["db", "run", "--url", "host=h sslmode=require"][..],
+        &["db", "run", "--url", "host=h sslmode=sometimes"][..],
         &["db", "run", "--url", "port=notanumber"][..],
         &["db", "run", "--percentile", "0"][..],
         &["db", "run", "--rand-type", "bogus"][..],

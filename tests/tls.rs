@@ -348,3 +348,59 @@ fn reload(pgdata: &Path) {
     unsafe { libc::kill(pid, libc::SIGHUP) };
     std::thread::sleep(std::time::Duration::from_millis(500));
 }
+
+/// A CA of the test's own and a client certificate for user `postgres` it signs.
+fn ca_and_client() -> (String, String, String) {
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "clients' CA");
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let mut client = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    client
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "postgres");
+    client.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = client.signed_by(&key, &ca_cert, &ca_key).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
+
+/// `hostssl … cert`: the server wants a client certificate; sslcert/sslkey give it.
+#[test]
+fn a_client_certificate_the_server_requires() {
+    if !common::postgres_or_skip()
+        || !common::is_root_or_skip("a_client_certificate_the_server_requires")
+    {
+        return;
+    }
+    let k = kept(true);
+    let (ca, cert, key) = ca_and_client();
+    let ca_file = k.pgdata.join("client-ca.crt");
+    std::fs::write(&ca_file, ca).unwrap();
+    chown_like(&ca_file, &k.pgdata);
+    let auto = k.pgdata.join("postgresql.auto.conf");
+    let mut conf = std::fs::read_to_string(&auto).unwrap();
+    conf.push_str("ssl_ca_file = 'client-ca.crt'\n");
+    std::fs::write(&auto, conf).unwrap();
+    let hba = k.pgdata.join("pg_hba.conf");
+    let rules = std::fs::read_to_string(&hba).unwrap();
+    std::fs::write(&hba, format!("hostssl all all 127.0.0.1/32 cert\n{rules}")).unwrap();
+    reload(&k.pgdata);
+    fails(&k.url("127.0.0.1", "sslmode=require"), "certificate");
+    let d = tempfile::tempdir().unwrap();
+    let (c, kf) = (d.path().join("client.crt"), d.path().join("client.key"));
+    std::fs::write(&c, cert).unwrap();
+    std::fs::write(&kf, key).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&kf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    ok_over_tls(&k.url(
+        "127.0.0.1",
+        &format!(
+            "sslmode=require sslcert={} sslkey={}",
+            c.display(),
+            kf.display()
+        ),
+    ));
+}
