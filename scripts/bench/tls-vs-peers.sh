@@ -6,6 +6,7 @@
 # Every client connects with sslmode=require (libpq's PGSSLMODE for the peers).
 # Usage: scripts/bench/tls-vs-peers.sh
 #   env: ROUNDS=2 TIME=10 SCALE=10 CLIENTS="8 32" SB_THREADS=16 TABLES=8 TABLE_SIZE=50000
+#        CSD_EXTRA="--client-io uring" (more csdchar run options) SYSBENCH=1 (0: no sysbench rows)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-2}; TIME=${TIME:-10}; SCALE=${SCALE:-10}; CLIENTS=${CLIENTS:-8 32}
@@ -46,8 +47,8 @@ use() { # tls|plain
 csd_run() { # workload threads [args]: "tps cpu transactions"
   local w=$1 c=$2; shift 2
   /usr/bin/time -f "%U %S" -o "$DIR/t" "$CSD" db run --url "$URL" --workload "$w" --threads "$c" \
-    --time "${TIME}s" --report-interval 0 --output-format json "$@" > "$DIR/o"
-  python3 -c "import json; r=json.load(open('$DIR/o')); t=open('$DIR/t').read().split(); s=r['steps'][0]; print(s['tps'], float(t[0])+float(t[1]), s['transactions'], s.get('tls_protocol') or 'plain')"
+    --time "${TIME}s" --report-interval 0 --output-format json "$@" ${CSD_EXTRA:-} > "$DIR/o"
+  python3 -c "import json; r=json.load(open('$DIR/o')); t=open('$DIR/t').read().split(); s=r['steps'][0]; print(s['tps'], float(t[0])+float(t[1]), s['transactions'], (s.get('tls_protocol') or 'plain') + ',' + s.get('client_io', '?'))"
 }
 row() { # label kind peer-command...
   local label=$1 kind=$2; shift 2
@@ -68,7 +69,7 @@ for kind in tls plain; do
     CSD_CMD=(csd_run tpcb "$c" --scale "$SCALE" --protocol prepared)
     row "tpcb $c clients vs pgbench -M prepared" "$kind" pg_run "$c"
   done
-  if command -v sysbench >/dev/null; then
+  if [ "${SYSBENCH:-1}" = 1 ] && command -v sysbench >/dev/null; then
     CSD_CMD=(csd_run oltp-read-write "$SB_THREADS" --tables "$TABLES" --table-size "$TABLE_SIZE")
     row "oltp_read_write $SB_THREADS threads vs sysbench" "$kind" sb_run oltp_read_write "$SB_THREADS"
   fi

@@ -741,8 +741,7 @@ pub async fn run_with(
     let clients = threads as usize;
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     // TLS: what a connection negotiates here (one probe connection, for a TCP
-    // target whose sslmode may use it). The io_uring client carries no TLS
-    // yet: TLS connections run on the thread driver.
+    // target whose sslmode may use it), for the result.
     let tls = if shared.target.tls_possible() {
         let target = shared.target.clone();
         tokio::task::spawn_blocking(move || WireConn::connect(&target, None))
@@ -754,15 +753,9 @@ pub async fn run_with(
     } else {
         None
     };
-    let driver = match (io.client_io, &tls) {
-        (ClientIo::Uring, Some(_)) => {
-            return Err(DbError(
-                "--client-io uring: this server's connections use TLS, which the io_uring client does not carry; use --client-io threads (or auto)".into(),
-            ));
-        }
-        (_, Some(_)) => ClientIo::Threads,
-        (io_kind, None) => io_kind.resolve(clients, cores, || uring_probe().is_ok()),
-    };
+    let driver = io
+        .client_io
+        .resolve(clients, cores, || uring_probe().is_ok());
     let mut driver_threads = None;
     let spawned = match driver {
         ClientIo::Threads => (0..clients).try_for_each(|i| {

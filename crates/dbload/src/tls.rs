@@ -13,8 +13,9 @@
 //!   server's one-byte answer, then the handshake on the same socket. Unix
 //!   sockets never use TLS (libpq does not either).
 //!
-//! The thread driver and the control connection use it; the io_uring client
-//! runs TLS connections on the thread driver.
+//! The control connection and the thread driver negotiate and hand the
+//! stream on; the io_uring client takes the session over after the
+//! handshake and encrypts and decrypts in its own buffers.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

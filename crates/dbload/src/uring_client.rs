@@ -9,7 +9,9 @@
 //!
 //! Connecting, authenticating and preparing stay blocking ([`WireConn`]),
 //! before the clock starts, as sysbench does; the socket is then handed to the
-//! ring. A reconnect after a lost connection is blocking too, but on a helper
+//! ring, with its rustls session over TLS: an exchange is encrypted into the
+//! connection's `wire` buffer before its send, and what a receive brings is
+//! decrypted into `inbuf` before the reply is scanned. A reconnect after a lost connection is blocking too, but on a helper
 //! thread of its own: the ring thread goes on with its other clients, and
 //! takes the new socket (or the failure) when the helper hands it over, within
 //! 2 ms (`RECONNECT_POLL`).
@@ -52,7 +54,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use std::sync::atomic::{AtomicU16, Ordering as AtomicOrdering};
 
 use io_uring::{IoUring, Probe, cqueue, opcode, squeue, types};
@@ -75,7 +77,11 @@ const POLL: Duration = Duration::from_millis(50);
 const RECONNECT_POLL: Duration = Duration::from_millis(2);
 
 /// A reconnect's outcome from its helper thread: (client, socket or why not).
-type Reopened = (usize, Result<OwnedFd, String>);
+/// A reconnect's outcome: the socket, and its TLS session when it has one.
+type Reopened = (
+    usize,
+    Result<(OwnedFd, Option<Box<rustls::ClientConnection>>), String>,
+);
 
 const OP_SEND: u64 = 0;
 const OP_RECV: u64 = 1;
@@ -153,6 +159,14 @@ pub fn probe() -> Result<(), String> {
 struct Conn {
     /// None once the client has ended (or its socket was given up).
     fd: Option<OwnedFd>,
+    /// The TLS session over TLS: `out` is encrypted into `wire`, which is
+    /// what is sent, and what arrives is decrypted into `inbuf`.
+    tls: Option<Box<rustls::ClientConnection>>,
+    /// Ciphertext to send (TLS only).
+    wire: BytesMut,
+    /// Where one receive lands before decryption, when there are no provided
+    /// buffers (TLS only).
+    raw: Vec<u8>,
     client: Client,
     /// The exchange being sent; untouched while a send is in flight.
     out: BytesMut,
@@ -206,14 +220,16 @@ pub(crate) fn spawn(
             };
             let mut conns = Vec::with_capacity(ids.len());
             for (i, r) in ids.iter().zip(ready) {
-                let r = r.and_then(|c| {
-                    c.into_socket().ok_or_else(|| {
-                        WireError::Setup("a TLS connection cannot run on the io_uring client (--client-io threads)".into())
-                    })
-                });
-                match r {
-                    Ok(fd) => conns.push(Conn {
+                match r.map(WireConn::into_socket) {
+                    Ok((fd, tls)) => conns.push(Conn {
                         fd: Some(fd),
+                        raw: if tls.is_some() {
+                            vec![0; 17 * 1024]
+                        } else {
+                            Vec::new()
+                        },
+                        tls,
+                        wire: BytesMut::new(),
                         client: shared.client(*i, start, sink.clone()),
                         out: BytesMut::with_capacity(1024),
                         sent: 0,
@@ -383,9 +399,13 @@ impl Driver {
                 self.reconnecting -= 1;
                 let conn = &mut self.conns[c];
                 conn.reconnecting = false;
-                let r = r.map(|fd| {
+                let r = r.map(|(fd, tls)| {
                     conn.fd = Some(fd);
                     conn.inbuf = InBuf::new(8 * 1024);
+                    if tls.is_some() && conn.raw.is_empty() {
+                        conn.raw = vec![0; 17 * 1024];
+                    }
+                    conn.tls = tls;
                 });
                 conn.client.reconnected(r, now, &mut conn.out);
                 if self.advance(c, now, stopped) {
@@ -459,7 +479,7 @@ impl Driver {
                 fail(conn, lost(res));
             } else {
                 conn.sent += res as usize;
-                if conn.sent < conn.out.len() && conn.outcome.is_none() {
+                if conn.sent < outgoing(conn).len() && conn.outcome.is_none() {
                     // A short send: the rest goes in another.
                     push(&mut self.ring, send_entry(conn, c));
                     conn.send_busy = true;
@@ -471,16 +491,29 @@ impl Driver {
                 conn.recv_busy = false;
             }
             let provided = cqueue::buffer_select(flags);
+            let mut tls_error = None;
             if res > 0 && !conn.ended {
-                match (provided, &mut self.bufs) {
-                    (Some(bid), Some(bufs)) => conn.inbuf.extend(bufs.get(bid, res as usize)),
-                    _ => conn.inbuf.filled(res as usize),
+                let n = res as usize;
+                match (provided, &mut self.bufs, &mut conn.tls) {
+                    (Some(bid), Some(bufs), Some(tls)) => {
+                        tls_error = decrypt(tls, bufs.get(bid, n), &mut conn.inbuf).err();
+                    }
+                    (Some(bid), Some(bufs), None) => conn.inbuf.extend(bufs.get(bid, n)),
+                    (_, _, Some(tls)) => {
+                        tls_error = decrypt(tls, &conn.raw[..n], &mut conn.inbuf).err();
+                    }
+                    _ => conn.inbuf.filled(n),
                 }
             }
             if let (Some(bid), Some(bufs)) = (provided, &mut self.bufs) {
                 bufs.give_back(bid);
             }
             if conn.ended {
+                return false;
+            }
+            if let Some(e) = tls_error {
+                let e = conn.scan.lost(e);
+                fail(conn, e);
                 return false;
             }
             match res {
@@ -542,6 +575,11 @@ impl Driver {
         let fd = types::Fd(conn.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd));
         let e = if self.bufs.is_some() {
             opcode::RecvMulti::new(fd, BGID).build()
+        } else if conn.tls.is_some() {
+            // Ciphertext first, decrypted on completion.
+            opcode::Recv::new(fd, conn.raw.as_mut_ptr(), conn.raw.len() as u32)
+                .ioprio(RECVSEND_POLL_FIRST)
+                .build()
         } else {
             let spare = conn.inbuf.spare();
             // POLL_FIRST: the reply is not there yet; skip the attempt that would fail.
@@ -570,6 +608,15 @@ impl Driver {
                     conn.exchanging = true;
                     conn.scan.reset();
                     conn.sent = 0;
+                    if let Some(tls) = &mut conn.tls
+                        && let Err(e) = encrypt(tls, &conn.out, &mut conn.wire)
+                    {
+                        let e = conn.scan.lost(e);
+                        conn.exchanging = false;
+                        conn.out.clear();
+                        conn.client.on_error(e, now, &mut conn.out);
+                        continue;
+                    }
                     let s = send_entry(conn, c);
                     conn.send_busy = true;
                     push(&mut self.ring, s);
@@ -593,11 +640,10 @@ impl Driver {
                         .name(format!("reconnect-{c}"))
                         .stack_size(256 * 1024)
                         .spawn(move || {
-                            let r = shared.open().map_err(|e| e.to_string()).and_then(|w| {
-                                w.into_socket().ok_or_else(|| {
-                                    "a TLS connection cannot run on the io_uring client".to_string()
-                                })
-                            });
+                            let r = shared
+                                .open()
+                                .map(WireConn::into_socket)
+                                .map_err(|e| e.to_string());
                             // The ring thread may be gone (the run ended): nothing to hand over.
                             let _ = tx.send((c, r));
                         });
@@ -617,7 +663,7 @@ impl Driver {
                 Next::End(e) => {
                     conn.ended = true;
                     if let Some(fd) = conn.fd.take() {
-                        terminate(&fd);
+                        terminate(&fd, conn.tls.as_deref_mut());
                         // An armed multishot receive ends with the socket.
                         if conn.recv_busy {
                             shutdown(Some(&fd));
@@ -800,9 +846,65 @@ fn lost(res: i32) -> WireError {
     WireError::Lost(io::Error::from_raw_os_error(-res).to_string())
 }
 
+/// What goes on the wire: the exchange, or its ciphertext over TLS.
+fn outgoing(conn: &Conn) -> &[u8] {
+    if conn.tls.is_some() {
+        &conn.wire
+    } else {
+        &conn.out
+    }
+}
+
+/// Encrypts an exchange into `wire` (replacing what was there).
+fn encrypt(
+    tls: &mut rustls::ClientConnection,
+    plain: &[u8],
+    wire: &mut BytesMut,
+) -> Result<(), String> {
+    use std::io::Write;
+    wire.clear();
+    tls.writer()
+        .write_all(plain)
+        .map_err(|e| format!("TLS: {e}"))?;
+    let mut w = wire.writer();
+    while tls.wants_write() {
+        tls.write_tls(&mut w).map_err(|e| format!("TLS: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Decrypts what arrived into `inbuf`.
+fn decrypt(
+    tls: &mut rustls::ClientConnection,
+    mut cipher: &[u8],
+    inbuf: &mut InBuf,
+) -> Result<(), String> {
+    use std::io::Read;
+    let mut plain = [0u8; 16 * 1024];
+    while !cipher.is_empty() {
+        if tls.read_tls(&mut cipher).map_err(|e| format!("TLS: {e}"))? == 0 {
+            break;
+        }
+        let state = tls.process_new_packets().map_err(|e| format!("TLS: {e}"))?;
+        let mut left = state.plaintext_bytes_to_read();
+        while left > 0 {
+            let n = tls
+                .reader()
+                .read(&mut plain[..left.min(16 * 1024)])
+                .map_err(|e| format!("TLS: {e}"))?;
+            if n == 0 {
+                break;
+            }
+            inbuf.extend(&plain[..n]);
+            left -= n;
+        }
+    }
+    Ok(())
+}
+
 fn send_entry(conn: &Conn, c: usize) -> squeue::Entry {
     let fd = conn.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
-    let rest = &conn.out[conn.sent..];
+    let rest = &outgoing(conn)[conn.sent..];
     // MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE.
     opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32)
         .flags(libc::MSG_NOSIGNAL)
@@ -833,9 +935,27 @@ fn shutdown(fd: Option<&OwnedFd>) {
 
 /// Polite goodbye (Terminate) so the server logs no "unexpected EOF"; the
 /// socket closes when `fd` drops.
-fn terminate(fd: &OwnedFd) {
-    let msg = [b'X', 0, 0, 0, 4];
-    // Safety: a 5-byte buffer on the stack, valid for the call; a socket we own.
+fn terminate(fd: &OwnedFd, tls: Option<&mut rustls::ClientConnection>) {
+    let plain = [b'X', 0, 0, 0, 4];
+    // Over TLS: the Terminate encrypted, then close_notify.
+    let mut wire = BytesMut::new();
+    let msg: &[u8] = match tls {
+        Some(t) => {
+            if encrypt(t, &plain, &mut wire).is_err() {
+                return;
+            }
+            t.send_close_notify();
+            let mut w = (&mut wire).writer();
+            while t.wants_write() {
+                if t.write_tls(&mut w).is_err() {
+                    break;
+                }
+            }
+            &wire
+        }
+        None => &plain,
+    };
+    // Safety: a buffer valid for the call; a socket we own.
     unsafe {
         libc::send(
             fd.as_raw_fd(),

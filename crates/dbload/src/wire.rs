@@ -350,7 +350,10 @@ impl WireConn {
     /// The socket, for the io_uring driver, which takes it over after the
     /// blocking connect, authentication and prepare (nothing is left unread
     /// then: every exchange ends with ReadyForQuery). No Terminate is sent.
-    pub(crate) fn into_socket(self) -> Option<std::os::fd::OwnedFd> {
+    /// Over TLS the session comes along: the driver encrypts and decrypts.
+    pub(crate) fn into_socket(
+        self,
+    ) -> (std::os::fd::OwnedFd, Option<Box<rustls::ClientConnection>>) {
         let mut this = std::mem::ManuallyDrop::new(self);
         // Safety: `this` is never used or dropped again; each field is moved
         // out exactly once (the stream) or dropped in place exactly once.
@@ -361,13 +364,11 @@ impl WireConn {
             std::ptr::drop_in_place(&mut this.abort);
             std::ptr::drop_in_place(&mut this.tls_session);
             match std::ptr::read(&this.stream) {
-                Stream::Tcp(s) => Some(s.into()),
-                Stream::Unix(s) => Some(s.into()),
-                // The io_uring client does not take TLS connections (the
-                // runner gives them to the thread driver).
+                Stream::Tcp(s) => (s.into(), None),
+                Stream::Unix(s) => (s.into(), None),
                 Stream::Tls(s) => {
-                    drop(s);
-                    None
+                    let s = *s;
+                    (s.sock.into(), Some(Box::new(s.conn)))
                 }
             }
         }
