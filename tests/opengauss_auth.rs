@@ -586,3 +586,63 @@ fn db_prepare_run_cleanup_log_in_with_opengauss_sha256() {
         "every login was gauss's, every proof sent was right: {conns:?}"
     );
 }
+
+/// A CA and a server certificate for 127.0.0.1 it signed, as a rustls server
+/// configuration, and the CA's PEM for the client's sslrootcert.
+fn mock_tls() -> (std::sync::Arc<rustls::ServerConfig>, String) {
+    use rustls::pki_types::pem::PemObject;
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = server.signed_by(&key, &ca_cert, &ca_key).unwrap();
+    let chain = vec![cert.der().clone()];
+    let key =
+        rustls::pki_types::PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .unwrap();
+    (std::sync::Arc::new(config), ca_cert.pem())
+}
+
+/// openGauss negotiates TLS as PostgreSQL does, before its own SHA256
+/// authentication: both clients log in over verify-full, and a mock without
+/// TLS is refused by require.
+#[test]
+fn sha256_logins_run_over_tls_on_both_clients() {
+    let (tls, ca) = mock_tls();
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root.crt");
+    std::fs::write(&root, ca).unwrap();
+    let role = || Role::new("gauss", b"Gauss@123", &"ab".repeat(32), 10000);
+    let mut config = Config::new(Method::Sha256, role());
+    config.tls = Some(tls);
+    let server = MockServer::start(config);
+    let info = format!(
+        "{} sslmode=verify-full sslrootcert={}",
+        conninfo(&server, "gauss", "Gauss@123"),
+        root.display()
+    );
+    for (name, login) in CLIENTS {
+        login(&info).unwrap_or_else(|e| panic!("{name} client over TLS: {e}"));
+    }
+    let accepted = server.accepted();
+    assert_eq!(accepted.len(), 2, "{:?}", server.connections());
+    assert!(accepted.iter().all(|c| c.tls), "{accepted:?}");
+    // A mock that answers 'N': require refuses, prefer goes on in plain text.
+    let plain = MockServer::start(Config::new(Method::Sha256, role()));
+    let base = conninfo(&plain, "gauss", "Gauss@123");
+    for (name, login) in CLIENTS {
+        let e = login(&format!("{base} sslmode=require")).unwrap_err();
+        assert!(e.contains("server does not support SSL"), "{name}: {e}");
+        login(&format!("{base} sslmode=prefer")).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    assert!(plain.accepted().iter().all(|c| !c.tls));
+}

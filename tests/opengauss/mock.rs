@@ -135,6 +135,10 @@ pub struct Config {
     /// Relay mode: after openGauss authentication, log in to the PostgreSQL
     /// socket at this path as this user (trust) and relay the session.
     pub upstream: Option<(PathBuf, String)>,
+    /// TLS: an SSLRequest is answered 'S' and the session goes on under this
+    /// configuration (openGauss negotiates as PostgreSQL does, before its own
+    /// authentication); None: 'N'. Not with relay mode.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Config {
@@ -147,6 +151,7 @@ impl Config {
             md5_salt: None,
             first_as_3_0: false,
             upstream: None,
+            tls: None,
         }
     }
 }
@@ -168,6 +173,47 @@ pub struct Connection {
     pub answer: Option<String>,
     /// Whether the answer passed the server's check.
     pub accepted: bool,
+    /// Whether the session ran over TLS.
+    pub tls: bool,
+}
+
+/// A client's connection: plain, or TLS after an SSLRequest.
+enum Client {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Client {
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Client::Plain(s) => s.set_read_timeout(t),
+            Client::Tls(s) => s.sock.set_read_timeout(t),
+        }
+    }
+}
+
+impl Read for Client {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Client::Plain(s) => s.read(buf),
+            Client::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Client {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Client::Plain(s) => s.write(buf),
+            Client::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Client::Plain(s) => s.flush(),
+            Client::Tls(s) => s.flush(),
+        }
+    }
 }
 
 enum Sock {
@@ -329,18 +375,21 @@ fn random4() -> [u8; 4] {
     b
 }
 
-/// The startup packet (postmaster.cpp `ProcessStartupPacket`): SSL and GSS
-/// encryption requests are refused with 'N' and the real packet read next;
-/// a CancelRequest is returned as such.
+/// The startup packet (postmaster.cpp `ProcessStartupPacket`): an SSL
+/// request is answered 'S' (then the handshake) when the mock has TLS, else
+/// 'N'; GSS encryption requests 'N'; the real packet is read next; a
+/// CancelRequest is returned as such.
 enum Startup {
     Session {
         protocol: u32,
         params: Vec<(String, String)>,
     },
     Cancel(Vec<u8>),
+    /// An SSLRequest the mock accepts: the caller does the handshake.
+    Tls,
 }
 
-fn read_startup(s: &mut TcpStream) -> io::Result<Startup> {
+fn read_startup(s: &mut Client, tls: bool) -> io::Result<Startup> {
     loop {
         let mut len = [0u8; 4];
         s.read_exact(&mut len)?;
@@ -352,6 +401,10 @@ fn read_startup(s: &mut TcpStream) -> io::Result<Startup> {
         s.read_exact(&mut body)?;
         let code = u32::from_be_bytes(body[..4].try_into().unwrap());
         match code {
+            80877103 if tls && matches!(s, Client::Plain(_)) => {
+                s.write_all(b"S")?;
+                return Ok(Startup::Tls);
+            }
             80877103 | 80877104 => s.write_all(b"N")?,
             80877102 => {
                 let mut packet = (len as u32).to_be_bytes().to_vec();
@@ -376,20 +429,36 @@ fn read_startup(s: &mut TcpStream) -> io::Result<Startup> {
 
 /// One connection: the postmaster's startup handling and the backend's
 /// ClientAuthentication, then queries or the relay.
-fn backend(shared: &Shared, mut client: TcpStream) -> io::Result<()> {
+fn backend(shared: &Shared, client: TcpStream) -> io::Result<()> {
     let config = &shared.config;
     // The server's authentication_timeout (60 s by default).
     client.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let (protocol, params) = match read_startup(&mut client)? {
-        Startup::Session { protocol, params } => (protocol, params),
-        Startup::Cancel(packet) => {
-            // Passed on to the real server in relay mode; ignored otherwise.
-            if let Some((path, _)) = &config.upstream {
-                UnixStream::connect(path)?.write_all(&packet)?;
+    let mut client = Client::Plain(client);
+    let (protocol, params) = loop {
+        match read_startup(&mut client, config.tls.is_some())? {
+            Startup::Session { protocol, params } => break (protocol, params),
+            Startup::Cancel(packet) => {
+                // Passed on to the real server in relay mode; ignored otherwise.
+                if let Some((path, _)) = &config.upstream {
+                    UnixStream::connect(path)?.write_all(&packet)?;
+                }
+                return Ok(());
             }
-            return Ok(());
+            Startup::Tls => {
+                let (Client::Plain(tcp), Some(tls)) = (client, &config.tls) else {
+                    return Ok(());
+                };
+                let conn =
+                    rustls::ServerConnection::new(Arc::clone(tls)).map_err(io::Error::other)?;
+                let mut stream = rustls::StreamOwned::new(conn, tcp);
+                while stream.conn.is_handshaking() {
+                    stream.conn.complete_io(&mut stream.sock)?;
+                }
+                client = Client::Tls(Box::new(stream));
+            }
         }
     };
+    let over_tls = matches!(client, Client::Tls(_));
     let param = |k: &str| {
         params
             .iter()
@@ -402,6 +471,7 @@ fn backend(shared: &Shared, mut client: TcpStream) -> io::Result<()> {
         all.push(Connection {
             protocol,
             user: param("user"),
+            tls: over_tls,
             ..Connection::default()
         });
         all.len() - 1
@@ -485,9 +555,10 @@ fn backend(shared: &Shared, mut client: TcpStream) -> io::Result<()> {
         return Ok(());
     }
     client.set_read_timeout(None)?;
-    match &config.upstream {
-        Some((path, user)) => relay(shared, client, path, user, &params),
-        None => serve(client, &param("user")),
+    match (&config.upstream, client) {
+        (Some((path, user)), Client::Plain(client)) => relay(shared, client, path, user, &params),
+        (Some(_), Client::Tls(_)) => Err(io::Error::other("the mock relays plain sessions only")),
+        (None, client) => serve(client, &param("user")),
     }
 }
 
@@ -521,7 +592,7 @@ fn md5_sha256_check(role: &Role, md5_salt: [u8; 4], answer: &[u8]) -> bool {
 /// After AuthenticationOk, what an openGauss backend reports
 /// (postinit/guc: GUC_REPORT settings), its key and ReadyForQuery; then one
 /// canned row for any simple query, until Terminate.
-fn serve(mut client: TcpStream, user: &str) -> io::Result<()> {
+fn serve(mut client: Client, user: &str) -> io::Result<()> {
     let mut out = message(b'R', &0u32.to_be_bytes());
     for (k, v) in [
         ("application_name", "csdchar"),
