@@ -32,7 +32,7 @@ use crate::manifest::{
     CampaignStatus, DeviceRecord, MANIFEST_FILE, MANIFEST_SCHEMA, Manifest, ManifestStep,
     ManifestTarget, Session, StepStatus, check_result, host_and_kernel, now,
 };
-use crate::plan::{Plan, PlannedStep};
+use crate::plan::{Plan, PlannedStep, format_duration};
 use crate::spec::{Campaign, CommandKind, Storage, Target};
 
 /// How a step ended.
@@ -141,6 +141,81 @@ pub enum Event<'a> {
         /// Time of this run.
         elapsed: Duration,
     },
+}
+
+impl Event<'_> {
+    /// The progress line `csdchar campaign` prints for this event.
+    pub fn line(&self) -> String {
+        match self {
+            Event::Start {
+                total,
+                done,
+                estimated,
+            } => format!(
+                "campaign: {total} steps, {done} done earlier, about {} to run",
+                format_duration(*estimated)
+            ),
+            Event::TargetReady {
+                target,
+                dir,
+                device,
+            } => match dir {
+                Some(d) => format!("target {target}: {} on {device}", d.display()),
+                None => format!("target {target}: {device}"),
+            },
+            Event::StepStarted {
+                n,
+                total,
+                step,
+                replay,
+                eta: left,
+            } => format!(
+                "[{n}/{total}] {}{} (ETA {})",
+                if *replay { "replay: " } else { "" },
+                step.command_line(),
+                format_duration(*left)
+            ),
+            Event::StepSkipped {
+                n,
+                total,
+                step,
+                reason,
+            } => format!("[{n}/{total}] skipped {}: {reason}", step.key),
+            Event::StepFinished {
+                n,
+                total,
+                step,
+                status,
+                error,
+                elapsed,
+            } => match (status, error) {
+                (StepStatus::Done, _) => format!(
+                    "[{n}/{total}] done {} in {}",
+                    step.key,
+                    format_duration(*elapsed)
+                ),
+                (s, Some(err)) => format!("[{n}/{total}] {s:?} {}: {err}", step.key).to_lowercase(),
+                (s, None) => format!("[{n}/{total}] {s:?} {}", step.key).to_lowercase(),
+            },
+            Event::TargetDone {
+                target,
+                teardown_error,
+            } => match teardown_error {
+                Some(err) => format!("target {target}: teardown left something behind: {err}"),
+                None => format!("target {target}: done"),
+            },
+            Event::Finished {
+                status,
+                done,
+                failed,
+                elapsed,
+            } => format!(
+                "campaign {status:?}: {done} steps done, {failed} failed, {} this run",
+                format_duration(*elapsed)
+            )
+            .to_lowercase(),
+        }
+    }
 }
 
 /// Receives [`Event`]s (the CLI prints them). Closures implement it.

@@ -9,7 +9,7 @@ use csdchar_fio_like::jobfile::{load_job_file, run_job_file};
 use csdchar_fio_like::{RunControl, run_block};
 
 use crate::opts::BlockOutputFormat;
-use crate::{BlockOpts, EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit};
+use crate::{BlockOpts, EXIT_USAGE, Io, Outcome, emit};
 
 /// The bytes of `results` in the chosen format.
 fn render(results: &[BlockResult], globals: &[(String, String)], f: BlockOutputFormat) -> Vec<u8> {
@@ -18,29 +18,11 @@ fn render(results: &[BlockResult], globals: &[(String, String)], f: BlockOutputF
             csdchar_report::text::json_pretty(&results[0])
         }
         BlockOutputFormat::Json => csdchar_report::text::json_pretty(&results),
-        BlockOutputFormat::Normal => results
-            .iter()
-            .flat_map(|r| {
-                let mut text = Vec::new();
-                if let Some(j) = &r.job_file {
-                    text.extend(format!("\njob {} (group {}):\n", j.job, j.group_id).bytes());
-                }
-                text.extend(csdchar_report::text::block_text(r));
-                text
-            })
-            .collect(),
+        BlockOutputFormat::Normal => csdchar_report::text::block_results_text(results),
         BlockOutputFormat::FioJson => csdchar_report::fio_json::fio_json(results, globals, false),
         BlockOutputFormat::FioJsonPlus => {
             csdchar_report::fio_json::fio_json(results, globals, true)
         }
-    }
-}
-
-fn exit_code_of(status: RunStatus) -> i32 {
-    match status {
-        RunStatus::Completed => 0,
-        RunStatus::Interrupted => EXIT_INTERRUPTED,
-        RunStatus::IoError | RunStatus::VerifyFailed => 1,
     }
 }
 
@@ -56,90 +38,25 @@ fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_
             return Outcome::code(EXIT_USAGE);
         }
     };
-    for u in &plan.ignored {
-        let _ = writeln!(io.stderr, "note: ignored {u}");
-    }
-    if opts.parse_only {
-        let mut text = String::new();
-        for (i, j) in plan.jobs.iter().enumerate() {
-            let after = if j.after.is_empty() {
-                "starts at once".to_string()
-            } else {
-                format!("after runs {:?}", j.after)
-            };
-            text.push_str(&format!(
-                "run {i}: {}; group {}{}; {after}\n",
-                csdchar_fio_like::jobfile::start_line(j),
-                j.group_id,
-                if j.group_reporting {
-                    " (reported as one)"
-                } else {
-                    ""
-                },
-            ));
-        }
-        let _ = io.stdout.write_all(text.as_bytes());
-        return Outcome::code(0);
-    }
-    // One note per replaced engine or checksum, however many jobs name it.
-    let mut notes: Vec<String> = Vec::new();
-    for j in &plan.jobs {
-        let replaced = [
-            j.replaced_engine.as_ref().map(|e| {
-                format!("ioengine={e} runs on io_uring (same offsets, sizes and data; csdchar's engine)")
-            }),
-            j.replaced_verify.as_ref().map(|v| {
-                format!("verify={v} checks every block with crc32c (csdchar's verify header and checksum)")
-            }),
-        ];
-        for n in replaced.into_iter().flatten() {
-            if !notes.contains(&n) {
-                notes.push(n);
-            }
-        }
-    }
-    for n in notes {
+    for n in csdchar_fio_like::jobfile::notes(&plan) {
         let _ = writeln!(io.stderr, "note: {n}");
     }
-    let events = std::sync::Mutex::new(Vec::<String>::new());
-    let outcomes = {
-        let stderr_lines = |line: String| {
-            // Lines go out after the run: the jobs run on their own threads.
-            events.lock().unwrap_or_else(|e| e.into_inner()).push(line);
-        };
-        run_job_file(
-            &plan,
-            &path.display().to_string(),
-            opts.force,
-            &Arc::clone(&io.interrupt),
-            &stderr_lines,
-        )
-    };
-    for line in events.into_inner().unwrap_or_else(|e| e.into_inner()) {
+    if opts.parse_only {
+        let _ = io
+            .stdout
+            .write_all(csdchar_fio_like::jobfile::describe(&plan).as_bytes());
+        return Outcome::code(0);
+    }
+    let run = run_job_file(
+        &plan,
+        &path.display().to_string(),
+        opts.force,
+        &Arc::clone(&io.interrupt),
+    );
+    for line in &run.lines {
         let _ = writeln!(io.stderr, "{line}");
     }
-    let mut results = Vec::new();
-    let mut exit_code = 0;
-    for o in outcomes.into_iter().flatten() {
-        match o {
-            Ok(r) => {
-                if exit_code == 0 {
-                    exit_code = exit_code_of(r.status);
-                }
-                if let (RunStatus::IoError, Some(e)) = (r.status, &r.error) {
-                    let _ = writeln!(io.stderr, "error: {}", e.message);
-                }
-                results.push(r);
-            }
-            Err(e) => {
-                let _ = writeln!(io.stderr, "error: {e}");
-                exit_code = e.exit_code();
-            }
-        }
-    }
-    if io.interrupt.load(std::sync::atomic::Ordering::Relaxed) && exit_code == 0 {
-        exit_code = EXIT_INTERRUPTED;
-    }
+    let (results, mut exit_code) = (run.results, run.exit_code);
     if !results.is_empty() {
         let bytes = render(&results, &plan.global_options, opts.output_format);
         if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {
@@ -204,7 +121,7 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         }
     };
     let bytes = render(std::slice::from_ref(&result), &[], opts.output_format);
-    let mut exit_code = exit_code_of(result.status);
+    let mut exit_code = csdchar_fio_like::run::exit_code(result.status);
     if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {
         let _ = writeln!(io.stderr, "error: {e}");
         exit_code = 1;

@@ -8,12 +8,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use clap::{Args, Parser};
 use csdchar_campaign::{
     Campaign, CampaignError, CampaignStatus, Event, Executor, PlannedStep, RunOptions, StepOutcome,
-    StepRunner, StepStatus, StorageProvisioner, format_duration,
+    StepRunner, StorageProvisioner,
 };
 use csdchar_report::{InputSpec, ReportOptions, build_report_with};
 
@@ -128,10 +127,6 @@ impl StepRunner for CliSteps {
     }
 }
 
-fn eta(d: Duration) -> String {
-    format_duration(d)
-}
-
 /// Runs `csdchar campaign`.
 pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>) -> Outcome {
     let usage = |io: &mut Io<'_>, e: &dyn std::fmt::Display| {
@@ -224,76 +219,7 @@ pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>) -> Outcome {
 
 /// One progress line per event.
 fn print_event(out: &mut dyn Write, e: &Event<'_>) {
-    let line = match e {
-        Event::Start {
-            total,
-            done,
-            estimated,
-        } => format!(
-            "campaign: {total} steps, {done} done earlier, about {} to run",
-            eta(*estimated)
-        ),
-        Event::TargetReady {
-            target,
-            dir,
-            device,
-        } => match dir {
-            Some(d) => format!("target {target}: {} on {device}", d.display()),
-            None => format!("target {target}: {device}"),
-        },
-        Event::StepStarted {
-            n,
-            total,
-            step,
-            replay,
-            eta: left,
-        } => format!(
-            "[{n}/{total}] {}{} (ETA {})",
-            if *replay { "replay: " } else { "" },
-            step.command_line(),
-            eta(*left)
-        ),
-        Event::StepSkipped {
-            n,
-            total,
-            step,
-            reason,
-        } => format!("[{n}/{total}] skipped {}: {reason}", step.key),
-        Event::StepFinished {
-            n,
-            total,
-            step,
-            status,
-            error,
-            elapsed,
-        } => match (status, error) {
-            (StepStatus::Done, _) => format!(
-                "[{n}/{total}] done {} in {}",
-                step.key,
-                format_duration(*elapsed)
-            ),
-            (s, Some(err)) => format!("[{n}/{total}] {s:?} {}: {err}", step.key).to_lowercase(),
-            (s, None) => format!("[{n}/{total}] {s:?} {}", step.key).to_lowercase(),
-        },
-        Event::TargetDone {
-            target,
-            teardown_error,
-        } => match teardown_error {
-            Some(err) => format!("target {target}: teardown left something behind: {err}"),
-            None => format!("target {target}: done"),
-        },
-        Event::Finished {
-            status,
-            done,
-            failed,
-            elapsed,
-        } => format!(
-            "campaign {status:?}: {done} steps done, {failed} failed, {} this run",
-            format_duration(*elapsed)
-        )
-        .to_lowercase(),
-    };
-    let _ = writeln!(out, "{line}");
+    let _ = writeln!(out, "{}", e.line());
 }
 
 /// `csdchar report` over the results, each labelled by its target (the first

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
-use csdchar_core::capacity::{CAPACITY_SCHEMA, CapacityResult};
+use csdchar_core::capacity::CapacityResult;
 use csdchar_core::result::block::BlockResult;
 
 pub use opts::{BlockOpts, CapacityOpts, Cli, Command, OutputFormat, SchemaName, UsageError};
@@ -195,47 +195,21 @@ fn run_capacity_command(opts: &CapacityOpts, io: &mut Io<'_>) -> Outcome {
         return Outcome::code(EXIT_USAGE);
     }
     let sysfs = csdchar_devices::Sysfs::from_env();
-    // A path on ZFS, or a dataset's name: the dataset's figures.
-    let dataset = csdchar_devices::zfs::dataset_of(&opts.target).or_else(|| {
-        let name = opts.target.to_string_lossy().into_owned();
-        (!opts.target.exists() && !name.starts_with('/'))
-            .then_some(name)
-            .filter(|n| csdchar_devices::zfs::usage(n).is_ok())
-    });
-    let device = match &dataset {
-        Some(_) => None,
-        None => match sysfs.resolve(&opts.target) {
-            Ok(d) => Some(d),
-            Err(csdchar_devices::ResolveError::Path(m)) => {
-                let _ = writeln!(io.stderr, "error: TARGET: {m}");
-                return Outcome::code(EXIT_USAGE);
-            }
-            Err(e) => {
-                let _ = writeln!(io.stderr, "error: {e}");
-                return Outcome::code(1);
-            }
-        },
+    let target = match csdchar_devices::CapacityTarget::resolve(&sysfs, &opts.target) {
+        Ok(t) => t,
+        Err(e) => {
+            let code = match e {
+                csdchar_devices::ResolveError::Path(_) => EXIT_USAGE,
+                _ => 1,
+            };
+            let _ = match e {
+                csdchar_devices::ResolveError::Path(m) => writeln!(io.stderr, "error: TARGET: {m}"),
+                e => writeln!(io.stderr, "error: {e}"),
+            };
+            return Outcome::code(code);
+        }
     };
-    let take = || -> Result<CapacityResult, String> {
-        let snapshot = match (&dataset, &device) {
-            (Some(d), _) => {
-                let mut s = csdchar_core::capacity::CapacitySnapshot::default();
-                s.add_zfs(csdchar_devices::zfs::usage(d)?);
-                s
-            }
-            (None, Some(dev)) => sysfs.snapshot(dev),
-            (None, None) => unreachable!("a target is a dataset or a device"),
-        };
-        Ok(CapacityResult {
-            schema: CAPACITY_SCHEMA.to_string(),
-            tool: csdchar_core::result::ToolInfo::current(),
-            taken_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
-            target: opts.target.display().to_string(),
-            snapshot,
-            // The file system's own compression, for a path on btrfs.
-            btrfs: csdchar_devices::btrfs::usage(&opts.target).ok().flatten(),
-        })
-    };
+    let take = || target.take(&sysfs, &opts.target);
     let json = opts.output_format == OutputFormat::Json;
     let Some(every) = opts.watch else {
         let r = match take() {

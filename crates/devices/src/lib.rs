@@ -72,6 +72,57 @@ pub fn allocated_bytes(path: &Path) -> std::io::Result<u64> {
     Err(err)
 }
 
+/// What `csdchar capacity` reads for a target: a ZFS dataset (a path on one,
+/// or its name) or the counters of the block device holding the path.
+pub enum CapacityTarget {
+    /// A ZFS dataset, by name.
+    Dataset(String),
+    /// A block device.
+    Device(BlockDevice),
+}
+
+impl CapacityTarget {
+    /// Resolves `target` against `sysfs`: a path on ZFS or a dataset's name
+    /// first, then the block device holding the path.
+    pub fn resolve(sysfs: &Sysfs, target: &Path) -> Result<CapacityTarget, ResolveError> {
+        let dataset = zfs::dataset_of(target).or_else(|| {
+            let name = target.to_string_lossy().into_owned();
+            (!target.exists() && !name.starts_with('/'))
+                .then_some(name)
+                .filter(|n| zfs::usage(n).is_ok())
+        });
+        match dataset {
+            Some(d) => Ok(CapacityTarget::Dataset(d)),
+            None => sysfs.resolve(target).map(CapacityTarget::Device),
+        }
+    }
+
+    /// One reading, as `csdchar capacity` reports it (with btrfs's own
+    /// compression for a path on btrfs).
+    pub fn take(
+        &self,
+        sysfs: &Sysfs,
+        target: &Path,
+    ) -> Result<csdchar_core::capacity::CapacityResult, String> {
+        let snapshot = match self {
+            CapacityTarget::Dataset(d) => {
+                let mut s = CapacitySnapshot::default();
+                s.add_zfs(zfs::usage(d)?);
+                s
+            }
+            CapacityTarget::Device(dev) => sysfs.snapshot(dev),
+        };
+        Ok(csdchar_core::capacity::CapacityResult {
+            schema: csdchar_core::capacity::CAPACITY_SCHEMA.to_string(),
+            tool: csdchar_core::result::ToolInfo::current(),
+            taken_at: csdchar_core::start_at::format_rfc3339_millis(std::time::SystemTime::now()),
+            target: target.display().to_string(),
+            snapshot,
+            btrfs: btrfs::usage(target).ok().flatten(),
+        })
+    }
+}
+
 /// The path itself when it exists, else its nearest existing ancestor (where
 /// a directory about to be created would get its space from).
 pub fn nearest_existing(path: &Path) -> &Path {

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use csdchar_core::fio_job::{JobFilePlan, JobPlan};
+use csdchar_core::result::RunStatus;
 use csdchar_core::result::block::{BlockResult, JobFileJob, JobOptionValue};
 
 use crate::run::{BlockError, RunControl, run_block};
@@ -21,11 +22,61 @@ enum State {
 /// One job's outcome: its result, or why it could not start.
 pub type JobOutcome = Result<BlockResult, BlockError>;
 
-/// Runs every job of `plan`, `force` applied to each. Returns one outcome per
-/// job in plan order; a job that never started (an earlier one failed to
-/// start, or Ctrl-C) is absent from the end. `on_event` hears each start
-/// and end as a line of text.
+/// A job file's run.
+pub struct JobFileRun {
+    /// The results of the jobs that ran, in plan order.
+    pub results: Vec<BlockResult>,
+    /// What to say, in order: each job's start and end, and every error.
+    pub lines: Vec<String>,
+    /// The command's exit code: the first job's that did not complete, an
+    /// error's (2 for a refusal), or 130 after Ctrl-C.
+    pub exit_code: i32,
+}
+
+/// Runs every job of `plan`, `force` applied to each, and gathers what they
+/// gave; a job that never started (an earlier one failed to start, or Ctrl-C)
+/// has no result.
 pub fn run_job_file(
+    plan: &JobFilePlan,
+    file: &str,
+    force: bool,
+    interrupt: &Arc<AtomicBool>,
+) -> JobFileRun {
+    // Lines are gathered: the jobs run on their own threads.
+    let lines = Mutex::new(Vec::new());
+    let say = |l: String| lines.lock().unwrap_or_else(|e| e.into_inner()).push(l);
+    let outcomes = run_jobs(plan, file, force, interrupt, &say);
+    let mut run = JobFileRun {
+        results: Vec::new(),
+        lines: lines.into_inner().unwrap_or_else(|e| e.into_inner()),
+        exit_code: 0,
+    };
+    for o in outcomes.into_iter().flatten() {
+        match o {
+            Ok(r) => {
+                if run.exit_code == 0 {
+                    run.exit_code = crate::run::exit_code(r.status);
+                }
+                if let (RunStatus::IoError, Some(e)) = (r.status, &r.error) {
+                    run.lines.push(format!("error: {}", e.message));
+                }
+                run.results.push(r);
+            }
+            Err(e) => {
+                run.lines.push(format!("error: {e}"));
+                run.exit_code = e.exit_code();
+            }
+        }
+    }
+    if interrupt.load(Ordering::Relaxed) && run.exit_code == 0 {
+        run.exit_code = crate::run::exit_code(RunStatus::Interrupted);
+    }
+    run
+}
+
+/// Runs the jobs; one outcome per job in plan order, None for one that
+/// never started. `on_event` hears each start and end as a line of text.
+fn run_jobs(
     plan: &JobFilePlan,
     file: &str,
     force: bool,
@@ -254,4 +305,53 @@ pub fn load_job_file(
     let sections =
         ini::parse(&shown, &text, &exp, &mut load).map_err(|e| format!("--job-file: {e}"))?;
     plan(&sections, ignore_unsupported).map_err(|e| format!("--job-file {shown}: {e}"))
+}
+
+/// What `--parse-only` prints: each run, its group and what it waits for.
+pub fn describe(plan: &JobFilePlan) -> String {
+    let mut text = String::new();
+    for (i, j) in plan.jobs.iter().enumerate() {
+        let after = if j.after.is_empty() {
+            "starts at once".to_string()
+        } else {
+            format!("after runs {:?}", j.after)
+        };
+        let one = if j.group_reporting {
+            " (reported as one)"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "run {i}: {}; group {}{one}; {after}\n",
+            start_line(j),
+            j.group_id
+        ));
+    }
+    text
+}
+
+/// The notes a job file's run starts with: what was ignored, and each
+/// engine or checksum csdchar runs in place of the one named, once.
+pub fn notes(plan: &JobFilePlan) -> Vec<String> {
+    let mut notes: Vec<String> = plan
+        .ignored
+        .iter()
+        .map(|u| format!("ignored {u}"))
+        .collect();
+    for j in &plan.jobs {
+        let replaced = [
+            j.replaced_engine.as_ref().map(|e| {
+                format!("ioengine={e} runs on io_uring (same offsets, sizes and data; csdchar's engine)")
+            }),
+            j.replaced_verify.as_ref().map(|v| {
+                format!("verify={v} checks every block with crc32c (csdchar's verify header and checksum)")
+            }),
+        ];
+        for n in replaced.into_iter().flatten() {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    notes
 }

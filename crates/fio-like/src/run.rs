@@ -55,6 +55,16 @@ impl BlockError {
     }
 }
 
+/// The exit code of a run that ended with `status`: 0 completed, 1 an I/O
+/// error or failed verification, 130 interrupted (128 + SIGINT).
+pub fn exit_code(status: RunStatus) -> i32 {
+    match status {
+        RunStatus::Completed => 0,
+        RunStatus::Interrupted => 130,
+        RunStatus::IoError | RunStatus::VerifyFailed => 1,
+    }
+}
+
 /// Outside control of a run.
 pub struct RunControl<'a> {
     /// Set by SIGINT/SIGTERM: stop submitting, reap, report.

@@ -20,6 +20,19 @@ pub fn json_pretty<T: serde::Serialize>(result: &T) -> Vec<u8> {
     v
 }
 
+/// The runs of a job file (or one command line) as text: each run's
+/// summary, under its job's name and group when it came from a job file.
+pub fn block_results_text(results: &[BlockResult]) -> Vec<u8> {
+    let mut text = Vec::new();
+    for r in results {
+        if let Some(j) = &r.job_file {
+            text.extend(format!("\njob {} (group {}):\n", j.job, j.group_id).bytes());
+        }
+        text.extend(block_text(r));
+    }
+    text
+}
+
 /// One live line per interval, sysbench-style.
 pub fn interval_line(s: &IntervalSample) -> String {
     let dir = |name: &str, d: &IntervalDirection| {
