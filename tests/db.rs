@@ -209,9 +209,10 @@ fn auto_client_io_picks_the_driver_per_step_and_records_it() {
     if !common::postgres_or_skip() {
         return;
     }
-    use csdchar_dbload::runner::{AUTO_URING_CLIENTS_PER_CORE, uring_probe};
+    use csdchar_dbload::runner::{Transport, uring_probe};
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let many = AUTO_URING_CLIENTS_PER_CORE * cores;
+    // A temporary cluster is reached over its Unix socket.
+    let many = Transport::Unix.auto_rule().uring_from_clients_per_core * cores;
     // A managed cluster allows 100 connections.
     if many > 90 {
         eprintln!(
@@ -253,6 +254,7 @@ fn auto_client_io_picks_the_driver_per_step_and_records_it() {
     };
     assert_eq!(steps[1]["client_io"], expected, "{many} clients");
     for s in steps {
+        assert_eq!(s["transport"], "unix");
         assert!(s["transactions"].as_u64().unwrap() > 0);
     }
 }

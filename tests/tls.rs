@@ -238,6 +238,30 @@ fn every_sslmode_against_a_tls_only_server() {
             "{step}"
         );
         assert!(step["transactions"].as_u64().unwrap() > 100, "{io}: {step}");
+        assert_eq!(step["transport"], "tls", "{step}");
+    }
+    // auto over TLS: the ring from its TCP/TLS count up, with the rule's ring threads.
+    {
+        use csdchar_dbload::runner::{Transport, ring_threads, uring_probe};
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let many = Transport::Tls.auto_rule().uring_from_clients_per_core * cores;
+        if many <= 90 {
+            let n = many.to_string();
+            // run() asks for 2 clients, and --threads adds a step: the last is this one.
+            let (ran, _) = run(&url, &["--client-io", "auto", "--threads", &n]);
+            assert_eq!(ran.outcome.exit_code, 0, "auto: {}", ran.stderr);
+            let v: Value = serde_json::from_str(&ran.stdout).unwrap();
+            let step = v["steps"].as_array().unwrap().last().unwrap().clone();
+            assert_eq!(step["threads"], many as u64, "{step}");
+            if uring_probe().is_ok() {
+                assert_eq!(step["client_io"], "uring", "{step}");
+                let rings = ring_threads(many, cores, Transport::Tls, None) as u64;
+                assert_eq!(step["client_threads"], rings, "{step}");
+            } else {
+                assert_eq!(step["client_io"], "threads", "{step}");
+            }
+            assert_eq!(step["transport"], "tls", "{step}");
+        }
     }
     // TPC-C over TLS: the load (COPY on the control connections) and
     // BenchmarkSQL's statements on the thread driver.
@@ -323,7 +347,9 @@ fn a_server_without_tls_answers_each_mode_as_libpq_says() {
     for mode in ["disable", "allow", "prefer"] {
         let (ran, step) = run(&k.url("127.0.0.1", &format!("sslmode={mode}")), &[]);
         assert_eq!(ran.outcome.exit_code, 0, "{mode}: {}", ran.stderr);
-        assert_eq!(step.unwrap()["tls_protocol"], Value::Null, "{mode}: plain");
+        let step = step.unwrap();
+        assert_eq!(step["tls_protocol"], Value::Null, "{mode}: plain");
+        assert_eq!(step["transport"], "tcp", "{mode}");
     }
     // Any root file lets verify-* get as far as asking.
     let d = tempfile::tempdir().unwrap();

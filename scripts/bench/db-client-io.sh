@@ -11,29 +11,39 @@
 #   env: ROUNDS=3 TIME=10 THREADS="8 16 64" CLIENTS="1 8 32" TABLES=4 TABLE_SIZE=100000 SCALE=20
 #        WORKLOADS="oltp_read_write oltp_read_only oltp_point_select" RSS_CLIENTS=1000
 #        CLIENT_THREADS= (uring driver threads; default one per 32 clients, at most one per core)
-#        ONLY=sysbench|tpcb|rss
+#        ONLY=sysbench|tpcb|rss  TRANSPORT=unix|tcp (tcp: the cluster listens on 127.0.0.1 and every
+#        client, csdchar and peer, connects there with the cluster's password; unix: its socket)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}; TIME=${TIME:-10}; THREADS=${THREADS:-8 16 64}; CLIENTS=${CLIENTS:-1 8 32}
 TABLES=${TABLES:-4}; TABLE_SIZE=${TABLE_SIZE:-100000}; SCALE=${SCALE:-20}
 WORKLOADS=${WORKLOADS:-oltp_read_write oltp_read_only oltp_point_select}
-RSS_CLIENTS=${RSS_CLIENTS:-1000}; ONLY=${ONLY:-}
+RSS_CLIENTS=${RSS_CLIENTS:-1000}; ONLY=${ONLY:-}; TRANSPORT=${TRANSPORT:-unix}
 command -v sysbench >/dev/null || { apt-get update -qq && apt-get install -y -qq sysbench >/dev/null; }
 cargo build --release -q -p csdchar-cli
 CSD=$PWD/target/release/csdchar
 DIR=$(mktemp -d /var/tmp/csdchar-clientio.XXXX)
 [ "$(id -u)" = 0 ] && chown postgres "$DIR"
 PGDATA=$DIR/pgdata
-"$CSD" db prepare --pgdata "$PGDATA" --keep-running --tables "$TABLES" --table-size "$TABLE_SIZE" \
+LISTEN=(); [ "$TRANSPORT" = tcp ] && LISTEN=(--listen 127.0.0.1)
+"$CSD" db prepare --pgdata "$PGDATA" "${LISTEN[@]}" --keep-running --tables "$TABLES" --table-size "$TABLE_SIZE" \
   --pg-set shared_buffers=512MB --pg-set max_connections=$((RSS_CLIENTS + 100)) \
   --pg-set max_wal_size=4GB --pg-set checkpoint_timeout=30min >/dev/null
 PORT=$(sed -n 4p "$PGDATA/postmaster.pid")
-# Managed clusters listen on their private Unix socket only; every client uses it.
-SOCK=$(sed -n 5p "$PGDATA/postmaster.pid")
+if [ "$TRANSPORT" = tcp ]; then
+  # --listen: password authentication on 127.0.0.1 (the cluster's generated password).
+  SOCK=127.0.0.1
+  PGPASSWORD=$(cut -d: -f5 "$PGDATA/csdchar-password"); export PGPASSWORD
+  URL="host=127.0.0.1 port=$PORT user=postgres password=$PGPASSWORD dbname=postgres sslmode=disable"
+  export PGSSLMODE=disable
+else
+  # Managed clusters listen on their private Unix socket only; every client uses it.
+  SOCK=$(sed -n 5p "$PGDATA/postmaster.pid")
+  URL="host=$SOCK port=$PORT user=postgres dbname=postgres"
+fi
 BIN=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 stop() { if [ "$(id -u)" = 0 ]; then su postgres -c "$BIN/pg_ctl stop -m fast -D $PGDATA" >/dev/null; else "$BIN/pg_ctl" stop -m fast -D "$PGDATA" >/dev/null; fi; rm -rf "$DIR"; }
 trap stop EXIT
-URL="host=$SOCK port=$PORT user=postgres dbname=postgres"
 export PGHOST=$SOCK PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 # --client-threads is the ring driver's: passed with --client-io uring only.
 ct() { [ "$1" = uring ] && [ -n "${CLIENT_THREADS:-}" ] && echo "--client-threads $CLIENT_THREADS"; true; }

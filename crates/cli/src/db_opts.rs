@@ -408,12 +408,14 @@ pub struct RunArgs {
     pub start_at: Option<std::time::SystemTime>,
     /// How the clients' connections are driven: threads (one OS thread and blocking socket per
     /// client), uring (a few threads, each with one io_uring and many connections; same
-    /// statements, order and counting) or auto (uring from 8 clients per core up where the
-    /// kernel allows it, threads below, per step).
+    /// statements, order and counting) or auto (per step, by client count and transport: uring
+    /// from 8 clients per core over a Unix socket or TCP, from 4 over TLS, where the kernel
+    /// allows it; threads below).
     #[arg(long, value_enum, default_value = "auto", env = "CSDCHAR_CLIENT_IO")]
     pub client_io: ClientIoArg,
-    /// The io_uring driver's threads, each with one ring (default: one per 32 clients, at most one
-    /// per core); for --client-io uring, and auto where it picks uring.
+    /// The io_uring driver's threads, each with one ring (default: one per 32 clients over a Unix
+    /// socket, 8 over TCP, 4 over TLS, at most one per core); for --client-io uring, and auto
+    /// where it picks uring.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub client_threads: Option<u32>,
 }

@@ -137,6 +137,15 @@ impl ConnTarget {
                 .any(|h| matches!(h, Host::Tcp(_)))
     }
 
+    /// What the clients' connections go over before TLS: the first host's kind
+    /// (connections go to the first host that accepts, which for one host is it).
+    pub fn transport(&self) -> crate::runner::Transport {
+        match self.config.get_hosts().first() {
+            Some(Host::Unix(_)) => crate::runner::Transport::Unix,
+            _ => crate::runner::Transport::Tcp,
+        }
+    }
+
     /// The TLS settings (sslmode and its files).
     pub fn tls(&self) -> &crate::tls::TlsSettings {
         &self.tls

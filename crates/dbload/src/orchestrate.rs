@@ -813,6 +813,7 @@ fn db_step(
             .collect(),
         client_io: Some(out.client_io.name().to_string()),
         client_threads: out.driver_threads,
+        transport: Some(out.transport.name().to_string()),
         tls_protocol: out.tls.as_ref().map(|t| t.0.clone()),
         tls_cipher: out.tls.as_ref().map(|t| t.1.clone()),
         before,

@@ -410,6 +410,8 @@ pub struct OltpOutcome {
     pub client_io: ClientIo,
     /// io_uring driver threads the clients ran on; None on the threads driver.
     pub driver_threads: Option<u32>,
+    /// What the clients' connections travelled over (it decides [`ClientIo::Auto`]).
+    pub transport: Transport,
     /// The TLS protocol and cipher the clients' connections negotiated; None for plain ones.
     pub tls: Option<(String, String)>,
     /// Whether the step started: false when interrupted while waiting for
@@ -583,9 +585,9 @@ pub(crate) enum ClientEnd {
 /// How the clients' connections are driven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClientIo {
-    /// [`ClientIo::Uring`] from [`AUTO_URING_CLIENTS_PER_CORE`] clients per core up where
-    /// the kernel allows io_uring, [`ClientIo::Threads`] otherwise: each where it measured
-    /// faster (BENCHMARKS.md, issue 18).
+    /// [`ClientIo::Uring`] from the transport's [`AutoRule`] client count up where the
+    /// kernel allows io_uring, [`ClientIo::Threads`] otherwise: each where it measured
+    /// faster (BENCHMARKS.md, issues 18 and 29).
     #[default]
     Auto,
     /// One OS thread per connection, blocking reads and writes ([`crate::wire`]).
@@ -594,11 +596,77 @@ pub enum ClientIo {
     Uring,
 }
 
-/// [`ClientIo::Auto`] picks io_uring from this many clients per core up. On the 2-core
-/// benchmark machine the ring driver's TPS was 1.00–1.04x the thread driver's at 16 clients
-/// and 1.07–1.24x at 32 and 64 (sysbench's three workloads), but 0.90x at 8 for read_only
-/// and point_select, where one ring thread is one runnable task among as many busy backends.
-pub const AUTO_URING_CLIENTS_PER_CORE: usize = 8;
+/// What the clients' connections travel over. [`ClientIo::Auto`]'s choice
+/// depends on it: a statement's kernel work differs between a Unix socket and
+/// TCP, and TLS adds the client's own encryption.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A Unix-domain socket (managed clusters, `host=/dir`).
+    Unix,
+    /// TCP without TLS.
+    Tcp,
+    /// TCP with TLS.
+    Tls,
+}
+
+impl Transport {
+    /// The name results record: "unix", "tcp" or "tls".
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Unix => "unix",
+            Transport::Tcp => "tcp",
+            Transport::Tls => "tls",
+        }
+    }
+
+    /// [`ClientIo::Auto`]'s rule for this transport.
+    pub fn auto_rule(self) -> AutoRule {
+        match self {
+            Transport::Unix => AUTO_RULE_UNIX,
+            Transport::Tcp => AUTO_RULE_TCP,
+            Transport::Tls => AUTO_RULE_TLS,
+        }
+    }
+}
+
+/// When [`ClientIo::Auto`] takes io_uring, and how many ring threads it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AutoRule {
+    /// io_uring from this many clients per core up; one thread per client below.
+    pub uring_from_clients_per_core: usize,
+    /// One ring thread per this many clients (at most one per core), unless
+    /// `--client-threads` says otherwise.
+    pub clients_per_ring: usize,
+}
+
+/// Over a Unix socket (BENCHMARKS.md, issue 18, 2 cores): the ring's TPS was 1.00–1.04x the
+/// thread driver's at 16 clients and 1.07–1.24x at 32 and 64 (sysbench's three workloads), but
+/// 0.90x at 8 for read_only and point_select, where one ring thread is one runnable task
+/// among as many busy backends; a second ring below 64 clients cost CPU per transaction
+/// without adding TPS.
+pub const AUTO_RULE_UNIX: AutoRule = AutoRule {
+    uring_from_clients_per_core: 8,
+    clients_per_ring: 32,
+};
+
+/// Over TCP (BENCHMARKS.md, issue 29, 2 cores): a send costs the sender the receiver's whole
+/// TCP receive path and its wake-up (loopback), so one ring thread saturates sooner than on a
+/// socket: at 16 and 32 clients two rings gave 5–20% more TPS than one for point_select and
+/// read_only, and were at or above the thread driver. At 8 clients the thread driver's TPS was
+/// above one ring's (0.81–0.88x) and, in most rounds, two rings' (0.87–1.06x).
+pub const AUTO_RULE_TCP: AutoRule = AutoRule {
+    uring_from_clients_per_core: 8,
+    clients_per_ring: 8,
+};
+
+/// Over TLS (BENCHMARKS.md, issues 29 and 31, 2 cores): each statement also costs the
+/// client its encryption, which the ring's fewer wake-ups leave more room for: at 8 clients
+/// two rings had 0.98–1.11x the thread driver's TPS (tpcb, oltp_read_write) at 0.80–0.95x its
+/// CPU per transaction.
+pub const AUTO_RULE_TLS: AutoRule = AutoRule {
+    uring_from_clients_per_core: 4,
+    clients_per_ring: 4,
+};
 
 impl ClientIo {
     /// The name results record: "auto", "threads" or "uring".
@@ -610,18 +678,21 @@ impl ClientIo {
         }
     }
 
-    /// The driver for `clients` clients on `cores` cores: [`ClientIo::Auto`]
-    /// decided (io_uring only where `uring_usable` says so, asked only when
-    /// the count would pick it), the others as they are.
+    /// The driver for `clients` clients on `cores` cores over `transport`:
+    /// [`ClientIo::Auto`] decided by the transport's [`AutoRule`] (io_uring
+    /// only where `uring_usable` says so, asked only when the count would
+    /// pick it), the others as they are.
     pub fn resolve(
         self,
         clients: usize,
         cores: usize,
+        transport: Transport,
         uring_usable: impl FnOnce() -> bool,
     ) -> ClientIo {
+        let rule = transport.auto_rule();
         match self {
             ClientIo::Auto
-                if clients >= AUTO_URING_CLIENTS_PER_CORE * cores.max(1) && uring_usable() =>
+                if clients >= rule.uring_from_clients_per_core * cores.max(1) && uring_usable() =>
             {
                 ClientIo::Uring
             }
@@ -631,13 +702,34 @@ impl ClientIo {
     }
 }
 
+/// The io_uring driver's thread count for `clients` clients on `cores` cores over
+/// `transport`: `asked` (`--client-threads`) or one per the transport's
+/// [`AutoRule::clients_per_ring`], at most one per core; never more than the clients.
+/// Fewer, fuller rings batch more replies per wake-up and leave the cores to the server
+/// (issue 18: over a socket one thread for 8 clients cost 0.6x the client CPU per
+/// transaction of two).
+pub fn ring_threads(
+    clients: usize,
+    cores: usize,
+    transport: Transport,
+    asked: Option<usize>,
+) -> usize {
+    asked
+        .unwrap_or_else(|| {
+            clients
+                .div_ceil(transport.auto_rule().clients_per_ring)
+                .min(cores)
+        })
+        .clamp(1, clients.max(1))
+}
+
 /// The client driver of a run: [`run_with`]'s choice (the default: [`ClientIo::Auto`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClientIoSettings {
     /// Threads, io_uring, or by the client count.
     pub client_io: ClientIo,
-    /// io_uring: driver threads (each with one ring); None: one per 32
-    /// clients, at most one per core.
+    /// io_uring: driver threads (each with one ring); None: [`ring_threads`]'s
+    /// default for the transport.
     pub client_threads: Option<usize>,
 }
 
@@ -753,9 +845,13 @@ pub async fn run_with(
     } else {
         None
     };
+    let transport = match (&tls, shared.target.transport()) {
+        (Some(_), _) => Transport::Tls,
+        (None, t) => t,
+    };
     let driver = io
         .client_io
-        .resolve(clients, cores, || uring_probe().is_ok());
+        .resolve(clients, cores, transport, || uring_probe().is_ok());
     let mut driver_threads = None;
     let spawned = match driver {
         ClientIo::Threads => (0..clients).try_for_each(|i| {
@@ -787,14 +883,7 @@ pub async fn run_with(
         }),
         ClientIo::Auto => unreachable!("resolved above"),
         ClientIo::Uring => {
-            // Default: one ring thread per 32 clients, at most one per core.
-            // Fewer, fuller rings batch more replies per wake-up and leave the
-            // cores to the server (BENCHMARKS.md, issue 18: one thread for 8
-            // clients cost 0.6x the client CPU per transaction of two).
-            let n = io
-                .client_threads
-                .unwrap_or_else(|| clients.div_ceil(32).min(cores))
-                .clamp(1, clients.max(1));
+            let n = ring_threads(clients, cores, transport, io.client_threads);
             driver_threads = Some(n as u32);
             // Clients are dealt out evenly: thread t drives clients t, t+n, t+2n, …
             (0..n).try_for_each(|t| {
@@ -947,6 +1036,7 @@ pub async fn run_with(
         io,
         client_io: driver,
         driver_threads,
+        transport,
         tls,
         started,
     })
@@ -1378,19 +1468,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auto_picks_uring_from_8_clients_per_core_where_usable() {
+    fn auto_picks_uring_by_transport_and_client_count_where_usable() {
         use ClientIo::*;
+        use Transport::*;
         let (yes, no) = (|| true, || false);
-        assert_eq!(Auto.resolve(15, 2, yes), Threads);
-        assert_eq!(Auto.resolve(16, 2, yes), Uring);
-        assert_eq!(Auto.resolve(1000, 2, no), Threads);
-        assert_eq!(Auto.resolve(8, 1, yes), Uring);
-        assert_eq!(Auto.resolve(8, 0, yes), Uring);
-        assert_eq!(Threads.resolve(1000, 2, yes), Threads);
-        assert_eq!(Uring.resolve(1, 64, no), Uring);
-        // Below the count the kernel is not asked.
-        assert_eq!(Auto.resolve(1, 2, || panic!("probed")), Threads);
+        for t in [Unix, Tcp, Tls] {
+            let from = t.auto_rule().uring_from_clients_per_core;
+            assert_eq!(Auto.resolve(2 * from - 1, 2, t, yes), Threads, "{t:?}");
+            assert_eq!(Auto.resolve(2 * from, 2, t, yes), Uring, "{t:?}");
+            assert_eq!(Auto.resolve(from, 1, t, yes), Uring, "{t:?}");
+            assert_eq!(Auto.resolve(from, 0, t, yes), Uring, "{t:?}");
+            assert_eq!(Auto.resolve(1000, 2, t, no), Threads, "{t:?}");
+            assert_eq!(Threads.resolve(1000, 2, t, yes), Threads);
+            assert_eq!(Uring.resolve(1, 64, t, no), Uring);
+            // Below the count the kernel is not asked.
+            assert_eq!(Auto.resolve(1, 2, t, || panic!("probed")), Threads);
+        }
         assert_eq!(Auto.name(), "auto");
+        assert_eq!(Tls.name(), "tls");
+    }
+
+    #[test]
+    fn ring_threads_follow_the_transport_the_cores_and_the_ask() {
+        use Transport::*;
+        // A socket: one ring up to 32 clients.
+        assert_eq!(ring_threads(16, 2, Unix, None), 1);
+        assert_eq!(ring_threads(33, 2, Unix, None), 2);
+        assert_eq!(ring_threads(1000, 2, Unix, None), 2);
+        // TCP and TLS: one ring per few clients, at most one per core.
+        for t in [Tcp, Tls] {
+            let per = t.auto_rule().clients_per_ring;
+            assert_eq!(ring_threads(per, 4, t, None), 1);
+            assert_eq!(ring_threads(per + 1, 4, t, None), 2);
+            assert_eq!(ring_threads(1000, 2, t, None), 2);
+        }
+        // Asked for: as asked, but never more threads than clients, nor none.
+        assert_eq!(ring_threads(16, 2, Unix, Some(4)), 4);
+        assert_eq!(ring_threads(3, 2, Tcp, Some(8)), 3);
+        assert_eq!(ring_threads(0, 2, Tcp, Some(0)), 1);
     }
 
     #[test]

@@ -880,7 +880,6 @@ fn decrypt(
     inbuf: &mut InBuf,
 ) -> Result<(), String> {
     use std::io::Read;
-    let mut plain = [0u8; 16 * 1024];
     while !cipher.is_empty() {
         if tls.read_tls(&mut cipher).map_err(|e| format!("TLS: {e}"))? == 0 {
             break;
@@ -888,14 +887,17 @@ fn decrypt(
         let state = tls.process_new_packets().map_err(|e| format!("TLS: {e}"))?;
         let mut left = state.plaintext_bytes_to_read();
         while left > 0 {
+            // Straight into the reply buffer: no bounce buffer to clear and copy.
+            let spare = inbuf.spare_at_least(left.min(16 * 1024));
+            let room = left.min(spare.len());
             let n = tls
                 .reader()
-                .read(&mut plain[..left.min(16 * 1024)])
+                .read(&mut spare[..room])
                 .map_err(|e| format!("TLS: {e}"))?;
             if n == 0 {
                 break;
             }
-            inbuf.extend(&plain[..n]);
+            inbuf.filled(n);
             left -= n;
         }
     }

@@ -598,6 +598,20 @@ impl InBuf {
         &mut self.buf[self.end..]
     }
 
+    /// Free space to receive into, at least `n` bytes (the buffer grows when
+    /// moving the data to the front does not make room).
+    pub(crate) fn spare_at_least(&mut self, n: usize) -> &mut [u8] {
+        if self.buf.len() - self.end < n {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.buf.len() - self.end < n {
+                self.buf.resize((self.end + n).next_power_of_two(), 0);
+            }
+        }
+        &mut self.buf[self.end..]
+    }
+
     /// Appends received bytes (from a provided buffer).
     pub(crate) fn extend(&mut self, data: &[u8]) {
         let mut data = data;
@@ -935,6 +949,24 @@ pub(crate) fn error_fields(body: &[u8]) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spare_at_least_moves_then_grows_and_keeps_what_is_buffered() {
+        let mut b = InBuf::new(16);
+        // A whole 9-byte message (tag, length 8, 4 bytes) and the start of the next.
+        b.extend(&[b'D', 0, 0, 0, 8, 1, 2, 3, 4, b'C', 0, 0]);
+        assert!(b.has_message().unwrap());
+        b.consume();
+        // 4 bytes free at the end; moving the 3 buffered to the front frees 13.
+        assert_eq!(b.spare_at_least(10).len(), 13);
+        // More than the buffer holds: it grows, and the 3 bytes stay first.
+        let s = b.spare_at_least(100);
+        assert!(s.len() >= 100);
+        s[..3].copy_from_slice(&[0, 5, b'x']);
+        b.filled(3);
+        assert!(b.has_message().unwrap());
+        assert_eq!(b.message(), (b'C', &b"x"[..]));
+    }
 
     #[test]
     fn command_tags_give_counts_and_kind() {

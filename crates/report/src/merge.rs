@@ -223,6 +223,13 @@ pub fn merge_db_step(of: &[(usize, &DbStep)], spec: &DbSpec) -> Result<DbStep, M
         });
     }
     let any_tpc = of.iter().any(|(_, s)| s.tpm_total.is_some());
+    // A text field the hosts' steps agree on, or none.
+    let same = |f: fn(&DbStep) -> &Option<String>| {
+        of.iter()
+            .all(|(_, s)| f(s) == f(first))
+            .then(|| f(first).clone())
+            .flatten()
+    };
     Ok(DbStep {
         threads: of.iter().map(|(_, s)| s.threads).sum(),
         elapsed_s,
@@ -248,28 +255,17 @@ pub fn merge_db_step(of: &[(usize, &DbStep)], spec: &DbSpec) -> Result<DbStep, M
         io: first.io.clone(),
         latency,
         intervals,
-        // Hosts may have driven their clients differently; then it is not one driver.
-        client_io: of
-            .iter()
-            .all(|(_, s)| s.client_io == first.client_io)
-            .then(|| first.client_io.clone())
-            .flatten(),
+        // Hosts may have driven their clients differently (or connected or
+        // negotiated differently); then there is no one figure.
+        client_io: same(|s| &s.client_io),
         // The hosts' driver threads together, when every host ran on io_uring.
         client_threads: of
             .iter()
             .map(|(_, s)| s.client_threads)
             .sum::<Option<u32>>(),
-        // Hosts that negotiated differently have no one figure.
-        tls_protocol: of
-            .iter()
-            .all(|(_, s)| s.tls_protocol == first.tls_protocol)
-            .then(|| first.tls_protocol.clone())
-            .flatten(),
-        tls_cipher: of
-            .iter()
-            .all(|(_, s)| s.tls_cipher == first.tls_cipher)
-            .then(|| first.tls_cipher.clone())
-            .flatten(),
+        transport: same(|s| &s.transport),
+        tls_protocol: same(|s| &s.tls_protocol),
+        tls_cipher: same(|s| &s.tls_cipher),
         before: first.before.clone(),
         after: first.after.clone(),
     })

@@ -111,12 +111,13 @@ pub struct DbSpec {
     pub start_at: Option<String>,
     /// How the clients' connections were to be driven (`--client-io`): "threads" (one OS thread
     /// and blocking socket per client, like sysbench and pgbench), "uring" (a few threads, each
-    /// with one io_uring and many connections) or "auto" (by each step's client count; the
-    /// step's `client_io` says which). Absent in results written before the choice existed.
+    /// with one io_uring and many connections) or "auto" (by each step's client count and
+    /// transport; the step's `client_io` and `transport` say which). Absent in results written before the choice existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_io: Option<String>,
     /// io_uring driver threads asked for (`--client-threads`); absent: the default (one per
-    /// 32 clients, at most one per core). Each step's `client_threads` says what it ran on.
+    /// 32 clients over a Unix socket, 8 over TCP, 4 over TLS, at most one per core). Each step's
+    /// `client_threads` says what it ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_threads: Option<u32>,
 }
@@ -193,6 +194,11 @@ pub struct DbStep {
     /// the threads driver (one OS thread per client) or in results written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_threads: Option<u32>,
+    /// What the clients' connections travelled over: "unix" (a Unix socket), "tcp" or "tls"
+    /// (TCP with TLS). `spec.client_io` "auto" decides by it (the ring's advantage differs per
+    /// transport). Absent in results written before the choice depended on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
     /// The TLS protocol the clients' connections negotiated (e.g. "TLSv1.3"); absent for plain
     /// connections and in results written before csdchar spoke TLS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
