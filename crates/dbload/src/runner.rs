@@ -642,8 +642,8 @@ pub struct AutoRule {
 /// Over a Unix socket (BENCHMARKS.md, issue 18, 2 cores): the ring's TPS was 1.00–1.04x the
 /// thread driver's at 16 clients and 1.07–1.24x at 32 and 64 (sysbench's three workloads), but
 /// 0.90x at 8 for read_only and point_select, where one ring thread is one runnable task
-/// among as many busy backends; a second ring below 64 clients cost CPU per transaction
-/// without adding TPS.
+/// among as many busy backends; a second ring below 64 clients added some TPS at 16 but
+/// pushed CPU per transaction past half of sysbench's. The issue 29 sweep agrees from 16 up.
 pub const AUTO_RULE_UNIX: AutoRule = AutoRule {
     uring_from_clients_per_core: 8,
     clients_per_ring: 32,
@@ -651,7 +651,7 @@ pub const AUTO_RULE_UNIX: AutoRule = AutoRule {
 
 /// Over TCP (BENCHMARKS.md, issue 29, 2 cores): a send costs the sender the receiver's whole
 /// TCP receive path and its wake-up (loopback), so one ring thread saturates sooner than on a
-/// socket: at 16 and 32 clients two rings gave 5–20% more TPS than one for point_select and
+/// socket: at 16 and 32 clients two rings gave 3–20% more TPS than one for point_select and
 /// read_only, and were at or above the thread driver. At 8 clients the thread driver's TPS was
 /// above one ring's (0.81–0.88x) and, in most rounds, two rings' (0.87–1.06x).
 pub const AUTO_RULE_TCP: AutoRule = AutoRule {
@@ -659,10 +659,9 @@ pub const AUTO_RULE_TCP: AutoRule = AutoRule {
     clients_per_ring: 8,
 };
 
-/// Over TLS (BENCHMARKS.md, issues 29 and 31, 2 cores): each statement also costs the
-/// client its encryption, which the ring's fewer wake-ups leave more room for: at 8 clients
-/// two rings had 0.98–1.11x the thread driver's TPS (tpcb, oltp_read_write) at 0.80–0.95x its
-/// CPU per transaction.
+/// Over TLS (BENCHMARKS.md, issues 29 and 31, 2 cores): at 8 clients two rings had
+/// 0.98–1.11x the thread driver's TPS (tpcb, oltp_read_write, 3 rounds each) at 0.80–0.95x
+/// its CPU per transaction, where over plain TCP the thread driver was ahead.
 pub const AUTO_RULE_TLS: AutoRule = AutoRule {
     uring_from_clients_per_core: 4,
     clients_per_ring: 4,
