@@ -123,6 +123,12 @@ fn run(url: &str, extra: &[&str]) -> (common::Ran, Option<Value>) {
     (ran, step)
 }
 
+/// Every step of a run's JSON result.
+fn steps_of(ran: &common::Ran) -> Vec<Value> {
+    let v: Value = serde_json::from_str(&ran.stdout).unwrap();
+    v["steps"].as_array().unwrap().clone()
+}
+
 fn ok_over_tls(url: &str) -> Value {
     let (ran, step) = run(url, &[]);
     assert_eq!(ran.outcome.exit_code, 0, "{url}: {}", ran.stderr);
@@ -228,17 +234,21 @@ fn every_sslmode_against_a_tls_only_server() {
     // Both drivers: the io_uring client encrypts into its sends and decrypts
     // what its receives bring.
     let url = k.url("127.0.0.1", "sslmode=require");
+    // run() asks for 2 clients and --threads adds a step of 8: both on the driver.
     for io in ["threads", "uring"] {
-        let (ran, step) = run(&url, &["--client-io", io, "--threads", "8"]);
+        let (ran, _) = run(&url, &["--client-io", io, "--threads", "8"]);
         assert_eq!(ran.outcome.exit_code, 0, "{io}: {}", ran.stderr);
-        let step = step.unwrap();
-        assert_eq!(step["client_io"], io, "{step}");
-        assert!(
-            step["tls_protocol"].as_str().unwrap().starts_with("TLSv1."),
-            "{step}"
-        );
-        assert!(step["transactions"].as_u64().unwrap() > 100, "{io}: {step}");
-        assert_eq!(step["transport"], "tls", "{step}");
+        let steps = steps_of(&ran);
+        assert_eq!(steps.last().unwrap()["threads"], 8);
+        for step in &steps {
+            assert_eq!(step["client_io"], io, "{step}");
+            assert!(
+                step["tls_protocol"].as_str().unwrap().starts_with("TLSv1."),
+                "{step}"
+            );
+            assert!(step["transactions"].as_u64().unwrap() > 100, "{io}: {step}");
+            assert_eq!(step["transport"], "tls", "{step}");
+        }
     }
     // auto over TLS: the ring from its TCP/TLS count up, with the rule's ring threads.
     {
@@ -250,8 +260,7 @@ fn every_sslmode_against_a_tls_only_server() {
             // run() asks for 2 clients, and --threads adds a step: the last is this one.
             let (ran, _) = run(&url, &["--client-io", "auto", "--threads", &n]);
             assert_eq!(ran.outcome.exit_code, 0, "auto: {}", ran.stderr);
-            let v: Value = serde_json::from_str(&ran.stdout).unwrap();
-            let step = v["steps"].as_array().unwrap().last().unwrap().clone();
+            let step = steps_of(&ran).pop().unwrap();
             assert_eq!(step["threads"], many as u64, "{step}");
             if uring_probe().is_ok() {
                 assert_eq!(step["client_io"], "uring", "{step}");
