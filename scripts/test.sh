@@ -85,12 +85,14 @@ phase "tests"
 cargo test --workspace --locked
 # The tests that drive the measured loop once more with every run on the io_uring client
 # driver (`--client-io uring`; auto picks threads at their client counts): both drivers pass
-# the same tests. Tests that run no workload (bad input, report, merge) are not repeated.
+# the same tests. Tests that run no workload (bad input, report, merge) are not repeated, nor
+# privileged.rs's block-device tests (only its fillfactor studies run a database client).
 phase "tests on the io_uring driver"
 CSDCHAR_CLIENT_IO=uring cargo test --locked --test db --test db_library --test db_safety \
   --test dialect --test runner --test tpcb --test tpcc --test tpcc_cli --test tpcc_statements \
   --test pgio --test pgio_cli \
-  --test opengauss_auth --test campaign_cli --test privileged
+  --test opengauss_auth --test campaign_cli
+CSDCHAR_CLIENT_IO=uring cargo test --locked --test privileged -- study
 # Every criterion bench once, in the test build (criterion's test mode: each benchmark runs
 # once and must not fail): the block engine on a loop device the bench sets up itself (root),
 # one db client exchange on a managed cluster, the generators and the estimator. Figures
