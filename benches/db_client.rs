@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
-use csdchar_dbload::conn::{ConnTarget, ProcessEnv};
-use csdchar_dbload::oltp::{self, OltpSpec};
-use csdchar_dbload::wire::{Param, WireConn};
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
+use csdchar_pgwire::conn::{ConnTarget, ProcessEnv};
+use csdchar_pgwire::message::Param;
+use csdchar_pgwire::wire::WireConn;
+use csdchar_workloads::oltp::{self, OltpSpec};
 
 const ROWS: u64 = 10_000;
 

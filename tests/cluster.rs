@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster, PgBinaries};
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster, PgBinaries};
 
 mod common;
 use common::psql;

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType, expected_counts, transaction_plan};
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
-use csdchar_dbload::oltp::{self, OltpSpec};
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
+use csdchar_workloads::oltp::{self, OltpSpec};
 
 mod common;
 use common::psql;
@@ -209,10 +209,11 @@ fn auto_client_io_picks_the_driver_per_step_and_records_it() {
     if !common::postgres_or_skip() {
         return;
     }
-    use csdchar_dbload::runner::{Transport, uring_probe};
+    use csdchar_dbloop::runner::{AutoRule, uring_probe};
+    use csdchar_pgwire::conn::Transport;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // A temporary cluster is reached over its Unix socket.
-    let many = Transport::Unix.auto_rule().uring_from_clients_per_core * cores;
+    let many = AutoRule::of(Transport::Unix).uring_from_clients_per_core * cores;
     // A managed cluster allows 100 connections.
     if many > 90 {
         eprintln!(
@@ -546,8 +547,9 @@ fn reconnect_resumes_after_backends_are_terminated() {
 
 #[test]
 fn passwords_md5_and_scram_authenticate_and_never_show() {
-    use csdchar_dbload::conn::{ConnTarget, ProcessEnv};
-    use csdchar_dbload::wire::{WireConn, WireError};
+    use csdchar_pgwire::conn::{ConnTarget, ProcessEnv};
+    use csdchar_pgwire::message::WireError;
+    use csdchar_pgwire::wire::WireConn;
     if !common::postgres_or_skip() {
         return;
     }
@@ -605,7 +607,7 @@ fn passwords_md5_and_scram_authenticate_and_never_show() {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let info = format!("{base} user={user} password={pw}");
         assert!(
-            rt.block_on(csdchar_dbload::conn::connect(&info)).is_ok(),
+            rt.block_on(csdchar_pgwire::conn::connect(&info)).is_ok(),
             "{user}"
         );
     }
@@ -728,16 +730,16 @@ fn protocol_351_is_negotiated_down_by_postgresql() {
     let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
     let conninfo = cluster.conninfo("postgres");
     let target =
-        csdchar_dbload::conn::ConnTarget::parse(&conninfo, &csdchar_dbload::conn::ProcessEnv)
+        csdchar_pgwire::conn::ConnTarget::parse(&conninfo, &csdchar_pgwire::conn::ProcessEnv)
             .unwrap();
-    csdchar_dbload::auth::remember_351(&target.describe());
+    csdchar_pgwire::auth::remember_351(&target.describe());
     assert_eq!(
-        csdchar_dbload::auth::protocol_for(&target.describe()),
-        csdchar_dbload::auth::PROTOCOL_3_51
+        csdchar_pgwire::auth::protocol_for(&target.describe()),
+        csdchar_pgwire::auth::PROTOCOL_3_51
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
     let version: String = rt.block_on(async {
-        let client = csdchar_dbload::conn::connect(&conninfo).await.unwrap();
+        let client = csdchar_pgwire::conn::connect(&conninfo).await.unwrap();
         client
             .query_one("SELECT current_setting('server_version_num')", &[])
             .await
@@ -745,7 +747,7 @@ fn protocol_351_is_negotiated_down_by_postgresql() {
             .get(0)
     });
     assert!(version.parse::<u32>().unwrap() >= 90000, "{version}");
-    let mut wire = csdchar_dbload::wire::WireConn::connect(&target, None).unwrap();
+    let mut wire = csdchar_pgwire::wire::WireConn::connect(&target, None).unwrap();
     let reply = wire.simple("SELECT 1").unwrap();
     assert!(reply.error.is_none());
     assert_eq!(reply.completed.len(), 1);

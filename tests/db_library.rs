@@ -8,16 +8,16 @@ use std::time::Duration;
 
 use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
 use csdchar_core::result::db::DbStep;
-use csdchar_dbload::bench::Bench;
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
 use csdchar_dbload::job::{DbJob, LoadSettings, Requested, RunPlan};
-use csdchar_dbload::oltp::{OltpInterval, OltpSpec};
 use csdchar_dbload::orchestrate::{
     self, DbNote, DbObserver, JobError, LoadError, LoadProgress, LoadReport, Quiet, Refusal,
 };
-use csdchar_dbload::runner::Protocol;
 use csdchar_dbload::session::{self, DbServer, ServerChoice, ServerSource};
-use csdchar_dbload::tpcb;
+use csdchar_dbloop::runner::Protocol;
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
+use csdchar_workloads::bench::Bench;
+use csdchar_workloads::oltp::{OltpInterval, OltpSpec};
+use csdchar_workloads::tpcb;
 
 mod common;
 use common::psql;
@@ -59,7 +59,7 @@ fn job() -> DbJob {
             io_sampling: true,
             start_at: None,
             // The driver the CLI takes from CSDCHAR_CLIENT_IO too.
-            client_io: csdchar_dbload::runner::ClientIoSettings {
+            client_io: csdchar_dbloop::runner::ClientIoSettings {
                 client_io: common::client_io(),
                 client_threads: None,
             },

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 
 mod common;
 use common::psql;

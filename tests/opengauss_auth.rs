@@ -9,10 +9,10 @@
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
-use csdchar_dbload::auth;
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
-use csdchar_dbload::conn::{ConnTarget, Env};
-use csdchar_dbload::wire::WireConn;
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
+use csdchar_pgwire::auth;
+use csdchar_pgwire::conn::{ConnTarget, Env};
+use csdchar_pgwire::wire::WireConn;
 use serde_json::{Value, json};
 
 #[path = "opengauss/crypto.rs"]
@@ -60,7 +60,7 @@ fn tokio_login(conninfo: &str) -> Result<(), String> {
         .build()
         .unwrap();
     rt.block_on(async {
-        let client = csdchar_dbload::conn::connect(conninfo)
+        let client = csdchar_pgwire::conn::connect(conninfo)
             .await
             .map_err(|e| e.0)?;
         client

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
-use csdchar_dbload::conn::connect;
-use csdchar_dbload::conn::{ProcessEnv, with_search_path};
-use csdchar_dbload::iostat::{self, IoRates, IoSampler};
-use csdchar_dbload::pgio::{self, PgioSpec};
+use csdchar_dbloop::iostat::{self, IoRates, IoSampler};
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
+use csdchar_pgwire::conn::connect;
+use csdchar_pgwire::conn::{ProcessEnv, with_search_path};
+use csdchar_workloads::pgio::{self, PgioSpec};
 
 mod common;
 use common::{Mounted, Zram, psql};

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
-use csdchar_dbload::runner::{self, Event, EventSource, Protocol, StatementSet, Workload};
+use csdchar_dbloop::runner::{self, Event, EventSource, Protocol, StatementSet, Workload};
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 mod common;

@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::csdchar;
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 use serde_json::Value;
 
 /// A cluster left running by `db prepare --keep-running`, stopped on drop.
@@ -252,9 +252,10 @@ fn every_sslmode_against_a_tls_only_server() {
     }
     // auto over TLS: the ring from its TCP/TLS count up, with the rule's ring threads.
     {
-        use csdchar_dbload::runner::{Transport, ring_threads, uring_probe};
+        use csdchar_dbloop::runner::{AutoRule, ring_threads, uring_probe};
+        use csdchar_pgwire::conn::Transport;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let many = Transport::Tls.auto_rule().uring_from_clients_per_core * cores;
+        let many = AutoRule::of(Transport::Tls).uring_from_clients_per_core * cores;
         if many <= 90 {
             let n = many.to_string();
             // run() asks for 2 clients, and --threads adds a step: the last is this one.

@@ -4,9 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use csdchar_core::tpcb::TpcbScript;
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
-use csdchar_dbload::runner::{self, Protocol};
-use csdchar_dbload::tpcb::{self, InitMode, TpcbSpec};
+use csdchar_dbloop::runner::{self, Protocol};
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
+use csdchar_workloads::tpcb::{self, InitMode, TpcbSpec};
 
 mod common;
 use common::psql;

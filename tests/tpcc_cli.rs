@@ -186,12 +186,11 @@ fn interrupt_when(
 ) -> Option<std::time::Instant> {
     use std::sync::atomic::Ordering;
     common::after_server_ready(pgdata, std::time::Duration::ZERO);
-    let cluster =
-        csdchar_dbload::cluster::ManagedCluster::start(&csdchar_dbload::cluster::ClusterSpec {
-            pgdata: Some(pgdata.to_path_buf()),
-            ..Default::default()
-        })
-        .ok()?;
+    let cluster = csdchar_pgcluster::ManagedCluster::start(&csdchar_pgcluster::ClusterSpec {
+        pgdata: Some(pgdata.to_path_buf()),
+        ..Default::default()
+    })
+    .ok()?;
     let sql = format!(
         "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'csdchar-load-%' \
          AND state = 'active' AND query ILIKE '{pattern}'"

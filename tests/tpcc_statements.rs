@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use csdchar_core::tpcc::{TpccKind, TpccMix};
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
-use csdchar_dbload::runner::Protocol;
-use csdchar_dbload::tpcc::{self, LoadMethod, TpccMode, TpccSpec};
+use csdchar_dbloop::runner::Protocol;
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
+use csdchar_workloads::tpcc::{self, LoadMethod, TpccMode, TpccSpec};
 
 mod common;
 use common::psql;
@@ -241,7 +241,7 @@ fn statement_mode_sends_benchmarksqls_statements_on_a_database_without_csdchar_f
     psql(&cluster, "create extension pg_stat_statements");
     let cfg = rt
         .block_on(async {
-            let c = csdchar_dbload::conn::connect(&conninfo).await?;
+            let c = csdchar_pgwire::conn::connect(&conninfo).await?;
             tpcc::read_config(&c, "public").await
         })
         .unwrap();

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use csdchar_core::oltp::OltpWorkload;
-use csdchar_dbload::cluster::{ClusterSpec, ManagedCluster};
-use csdchar_dbload::runner::{
+use csdchar_dbloop::runner::{
     self, ClientIo, ClientIoSettings, Event, EventSource, Protocol, StatementSet, Workload,
 };
-use csdchar_dbload::wire::Param;
+use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
+use csdchar_pgwire::message::Param;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 mod common;
@@ -444,7 +444,7 @@ fn uring_and_threads_count_the_same_on_a_real_server() {
     let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
     let conninfo = cluster.conninfo("postgres");
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let spec = csdchar_dbload::oltp::OltpSpec {
+    let spec = csdchar_workloads::oltp::OltpSpec {
         workload: OltpWorkload::ReadWrite,
         tables: 2,
         table_size: 2000,
@@ -457,7 +457,7 @@ fn uring_and_threads_count_the_same_on_a_real_server() {
         seed: 1,
         schema: "public".into(),
     };
-    rt.block_on(csdchar_dbload::oltp::prepare(
+    rt.block_on(csdchar_workloads::oltp::prepare(
         &conninfo,
         &spec,
         2,
@@ -465,7 +465,7 @@ fn uring_and_threads_count_the_same_on_a_real_server() {
         Arc::new(|_| {}),
     ))
     .unwrap();
-    let w = Arc::new(csdchar_dbload::oltp::workload(&spec));
+    let w = Arc::new(csdchar_workloads::oltp::workload(&spec));
     // One client: sysbench's exact counts (nothing collides), on every driver.
     for (io, pipeline, clients) in [
         (ClientIoSettings::default(), false, 1),
@@ -649,7 +649,7 @@ fn client_threads_that_do_not_apply_are_noted_and_recorded() {
     if !common::postgres_or_skip() {
         return;
     }
-    if let Err(why) = csdchar_dbload::runner::uring_probe() {
+    if let Err(why) = csdchar_dbloop::runner::uring_probe() {
         eprintln!("skipped: io_uring unavailable ({why})");
         return;
     }

@@ -164,7 +164,7 @@ pub fn write_compressible(target: &str, size: &str, pct: u8, extra: &[&str]) -> 
 }
 
 /// `psql -At -c SQL` against a managed cluster; asserts success, returns stdout trimmed.
-pub fn psql(c: &csdchar_dbload::cluster::ManagedCluster, sql: &str) -> String {
+pub fn psql(c: &csdchar_pgcluster::ManagedCluster, sql: &str) -> String {
     let out = c
         .client("psql")
         .args(["-At", "-d", "postgres", "-c", sql])
@@ -184,8 +184,8 @@ pub fn run_settings(
     threads: u32,
     ms: u64,
     report_ms: Option<u64>,
-) -> csdchar_dbload::runner::RunSettings {
-    csdchar_dbload::runner::RunSettings {
+) -> csdchar_dbloop::runner::RunSettings {
+    csdchar_dbloop::runner::RunSettings {
         threads,
         time: std::time::Duration::from_millis(ms),
         report_interval: report_ms.map(std::time::Duration::from_millis),
@@ -204,8 +204,8 @@ pub fn run_settings(
 /// The client driver the database tests run on: `CSDCHAR_CLIENT_IO` (threads, uring or
 /// auto, as `--client-io` reads it; auto when unset). `scripts/test.sh` runs the database
 /// tests a second time with uring, so every one of them also passes through the ring driver.
-pub fn client_io() -> csdchar_dbload::runner::ClientIo {
-    use csdchar_dbload::runner::ClientIo;
+pub fn client_io() -> csdchar_dbloop::runner::ClientIo {
+    use csdchar_dbloop::runner::ClientIo;
     match std::env::var("CSDCHAR_CLIENT_IO").as_deref() {
         Ok("uring") => ClientIo::Uring,
         Ok("threads") => ClientIo::Threads,
@@ -217,13 +217,13 @@ pub fn client_io() -> csdchar_dbload::runner::ClientIo {
 /// A run of `workload` on the driver [`client_io`] names; checks that an explicit driver was used.
 pub async fn run_workload(
     conninfo: &str,
-    workload: Arc<csdchar_dbload::runner::Workload>,
-    settings: &csdchar_dbload::runner::RunSettings,
-    on_interval: impl FnMut(&csdchar_dbload::oltp::OltpInterval, u32),
-) -> Result<csdchar_dbload::runner::OltpOutcome, csdchar_dbload::conn::DbError> {
-    use csdchar_dbload::runner::{ClientIo, ClientIoSettings};
+    workload: Arc<csdchar_dbloop::runner::Workload>,
+    settings: &csdchar_dbloop::runner::RunSettings,
+    on_interval: impl FnMut(&csdchar_workloads::oltp::OltpInterval, u32),
+) -> Result<csdchar_dbloop::runner::OltpOutcome, csdchar_pgwire::conn::DbError> {
+    use csdchar_dbloop::runner::{ClientIo, ClientIoSettings};
     let io = client_io();
-    let out = csdchar_dbload::runner::run_with(
+    let out = csdchar_dbloop::runner::run_with(
         conninfo,
         workload,
         settings,
@@ -243,17 +243,17 @@ pub async fn run_workload(
 /// A run of sysbench's script `spec` on the driver [`client_io`] names.
 pub async fn run_oltp(
     conninfo: &str,
-    spec: &csdchar_dbload::oltp::OltpSpec,
-    settings: &csdchar_dbload::runner::RunSettings,
-    on_interval: impl FnMut(&csdchar_dbload::oltp::OltpInterval, u32),
-) -> Result<csdchar_dbload::runner::OltpOutcome, csdchar_dbload::conn::DbError> {
-    let workload = Arc::new(csdchar_dbload::oltp::workload(spec));
+    spec: &csdchar_workloads::oltp::OltpSpec,
+    settings: &csdchar_dbloop::runner::RunSettings,
+    on_interval: impl FnMut(&csdchar_workloads::oltp::OltpInterval, u32),
+) -> Result<csdchar_dbloop::runner::OltpOutcome, csdchar_pgwire::conn::DbError> {
+    let workload = Arc::new(csdchar_workloads::oltp::workload(spec));
     run_workload(conninfo, workload, settings, on_interval).await
 }
 
 /// True when PostgreSQL server binaries are installed; otherwise prints why the test is skipped.
 pub fn postgres_or_skip() -> bool {
-    match csdchar_dbload::cluster::PgBinaries::find(None) {
+    match csdchar_pgcluster::PgBinaries::find(None) {
         Ok(_) => true,
         Err(e) => {
             eprintln!("skipped: {e}");

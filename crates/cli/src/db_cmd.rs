@@ -11,23 +11,23 @@ use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
 use csdchar_core::result::db::DbStep;
 use csdchar_core::tpcb::TpcbScript;
 use csdchar_core::tpcc::TpccMix;
-use csdchar_dbload::bench::Bench;
-use csdchar_dbload::cluster::{ClusterError, ClusterSpec};
-use csdchar_dbload::dialect::{Dialect, ServerKind};
 use csdchar_dbload::job::{DbJob, LoadSettings, Requested, RunPlan};
-use csdchar_dbload::oltp::{OltpInterval, OltpSpec};
 use csdchar_dbload::orchestrate::{
     self, DbNote, DbObserver, JobError, LoadError, LoadProgress, LoadReport, Refusal,
 };
-use csdchar_dbload::pgio::PgioSpec;
-use csdchar_dbload::runner::Protocol;
 use csdchar_dbload::session::{
     self, DbServer, DbSession, ServerChoice, ServerSource, SessionError,
 };
 use csdchar_dbload::space::RelationEstimator;
 use csdchar_dbload::text;
-use csdchar_dbload::tpcb::{self, TpcbSpec};
-use csdchar_dbload::tpcc::{self, TpccSpec};
+use csdchar_dbloop::runner::Protocol;
+use csdchar_pgcluster::{ClusterError, ClusterSpec};
+use csdchar_pgwire::dialect::{Dialect, ServerKind};
+use csdchar_workloads::bench::Bench;
+use csdchar_workloads::oltp::{OltpInterval, OltpSpec};
+use csdchar_workloads::pgio::PgioSpec;
+use csdchar_workloads::tpcb::{self, TpcbSpec};
+use csdchar_workloads::tpcc::{self, TpccSpec};
 
 use crate::db_opts::{
     ClientIoArg, DbArgs, DbOpts, InitModeArg, LoadMethodArg, ProtocolArg, RandArg, TpccModeArg,
@@ -288,7 +288,7 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
         }
     }
     if o.run.client_io == ClientIoArg::Uring
-        && let Err(why) = csdchar_dbload::runner::uring_probe()
+        && let Err(why) = csdchar_dbloop::runner::uring_probe()
     {
         return Err(format!(
             "--client-io: uring is not available here ({why}); use threads or auto"
@@ -332,7 +332,7 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
         );
     }
     if let Some(url) = &s.url {
-        csdchar_dbload::conn::ConnTarget::parse(url, &csdchar_dbload::conn::ProcessEnv)
+        csdchar_pgwire::conn::ConnTarget::parse(url, &csdchar_pgwire::conn::ProcessEnv)
             .map_err(|e| format!("--url: {e}"))?;
     }
     if s.db.is_empty() || s.db.len() > 63 || s.db.contains('\0') {
@@ -341,7 +341,7 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
             s.db.escape_debug()
         ));
     }
-    if !csdchar_dbload::conn::is_plain_identifier(&s.schema) {
+    if !csdchar_pgwire::conn::is_plain_identifier(&s.schema) {
         return Err(format!(
             "--schema: a lowercase SQL identifier (letters, digits, _; at most 63), not '{}'",
             s.schema.escape_debug()
@@ -367,7 +367,7 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
     if let Some(p) = &s.pgdata {
         // As root the server runs as postgres: a directory it cannot enter is
         // bad input, found before a cluster is half made.
-        csdchar_dbload::cluster::check_pgdata_reachable(p).map_err(|e| e.to_string())?;
+        csdchar_pgcluster::check_pgdata_reachable(p).map_err(|e| e.to_string())?;
     }
     for kv in &s.pg_set {
         let key = kv.split_once('=').map(|(k, _)| k.trim());

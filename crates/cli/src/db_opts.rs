@@ -433,12 +433,12 @@ pub enum ClientIoArg {
 
 impl RunArgs {
     /// The run's client driver, as the runner takes it.
-    pub fn client_io(&self) -> csdchar_dbload::runner::ClientIoSettings {
-        csdchar_dbload::runner::ClientIoSettings {
+    pub fn client_io(&self) -> csdchar_dbloop::runner::ClientIoSettings {
+        csdchar_dbloop::runner::ClientIoSettings {
             client_io: match self.client_io {
-                ClientIoArg::Auto => csdchar_dbload::runner::ClientIo::Auto,
-                ClientIoArg::Threads => csdchar_dbload::runner::ClientIo::Threads,
-                ClientIoArg::Uring => csdchar_dbload::runner::ClientIo::Uring,
+                ClientIoArg::Auto => csdchar_dbloop::runner::ClientIo::Auto,
+                ClientIoArg::Threads => csdchar_dbloop::runner::ClientIo::Threads,
+                ClientIoArg::Uring => csdchar_dbloop::runner::ClientIo::Uring,
             },
             client_threads: self.client_threads.map(|n| n as usize),
         }

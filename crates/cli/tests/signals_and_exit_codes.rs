@@ -100,7 +100,7 @@ fn help_and_version_exit_0() {
 /// and the managed server still goes away (its watchdog stops it).
 #[test]
 fn second_sigint_during_a_load_exits_at_once_and_the_server_stops() {
-    if let Err(e) = csdchar_dbload::cluster::PgBinaries::find(None) {
+    if let Err(e) = csdchar_pgcluster::PgBinaries::find(None) {
         eprintln!("skipped: {e}");
         return;
     }

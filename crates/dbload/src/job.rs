@@ -6,9 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use csdchar_core::result::db::{DbSpec, PgioParams};
 
-use crate::bench::Bench;
-use crate::runner::Protocol;
-use crate::tpcb;
+use csdchar_dbloop::runner::Protocol;
+use csdchar_workloads::bench::Bench;
+use csdchar_workloads::tpcb;
 
 /// Default fillfactors of a study: the published studies' 100, 70 and 50.
 pub const STUDY_FILLFACTORS: [u8; 3] = [100, 70, 50];
@@ -79,7 +79,7 @@ pub struct RunPlan {
     /// Start the first step's clock at this instant (later steps start at once).
     pub start_at: Option<SystemTime>,
     /// How the clients' connections are driven (threads or io_uring).
-    pub client_io: crate::runner::ClientIoSettings,
+    pub client_io: csdchar_dbloop::runner::ClientIoSettings,
 }
 
 /// Sizes the caller gave that the tables, once loaded, decide instead: a

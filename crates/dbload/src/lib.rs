@@ -1,25 +1,12 @@
-//! csdchar's database side. So far: [`cluster`], PostgreSQL clusters that
-//! csdchar creates, starts, stops and removes itself — on the device under
-//! test (`--pgdata`) or in a temporary directory (the embedded default).
+//! csdchar's database steps, the orchestration over the database crates: a
+//! [`session`] on a managed cluster (csdchar_pgcluster) or a given server, the
+//! steps as library calls ([`orchestrate`]: prepare, run, study, alter, cleanup,
+//! check) from a [`job::DbJob`], the snapshots and space taken around them
+//! ([`snapshot`], [`space`]) and the peers' text formats ([`text`]).
 
-pub mod auth;
-pub mod bench;
-pub mod catalog;
-pub mod cluster;
-pub mod conn;
-pub mod dialect;
-pub mod iostat;
 pub mod job;
-pub mod oltp;
 pub mod orchestrate;
-pub mod pgio;
-pub mod runner;
 pub mod session;
 pub mod snapshot;
 pub mod space;
 pub mod text;
-pub mod tls;
-pub mod tpcb;
-pub mod tpcc;
-pub mod uring_client;
-pub mod wire;

@@ -15,17 +15,17 @@ use csdchar_core::result::study::{
     PhysicalSplit, STUDY_SCHEMA, Spread, StudyLoad, StudyResult, StudyRow, StudyRun,
 };
 
-use crate::bench::Bench;
-use crate::catalog;
-use crate::conn::{self, Client};
 use crate::job::DbJob;
-use crate::oltp::{self, OltpInterval, OltpOutcome};
-use crate::pgio::{self, PgioSpec};
-use crate::runner::{self, Protocol};
 use crate::session::DbServer;
 use crate::space::{SpaceEstimator, measure_space, settled_snapshot};
-use crate::tpcb::{self, TpcbSpec};
-use crate::tpcc::{self, TpccSpec};
+use csdchar_dbloop::runner::{self, Protocol};
+use csdchar_pgwire::conn::{self, Client};
+use csdchar_workloads::bench::Bench;
+use csdchar_workloads::catalog;
+use csdchar_workloads::oltp::{self, OltpInterval, OltpOutcome};
+use csdchar_workloads::pgio::{self, PgioSpec};
+use csdchar_workloads::tpcb::{self, TpcbSpec};
+use csdchar_workloads::tpcc::{self, TpccSpec};
 
 /// Unmeasured loads before a study's first measured one. Measured on a fresh
 /// cluster (zram+ext4, default WAL settings, 2 x 150,000 sysbench rows): after
@@ -542,12 +542,12 @@ pub async fn run(
     }
     // pgio measures physical reads: say when memory could serve them instead.
     if let Bench::Pgio(p) = adjusted.as_ref().unwrap_or(bench) {
-        let sb = crate::iostat::shared_buffers_bytes(&client).await;
-        let avail = crate::iostat::mem_available_bytes();
+        let sb = csdchar_dbloop::iostat::shared_buffers_bytes(&client).await;
+        let avail = csdchar_dbloop::iostat::mem_available_bytes();
         if let (Some(sb), Some(avail)) = (sb, avail) {
             // A server memory limit is all the page cache its reads can use.
             let cache = job.server_memory_limit.map_or(avail, |m| m.min(avail));
-            if let Some(w) = crate::iostat::cache_warning(p.data_bytes(), sb, cache) {
+            if let Some(w) = csdchar_dbloop::iostat::cache_warning(p.data_bytes(), sb, cache) {
                 observer.note(&DbNote::CacheWarning(w));
             }
         }
@@ -678,7 +678,7 @@ pub async fn run_steps(
             break;
         }
         if plan.drop_caches
-            && let Err(e) = crate::iostat::drop_caches()
+            && let Err(e) = csdchar_dbloop::iostat::drop_caches()
         {
             error = Some(format!("--drop-caches: {e}"));
             break;

@@ -2,9 +2,13 @@
 //! (on `pgdata`, or a temporary one) and stops again when the session ends;
 //! either way a conninfo whose connections work in the job's schema only.
 
-use crate::cluster::{ClusterError, ClusterSpec, ManagedCluster, MemoryWatch, PostmasterWatch};
-use crate::conn::{ProcessEnv, with_search_path};
-use crate::dialect::Dialect;
+use csdchar_pgcluster::{ClusterError, ClusterSpec, ManagedCluster, MemoryWatch, PostmasterWatch};
+use csdchar_pgwire::conn::{ProcessEnv, with_search_path};
+use csdchar_pgwire::dialect::Dialect;
+use std::sync::Arc;
+use std::time::Duration;
+
+use csdchar_dbloop::runner::ServerWatch;
 
 /// How the server was reached, as results record it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +59,7 @@ impl ServerChoice {
             .any(|s| s.trim_start().starts_with("wal_recycle"));
         if self.url.is_none()
             && !given
-            && crate::cluster::PgBinaries::find(self.cluster.pg_bin.as_deref())
+            && csdchar_pgcluster::PgBinaries::find(self.cluster.pg_bin.as_deref())
                 .is_ok_and(|b| b.major >= 12)
         {
             self.cluster.settings.push("wal_recycle=off".into());
@@ -73,7 +77,7 @@ impl ServerChoice {
         match &self.cluster.pgdata {
             Some(p) if p.join("PG_VERSION").exists() => None,
             Some(p) => Some(p.clone()),
-            None => Some(crate::cluster::TEMP_ROOT.into()),
+            None => Some(csdchar_pgcluster::TEMP_ROOT.into()),
         }
     }
 }
@@ -157,7 +161,11 @@ impl DbSession {
     /// Connects and probes the server's dialect.
     pub async fn probe(&self) -> Result<DbServer, String> {
         let mut server = DbServer::probe(self.conninfo.clone(), self.source).await?;
-        server.postmaster = self.cluster.as_ref().and_then(|c| c.postmaster_watch());
+        server.postmaster = self
+            .cluster
+            .as_ref()
+            .and_then(|c| c.postmaster_watch())
+            .map(|w| Arc::new(Postmaster(w)) as Arc<dyn ServerWatch>);
         server.memory = self.cluster.as_ref().and_then(|c| c.memory_watch());
         Ok(server)
     }
@@ -174,7 +182,7 @@ pub struct DbServer {
     pub source: ServerSource,
     /// The postmaster of a managed server csdchar started (not one it
     /// attached to): a run stops reconnecting once it has exited.
-    pub postmaster: Option<PostmasterWatch>,
+    pub postmaster: Option<Arc<dyn ServerWatch>>,
     /// The memory limit of a managed server csdchar started with one: a
     /// failure it caused is named as such (see [`DbServer::name_fault`]).
     pub memory: Option<MemoryWatch>,
@@ -201,5 +209,19 @@ impl DbServer {
             Some(why) => format!("{why}; what the client saw: {message}"),
             None => message.to_string(),
         }
+    }
+}
+
+/// A managed server's postmaster as the measured loop watches it.
+#[derive(Debug)]
+struct Postmaster(PostmasterWatch);
+
+impl ServerWatch for Postmaster {
+    fn exited_within(&self, wait: Duration) -> bool {
+        self.0.exited_within(wait)
+    }
+
+    fn server(&self) -> String {
+        self.0.server()
     }
 }

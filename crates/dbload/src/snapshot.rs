@@ -7,7 +7,7 @@ use std::path::Path;
 use csdchar_core::result::db::{DbSnapshot, RelationSize};
 use tokio_postgres::Client;
 
-use crate::dialect::Dialect;
+use csdchar_pgwire::dialect::Dialect;
 
 /// Numeric columns of a one-row query as name → value (non-numeric ones skipped).
 async fn numeric_row(client: &Client, sql: &str) -> BTreeMap<String, i64> {
@@ -224,7 +224,7 @@ pub fn name_relations(
         .build()
         .map_err(|e| format!("runtime: {e}"))?;
     let names = rt.block_on(async {
-        let client = crate::conn::connect(url).await.map_err(|e| e.0)?;
+        let client = csdchar_pgwire::conn::connect(url).await.map_err(|e| e.0)?;
         relation_names(&client)
             .await
             .map_err(|e| format!("reading pg_class: {e}"))

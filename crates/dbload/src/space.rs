@@ -11,8 +11,8 @@ use csdchar_core::compressibility::Codec;
 use csdchar_core::result::db::DbSnapshot;
 use csdchar_core::result::study::PhysicalSplit;
 
-use crate::conn::Client;
 use crate::session::DbServer;
+use csdchar_pgwire::conn::Client;
 
 /// Predicts what a compressing drive would store for some files; the study
 /// uses it where the drive has no counters. Callers pass it in:
@@ -140,7 +140,7 @@ pub async fn settled_snapshot(server: &DbServer, client: &Client, tables: &[Stri
     // until it writes WAL again, so the drive keeps it after the checkpoint
     // removed it (16 MiB more on the drive in some loads, issue 25): that
     // backend goes when the settle is done.
-    let own = crate::conn::connect(&server.conninfo).await.ok();
+    let own = csdchar_pgwire::conn::connect(&server.conninfo).await.ok();
     let checkpointed = checkpoint_and_switch(own.as_ref().unwrap_or(client)).await;
     drop(own);
     let mut snap = crate::snapshot::take(client, dialect, tables).await;
@@ -632,7 +632,7 @@ pub fn check_load_room(
         }
     }
     if footprint.client_buffer_bytes > 0
-        && let Some(avail) = crate::iostat::mem_available_bytes()
+        && let Some(avail) = csdchar_dbloop::iostat::mem_available_bytes()
         && footprint.client_buffer_bytes > avail
     {
         reasons.push(format!(

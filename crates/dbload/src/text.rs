@@ -9,13 +9,13 @@ use csdchar_core::result::db::DbStep;
 use csdchar_core::result::study::StudyRow;
 use csdchar_core::tpcb::TpcbScript;
 
-use crate::bench::Bench;
-use crate::oltp::OltpInterval;
 use crate::orchestrate::LoadPhases;
-use crate::pgio::PgioSpec;
-use crate::runner::Protocol;
-use crate::tpcb::TpcbSpec;
-use crate::tpcc::{TpccMode, TpccSpec};
+use csdchar_dbloop::runner::Protocol;
+use csdchar_workloads::bench::Bench;
+use csdchar_workloads::oltp::OltpInterval;
+use csdchar_workloads::pgio::PgioSpec;
+use csdchar_workloads::tpcb::TpcbSpec;
+use csdchar_workloads::tpcc::{TpccMode, TpccSpec};
 
 /// What a load writes, for its line.
 pub fn load_description(bench: &Bench, warehouse_range: Option<(u32, u32)>) -> String {

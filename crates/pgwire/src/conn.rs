@@ -11,6 +11,30 @@ use tokio_postgres::config::Host;
 
 use crate::tls::SslMode;
 
+/// What a connection travels over. The measured loop's choice of client driver
+/// depends on it: a statement's kernel work differs between a Unix socket and TCP,
+/// and TLS adds the client's own encryption.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A Unix-domain socket (managed clusters, `host=/dir`).
+    Unix,
+    /// TCP without TLS.
+    Tcp,
+    /// TCP with TLS.
+    Tls,
+}
+
+impl Transport {
+    /// The name results record: "unix", "tcp" or "tls".
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Unix => "unix",
+            Transport::Tcp => "tcp",
+            Transport::Tls => "tls",
+        }
+    }
+}
+
 /// A resolved connection target.
 #[derive(Debug, Clone)]
 pub struct ConnTarget {
@@ -139,10 +163,10 @@ impl ConnTarget {
 
     /// What the clients' connections go over before TLS: the first host's kind
     /// (connections go to the first host that accepts, which for one host is it).
-    pub fn transport(&self) -> crate::runner::Transport {
+    pub fn transport(&self) -> Transport {
         match self.config.get_hosts().first() {
-            Some(Host::Unix(_)) => crate::runner::Transport::Unix,
-            _ => crate::runner::Transport::Tcp,
+            Some(Host::Unix(_)) => Transport::Unix,
+            _ => Transport::Tcp,
         }
     }
 
@@ -709,7 +733,8 @@ pub fn describe_error(e: &tokio_postgres::Error) -> String {
 #[error("{0}")]
 pub struct DbError(pub String);
 
-pub(crate) fn db_err(what: &str, e: tokio_postgres::Error) -> DbError {
+/// A tokio-postgres error as a [`DbError`] about `what`.
+pub fn db_err(what: &str, e: tokio_postgres::Error) -> DbError {
     match e.as_db_error() {
         Some(d) => DbError(format!("{what}: {} ({})", d.message(), d.code().code())),
         None => DbError(format!("{what}: {e}")),

@@ -127,8 +127,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::conn::{ConnTarget, Env};
-use crate::wire::WireConn;
+use csdchar_pgwire::conn::{ConnTarget, Env};
+use csdchar_pgwire::wire::WireConn;
 
 mod access;
 mod attach;

@@ -6,9 +6,9 @@ use csdchar_core::oltp::OltpWorkload;
 
 use crate::oltp::{self, OltpSpec};
 use crate::pgio::{self, PgioSpec};
-use crate::runner::{Protocol, Workload};
 use crate::tpcb::{self, TpcbSpec};
 use crate::tpcc::{self, TpccSpec};
+use csdchar_dbloop::runner::{Protocol, Workload};
 
 /// One workload with its tables, as prepare, run and study handle it.
 #[derive(Debug, Clone)]

@@ -22,12 +22,12 @@ use csdchar_core::stats::{LatencyRecorder, LatencyStats};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::cluster::PostmasterWatch;
-use crate::conn::DbError;
-use crate::conn::{ConnTarget, ProcessEnv};
 use bytes::BytesMut;
+use csdchar_pgwire::conn::DbError;
+use csdchar_pgwire::conn::{ConnTarget, ProcessEnv, Transport};
 
-use crate::wire::{self, Param, Reply, WireConn, WireError};
+use csdchar_pgwire::message::{self, Param, Reply, WireError};
+use csdchar_pgwire::wire::WireConn;
 
 /// How statements travel (pgbench's `-M`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,27 +146,24 @@ impl Event {
         self.block = true;
     }
 
-    /// Calls pushed so far (tests).
-    #[cfg(test)]
-    pub(crate) fn len_for_test(&self) -> usize {
+    /// Calls pushed so far.
+    pub fn call_count(&self) -> usize {
         self.calls.len()
     }
 
-    /// The statement ids of calls `from..to` (tests).
-    #[cfg(test)]
-    pub(crate) fn statements_for_test(&self, from: usize, to: usize) -> Vec<usize> {
+    /// The statement ids of calls `from..to`.
+    pub fn statement_ids(&self, from: usize, to: usize) -> Vec<usize> {
         self.calls[from..to].iter().map(|c| c.statement).collect()
     }
 
-    /// Whether the event ends in an intended rollback (tests).
-    #[cfg(test)]
-    pub(crate) fn intended_rollback_for_test(&self) -> bool {
+    /// Whether the event ends in an intended rollback.
+    pub fn ends_in_intended_rollback(&self) -> bool {
         self.intended_rollback
     }
 
-    /// Encodes the exchange from `from` in the prepared protocol (tests).
-    #[cfg(test)]
-    pub(crate) fn encode_for_test(
+    /// Encodes the exchange from `from` in the prepared protocol, one round trip per
+    /// statement (what a workload's own tests check a conversation against).
+    pub fn encode_prepared_exchange(
         &self,
         from: usize,
         out: &mut BytesMut,
@@ -193,14 +190,14 @@ impl Event {
                 // A statement without a name is parsed every time (a JDBC
                 // driver's one-shot BEGIN, COMMIT and ROLLBACK).
                 Protocol::Prepared if set.names[c.statement].is_empty() => {
-                    wire::encode_unnamed(out, &set.sql[c.statement], params)
+                    message::encode_unnamed(out, &set.sql[c.statement], params)
                 }
                 Protocol::Prepared => {
-                    wire::encode_bind_execute(out, &set.names[c.statement], params)
+                    message::encode_bind_execute(out, &set.names[c.statement], params)
                 }
-                Protocol::Extended => wire::encode_unnamed(out, &set.sql[c.statement], params),
+                Protocol::Extended => message::encode_unnamed(out, &set.sql[c.statement], params),
                 Protocol::Simple => {
-                    wire::encode_query(out, &literal_sql(&set.sql[c.statement], params))
+                    message::encode_query(out, &literal_sql(&set.sql[c.statement], params))
                 }
             }
         };
@@ -218,7 +215,7 @@ impl Event {
                     .iter()
                     .map(|c| literal_sql(&set.sql[c.statement], &self.params[c.params.clone()]))
                     .collect();
-                wire::encode_query(out, &sql.join("; "))?;
+                message::encode_query(out, &sql.join("; "))?;
             }
             return Ok(end);
         }
@@ -228,7 +225,7 @@ impl Event {
         for c in &self.calls[from..end] {
             queue(out, c)?;
         }
-        wire::encode_sync(out);
+        message::encode_sync(out);
         Ok(end)
     }
 }
@@ -467,6 +464,18 @@ fn open_client(
     Ok(conn)
 }
 
+/// The liveness of a server csdchar manages, as the measured loop needs it: a lost
+/// connection to a server known to be gone ends the run at once, with its name.
+/// Managed clusters implement it (csdchar_dbload's session wraps
+/// csdchar_pgcluster's postmaster watch), so the loop imports no cluster code.
+pub trait ServerWatch: Send + Sync + std::fmt::Debug {
+    /// Whether the server has exited, or does within `wait` (a dying process
+    /// closes its sockets a moment before it shows as exited).
+    fn exited_within(&self, wait: Duration) -> bool;
+    /// The server in words, for messages.
+    fn server(&self) -> String;
+}
+
 /// How long and how wide a run step is.
 #[derive(Debug, Clone)]
 pub struct RunSettings {
@@ -501,7 +510,7 @@ pub struct RunSettings {
     /// started it: once it has exited, a lost connection ends the run at once
     /// (with `reconnect` too: nobody brings that server back). None: a
     /// server csdchar does not manage, where reconnecting may succeed.
-    pub postmaster: Option<PostmasterWatch>,
+    pub postmaster: Option<Arc<dyn ServerWatch>>,
 }
 
 /// Where clients wait until all are connected; then the clock starts.
@@ -590,43 +599,10 @@ pub enum ClientIo {
     /// faster (BENCHMARKS.md, issues 18 and 29).
     #[default]
     Auto,
-    /// One OS thread per connection, blocking reads and writes ([`crate::wire`]).
+    /// One OS thread per connection, blocking reads and writes ([`csdchar_pgwire::wire`]).
     Threads,
     /// A few threads, each with one io_uring and many connections ([`crate::uring_client`]).
     Uring,
-}
-
-/// What the clients' connections travel over. [`ClientIo::Auto`]'s choice
-/// depends on it: a statement's kernel work differs between a Unix socket and
-/// TCP, and TLS adds the client's own encryption.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// A Unix-domain socket (managed clusters, `host=/dir`).
-    Unix,
-    /// TCP without TLS.
-    Tcp,
-    /// TCP with TLS.
-    Tls,
-}
-
-impl Transport {
-    /// The name results record: "unix", "tcp" or "tls".
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::Unix => "unix",
-            Transport::Tcp => "tcp",
-            Transport::Tls => "tls",
-        }
-    }
-
-    /// [`ClientIo::Auto`]'s rule for this transport.
-    pub fn auto_rule(self) -> AutoRule {
-        match self {
-            Transport::Unix => AUTO_RULE_UNIX,
-            Transport::Tcp => AUTO_RULE_TCP,
-            Transport::Tls => AUTO_RULE_TLS,
-        }
-    }
 }
 
 /// When [`ClientIo::Auto`] takes io_uring, and how many ring threads it starts.
@@ -667,6 +643,17 @@ pub const AUTO_RULE_TLS: AutoRule = AutoRule {
     clients_per_ring: 4,
 };
 
+impl AutoRule {
+    /// [`ClientIo::Auto`]'s rule for `transport`.
+    pub fn of(transport: Transport) -> AutoRule {
+        match transport {
+            Transport::Unix => AUTO_RULE_UNIX,
+            Transport::Tcp => AUTO_RULE_TCP,
+            Transport::Tls => AUTO_RULE_TLS,
+        }
+    }
+}
+
 impl ClientIo {
     /// The name results record: "auto", "threads" or "uring".
     pub fn name(self) -> &'static str {
@@ -688,7 +675,7 @@ impl ClientIo {
         transport: Transport,
         uring_usable: impl FnOnce() -> bool,
     ) -> ClientIo {
-        let rule = transport.auto_rule();
+        let rule = AutoRule::of(transport);
         match self {
             ClientIo::Auto
                 if clients >= rule.uring_from_clients_per_core * cores.max(1) && uring_usable() =>
@@ -716,7 +703,7 @@ pub fn ring_threads(
     asked
         .unwrap_or_else(|| {
             clients
-                .div_ceil(transport.auto_rule().clients_per_ring)
+                .div_ceil(AutoRule::of(transport).clients_per_ring)
                 .min(cores)
         })
         .clamp(1, clients.max(1))
@@ -920,7 +907,7 @@ pub async fn run_with(
     let mut sampler = None;
     if started
         && settings.io_sampling
-        && let Ok(client) = crate::conn::connect(conninfo).await
+        && let Ok(client) = csdchar_pgwire::conn::connect(conninfo).await
     {
         let s = crate::iostat::IoSampler::new(&client).await;
         sampler = Some((client, s));
@@ -1124,7 +1111,7 @@ pub(crate) struct Client {
     measured: Instant,
     deadline: Instant,
     pace: Option<Duration>,
-    postmaster: Option<PostmasterWatch>,
+    postmaster: Option<Arc<dyn ServerWatch>>,
     next_start: Instant,
     rng: Xoshiro256PlusPlus,
     source: Box<dyn EventSource>,
@@ -1372,7 +1359,7 @@ impl Client {
     }
 
     fn rollback(&mut self, why: RollbackCause, out: &mut BytesMut) {
-        match wire::encode_query(out, "ROLLBACK") {
+        match message::encode_query(out, "ROLLBACK") {
             Ok(()) => self.phase = Phase::RollingBack { why },
             Err(e) => {
                 self.end(ClientEnd::Failed(format!("transaction: {e}")));
@@ -1472,7 +1459,7 @@ mod tests {
         use Transport::*;
         let (yes, no) = (|| true, || false);
         for t in [Unix, Tcp, Tls] {
-            let from = t.auto_rule().uring_from_clients_per_core;
+            let from = AutoRule::of(t).uring_from_clients_per_core;
             assert_eq!(Auto.resolve(2 * from - 1, 2, t, yes), Threads, "{t:?}");
             assert_eq!(Auto.resolve(2 * from, 2, t, yes), Uring, "{t:?}");
             assert_eq!(Auto.resolve(from, 1, t, yes), Uring, "{t:?}");
@@ -1496,7 +1483,7 @@ mod tests {
         assert_eq!(ring_threads(1000, 2, Unix, None), 2);
         // TCP and TLS: one ring per few clients, at most one per core.
         for t in [Tcp, Tls] {
-            let per = t.auto_rule().clients_per_ring;
+            let per = AutoRule::of(t).clients_per_ring;
             assert_eq!(ring_threads(per, 4, t, None), 1);
             assert_eq!(ring_threads(per + 1, 4, t, None), 2);
             assert_eq!(ring_threads(1000, 2, t, None), 2);

@@ -13,8 +13,8 @@ use std::time::SystemTime;
 
 use super::procs::run_constants;
 use super::*;
-use crate::runner::Follow;
-use crate::wire::{Reply, StatementRows};
+use csdchar_dbloop::runner::Follow;
+use csdchar_pgwire::message::{Reply, StatementRows};
 
 /// BenchmarkSQL 5.0's statements, as `jTPCCConnection` prepares them (the
 /// Java string concatenation with `?` numbered `$1`…), then the driver's
@@ -832,8 +832,8 @@ fn next_district(mut d: Delivery, ev: &mut Event) -> (State, Follow) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::ReplyScan;
     use bytes::BytesMut;
+    use csdchar_pgwire::message::ReplyScan;
 
     /// A reply of one statement returning `rows` (text values) and tagged `tag`.
     fn reply_of(scan: &mut ScanHolder, rows: &[&[&str]], tag: &str) {
@@ -876,13 +876,13 @@ mod tests {
         let set = statement_set();
         let mut at = from;
         let mut ids = Vec::new();
-        if at >= ev.len_for_test() {
+        if at >= ev.call_count() {
             return ids;
         }
         // Walk the calls through the encoder: each exchange ends in one Sync.
-        while let Ok(next) = ev.encode_for_test(at, &mut out, &set) {
-            ids.extend(ev.statements_for_test(at, next));
-            if next >= ev.len_for_test() {
+        while let Ok(next) = ev.encode_prepared_exchange(at, &mut out, &set) {
+            ids.extend(ev.statement_ids(at, next));
+            if next >= ev.call_count() {
                 break;
             }
             at = next;
@@ -931,7 +931,7 @@ mod tests {
         let mut scan = ScanHolder(ReplyScan::new(true));
         let mut step = |c: &mut Conversation, ev: &mut Event, rows: &[&[&str]], tag: &str| {
             reply_of(&mut scan, rows, tag);
-            let before = ev.len_for_test();
+            let before = ev.call_count();
             let f = c.follow(&scan.0.reply(), ev);
             (f, before)
         };
@@ -975,7 +975,7 @@ mod tests {
                 S::Rollback as usize
             ]
         );
-        assert!(ev.intended_rollback_for_test());
+        assert!(ev.ends_in_intended_rollback());
         let (f, _) = step(&mut c, &mut ev, &[], "ROLLBACK");
         assert_eq!(f, Follow::Done);
     }
@@ -993,7 +993,7 @@ mod tests {
         let mut scan = ScanHolder(ReplyScan::new(true));
         let mut step = |c: &mut Conversation, ev: &mut Event, rows: &[&[&str]], tag: &str| {
             reply_of(&mut scan, rows, tag);
-            let before = ev.len_for_test();
+            let before = ev.call_count();
             (c.follow(&scan.0.reply(), ev), statements_of(ev, before))
         };
         let (_, sent) = step(&mut c, &mut ev, &[&["2101"], &["2102"]], "SELECT 2");

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use csdchar_devices::{BlockDevice, Sysfs};
 use tokio_postgres::Client;
 
-use crate::dialect::Dialect;
+use csdchar_pgwire::dialect::Dialect;
 
 /// Finds the device under a server's data directory and samples both sides.
 #[derive(Debug, Clone)]

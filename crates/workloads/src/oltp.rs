@@ -15,11 +15,11 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::catalog::{drop_tables, ensure_schema, existing_tables};
-use crate::conn::{Client, DbError, connect, db_err};
-use crate::dialect::Dialect;
-use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};
-pub use crate::runner::{OltpInterval, OltpOutcome, RunSettings, Tally};
-use crate::wire::Param;
+use csdchar_dbloop::runner::{Event, EventSource, Protocol, StatementSet, Workload};
+pub use csdchar_dbloop::runner::{OltpInterval, OltpOutcome, RunSettings, Tally};
+use csdchar_pgwire::conn::{Client, DbError, connect, db_err};
+use csdchar_pgwire::dialect::Dialect;
+use csdchar_pgwire::message::Param;
 
 /// What to prepare and run.
 #[derive(Debug, Clone)]
@@ -45,7 +45,7 @@ pub struct OltpSpec {
     /// Seed of data and ids.
     pub seed: u64,
     /// Schema the tables live in (the connections' search_path, see
-    /// [`crate::conn::with_search_path`]).
+    /// [`csdchar_pgwire::conn::with_search_path`]).
     pub schema: String,
 }
 

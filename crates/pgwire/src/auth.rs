@@ -157,7 +157,7 @@ impl<'a> Handshake<'a> {
         match tag {
             b'R' => self.on_request(body, out),
             b'E' => {
-                let (code, mut message) = crate::wire::error_fields(body);
+                let (code, mut message) = crate::message::error_fields(body);
                 if self.method == Method::OpenGaussMd5Sha256 && code == "28P01" {
                     message.push_str(
                         " (md5_sha256 assumes the default auth_iteration_count 10000; for a password \

@@ -4,7 +4,7 @@
 //! (one call of pgio's PL/pgSQL loop per event) — and cleanup.
 //!
 //! Physical-I/O figures (RIOPS against device reads) come from
-//! [`crate::iostat`], sampled around a run.
+//! [`csdchar_dbloop::iostat`], sampled around a run.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -18,10 +18,10 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio_postgres::Client;
 
 use crate::catalog::{drop_tables, ensure_schema, existing_tables};
-use crate::conn::{DbError, connect, db_err};
-use crate::dialect::Dialect;
-use crate::runner::{Event, EventSource, Protocol, StatementSet, Workload};
-use crate::wire::Param;
+use csdchar_dbloop::runner::{Event, EventSource, Protocol, StatementSet, Workload};
+use csdchar_pgwire::conn::{DbError, connect, db_err};
+use csdchar_pgwire::dialect::Dialect;
+use csdchar_pgwire::message::Param;
 
 /// What to load and run.
 #[derive(Debug, Clone)]

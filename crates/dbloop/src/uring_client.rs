@@ -60,7 +60,8 @@ use std::sync::atomic::{AtomicU16, Ordering as AtomicOrdering};
 use io_uring::{IoUring, Probe, cqueue, opcode, squeue, types};
 
 use crate::runner::{Client, ClientEnd, Next, Shared, Sink};
-use crate::wire::{InBuf, ReplyScan, WireConn, WireError};
+use csdchar_pgwire::message::{InBuf, ReplyScan, WireError};
+use csdchar_pgwire::wire::WireConn;
 
 /// Applies one set of io_uring setup flags to a builder.
 type SetupFn = fn(&mut io_uring::Builder);
