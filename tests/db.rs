@@ -101,7 +101,7 @@ fn prepare_run_cleanup_with_sysbench_counting() {
     assert!(out.error.is_none());
 
     // Pipelined blocks: the same statements, counted the same way.
-    let piped = oltp::RunSettings {
+    let piped = csdchar_dbloop::settings::RunSettings {
         pipeline: true,
         ..settings(1, 1000, None)
     };
@@ -156,7 +156,7 @@ fn prepare_run_cleanup_with_sysbench_counting() {
                     table_size: 50,
                     ..s.clone()
                 },
-                &oltp::RunSettings {
+                &csdchar_dbloop::settings::RunSettings {
                     pipeline,
                     ..settings(4, 1000, None)
                 },
@@ -209,7 +209,8 @@ fn auto_client_io_picks_the_driver_per_step_and_records_it() {
     if !common::postgres_or_skip() {
         return;
     }
-    use csdchar_dbloop::runner::{AutoRule, uring_probe};
+    use csdchar_dbloop::runner::uring_probe;
+    use csdchar_dbloop::settings::AutoRule;
     use csdchar_pgwire::conn::Transport;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // A temporary cluster is reached over its Unix socket.
@@ -515,7 +516,7 @@ fn reconnect_resumes_after_backends_are_terminated() {
                 .block_on(common::run_oltp(
                     &conninfo,
                     &s,
-                    &oltp::RunSettings {
+                    &csdchar_dbloop::settings::RunSettings {
                         reconnect,
                         ..settings(2, 3000, Some(500))
                     },
@@ -547,7 +548,8 @@ fn reconnect_resumes_after_backends_are_terminated() {
 
 #[test]
 fn passwords_md5_and_scram_authenticate_and_never_show() {
-    use csdchar_pgwire::conn::{ConnTarget, ProcessEnv};
+    use csdchar_pgwire::conn::ConnTarget;
+    use csdchar_pgwire::env::ProcessEnv;
     use csdchar_pgwire::message::WireError;
     use csdchar_pgwire::wire::WireConn;
     if !common::postgres_or_skip() {
@@ -607,7 +609,7 @@ fn passwords_md5_and_scram_authenticate_and_never_show() {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let info = format!("{base} user={user} password={pw}");
         assert!(
-            rt.block_on(csdchar_pgwire::conn::connect(&info)).is_ok(),
+            rt.block_on(csdchar_pgwire::client::connect(&info)).is_ok(),
             "{user}"
         );
     }
@@ -730,7 +732,7 @@ fn protocol_351_is_negotiated_down_by_postgresql() {
     let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
     let conninfo = cluster.conninfo("postgres");
     let target =
-        csdchar_pgwire::conn::ConnTarget::parse(&conninfo, &csdchar_pgwire::conn::ProcessEnv)
+        csdchar_pgwire::conn::ConnTarget::parse(&conninfo, &csdchar_pgwire::env::ProcessEnv)
             .unwrap();
     csdchar_pgwire::auth::remember_351(&target.describe());
     assert_eq!(
@@ -739,7 +741,7 @@ fn protocol_351_is_negotiated_down_by_postgresql() {
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
     let version: String = rt.block_on(async {
-        let client = csdchar_pgwire::conn::connect(&conninfo).await.unwrap();
+        let client = csdchar_pgwire::client::connect(&conninfo).await.unwrap();
         client
             .query_one("SELECT current_setting('server_version_num')", &[])
             .await

@@ -13,10 +13,11 @@ use csdchar_dbload::orchestrate::{
     self, DbNote, DbObserver, JobError, LoadError, LoadProgress, LoadReport, Quiet, Refusal,
 };
 use csdchar_dbload::session::{self, DbServer, ServerChoice, ServerSource};
-use csdchar_dbloop::runner::Protocol;
+use csdchar_dbloop::event::Protocol;
+use csdchar_dbloop::runner::OltpInterval;
 use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 use csdchar_workloads::bench::Bench;
-use csdchar_workloads::oltp::{OltpInterval, OltpSpec};
+use csdchar_workloads::oltp::OltpSpec;
 use csdchar_workloads::tpcb;
 
 mod common;
@@ -59,7 +60,7 @@ fn job() -> DbJob {
             io_sampling: true,
             start_at: None,
             // The driver the CLI takes from CSDCHAR_CLIENT_IO too.
-            client_io: csdchar_dbloop::runner::ClientIoSettings {
+            client_io: csdchar_dbloop::settings::ClientIoSettings {
                 client_io: common::client_io(),
                 client_threads: None,
             },

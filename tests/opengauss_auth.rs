@@ -11,7 +11,8 @@ use std::process::{Command, Stdio};
 
 use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 use csdchar_pgwire::auth;
-use csdchar_pgwire::conn::{ConnTarget, Env};
+use csdchar_pgwire::conn::ConnTarget;
+use csdchar_pgwire::env::Env;
 use csdchar_pgwire::wire::WireConn;
 use serde_json::{Value, json};
 
@@ -60,7 +61,7 @@ fn tokio_login(conninfo: &str) -> Result<(), String> {
         .build()
         .unwrap();
     rt.block_on(async {
-        let client = csdchar_pgwire::conn::connect(conninfo)
+        let client = csdchar_pgwire::client::connect(conninfo)
             .await
             .map_err(|e| e.0)?;
         client

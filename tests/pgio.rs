@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use csdchar_dbloop::iostat::{self, IoRates, IoSampler};
 use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
-use csdchar_pgwire::conn::connect;
-use csdchar_pgwire::conn::{ProcessEnv, with_search_path};
+use csdchar_pgwire::client::connect;
+use csdchar_pgwire::conn::with_search_path;
+use csdchar_pgwire::env::ProcessEnv;
 use csdchar_workloads::pgio::{self, PgioSpec};
 
 mod common;

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use csdchar_dbloop::runner::{self, Event, EventSource, Protocol, StatementSet, Workload};
+use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
+
 use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -81,7 +82,7 @@ fn kinds_rollbacks_warmup_and_rate() {
 
     // Rate: 40 transactions/s for 2 s across 2 clients, after a 1 s warm-up
     // that is not counted and does not stretch the measured time.
-    let paced = runner::RunSettings {
+    let paced = csdchar_dbloop::settings::RunSettings {
         rate: Some(40.0),
         warmup: Duration::from_secs(1),
         ..common::run_settings(2, 2000, Some(500))

@@ -252,7 +252,8 @@ fn every_sslmode_against_a_tls_only_server() {
     }
     // auto over TLS: the ring from its TCP/TLS count up, with the rule's ring threads.
     {
-        use csdchar_dbloop::runner::{AutoRule, ring_threads, uring_probe};
+        use csdchar_dbloop::runner::uring_probe;
+        use csdchar_dbloop::settings::{AutoRule, ring_threads};
         use csdchar_pgwire::conn::Transport;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let many = AutoRule::of(Transport::Tls).uring_from_clients_per_core * cores;

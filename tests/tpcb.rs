@@ -4,15 +4,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use csdchar_core::tpcb::TpcbScript;
-use csdchar_dbloop::runner::{self, Protocol};
+use csdchar_dbloop::event::Protocol;
 use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 use csdchar_workloads::tpcb::{self, InitMode, TpcbSpec};
 
 mod common;
 use common::psql;
 
-fn settings(pipeline: bool) -> runner::RunSettings {
-    runner::RunSettings {
+fn settings(pipeline: bool) -> csdchar_dbloop::settings::RunSettings {
+    csdchar_dbloop::settings::RunSettings {
         pipeline,
         ..common::run_settings(1, 500, None)
     }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use csdchar_core::tpcc::{TpccKind, TpccMix};
-use csdchar_dbloop::runner::Protocol;
+use csdchar_dbloop::event::Protocol;
 use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 use csdchar_workloads::tpcc::{self, TpccSpec};
 
@@ -145,7 +145,7 @@ fn load_run_check_and_cleanup_follow_benchmarksql() {
     );
     // bmsql_config as BenchmarkSQL's run reads it; the run's C_LAST constant keeps its distance.
     let client = rt
-        .block_on(csdchar_pgwire::conn::connect(&conninfo))
+        .block_on(csdchar_pgwire::client::connect(&conninfo))
         .unwrap();
     let cfg = rt.block_on(tpcc::read_config(&client, "public")).unwrap();
     assert_eq!(cfg.warehouses, 2);

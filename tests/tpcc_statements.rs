@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use csdchar_core::tpcc::{TpccKind, TpccMix};
-use csdchar_dbloop::runner::Protocol;
+use csdchar_dbloop::event::Protocol;
 use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 use csdchar_workloads::tpcc::{self, LoadMethod, TpccMode, TpccSpec};
 
@@ -241,7 +241,7 @@ fn statement_mode_sends_benchmarksqls_statements_on_a_database_without_csdchar_f
     psql(&cluster, "create extension pg_stat_statements");
     let cfg = rt
         .block_on(async {
-            let c = csdchar_pgwire::conn::connect(&conninfo).await?;
+            let c = csdchar_pgwire::client::connect(&conninfo).await?;
             tpcc::read_config(&c, "public").await
         })
         .unwrap();

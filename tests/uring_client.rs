@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use csdchar_core::oltp::OltpWorkload;
-use csdchar_dbloop::runner::{
-    self, ClientIo, ClientIoSettings, Event, EventSource, Protocol, StatementSet, Workload,
-};
+use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
+use csdchar_dbloop::runner;
+use csdchar_dbloop::settings::{ClientIo, ClientIoSettings};
 use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 use csdchar_pgwire::message::Param;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -394,7 +394,7 @@ fn a_reconnect_does_not_hold_up_the_other_clients_of_its_ring() {
             late_startup: Duration::from_millis(600),
         }),
     );
-    let settings = runner::RunSettings {
+    let settings = csdchar_dbloop::settings::RunSettings {
         reconnect: true,
         ..common::run_settings(8, 1200, None)
     };
@@ -473,7 +473,7 @@ fn uring_and_threads_count_the_same_on_a_real_server() {
         (uring(1), true, 1),
         (uring(2), false, 8),
     ] {
-        let settings = runner::RunSettings {
+        let settings = csdchar_dbloop::settings::RunSettings {
             pipeline,
             ..common::run_settings(clients, 1500, Some(500))
         };
@@ -524,7 +524,7 @@ fn uring_and_threads_count_the_same_on_a_real_server() {
             .block_on(runner::run_with(
                 &conninfo,
                 Arc::clone(&w),
-                &runner::RunSettings {
+                &csdchar_dbloop::settings::RunSettings {
                     reconnect: true,
                     ..common::run_settings(4, 3000, Some(500))
                 },
@@ -583,7 +583,7 @@ fn uring_and_threads_count_the_same_on_a_real_server() {
         protocol: Protocol::Prepared,
         seed: 1,
     });
-    let paced = runner::RunSettings {
+    let paced = csdchar_dbloop::settings::RunSettings {
         rate: Some(40.0),
         warmup: Duration::from_secs(1),
         ..common::run_settings(4, 2000, Some(500))

@@ -184,8 +184,8 @@ pub fn run_settings(
     threads: u32,
     ms: u64,
     report_ms: Option<u64>,
-) -> csdchar_dbloop::runner::RunSettings {
-    csdchar_dbloop::runner::RunSettings {
+) -> csdchar_dbloop::settings::RunSettings {
+    csdchar_dbloop::settings::RunSettings {
         threads,
         time: std::time::Duration::from_millis(ms),
         report_interval: report_ms.map(std::time::Duration::from_millis),
@@ -204,8 +204,8 @@ pub fn run_settings(
 /// The client driver the database tests run on: `CSDCHAR_CLIENT_IO` (threads, uring or
 /// auto, as `--client-io` reads it; auto when unset). `scripts/test.sh` runs the database
 /// tests a second time with uring, so every one of them also passes through the ring driver.
-pub fn client_io() -> csdchar_dbloop::runner::ClientIo {
-    use csdchar_dbloop::runner::ClientIo;
+pub fn client_io() -> csdchar_dbloop::settings::ClientIo {
+    use csdchar_dbloop::settings::ClientIo;
     match std::env::var("CSDCHAR_CLIENT_IO").as_deref() {
         Ok("uring") => ClientIo::Uring,
         Ok("threads") => ClientIo::Threads,
@@ -217,11 +217,11 @@ pub fn client_io() -> csdchar_dbloop::runner::ClientIo {
 /// A run of `workload` on the driver [`client_io`] names; checks that an explicit driver was used.
 pub async fn run_workload(
     conninfo: &str,
-    workload: Arc<csdchar_dbloop::runner::Workload>,
-    settings: &csdchar_dbloop::runner::RunSettings,
-    on_interval: impl FnMut(&csdchar_workloads::oltp::OltpInterval, u32),
-) -> Result<csdchar_dbloop::runner::OltpOutcome, csdchar_pgwire::conn::DbError> {
-    use csdchar_dbloop::runner::{ClientIo, ClientIoSettings};
+    workload: Arc<csdchar_dbloop::event::Workload>,
+    settings: &csdchar_dbloop::settings::RunSettings,
+    on_interval: impl FnMut(&csdchar_dbloop::runner::OltpInterval, u32),
+) -> Result<csdchar_dbloop::runner::OltpOutcome, csdchar_pgwire::error::DbError> {
+    use csdchar_dbloop::settings::{ClientIo, ClientIoSettings};
     let io = client_io();
     let out = csdchar_dbloop::runner::run_with(
         conninfo,
@@ -244,9 +244,9 @@ pub async fn run_workload(
 pub async fn run_oltp(
     conninfo: &str,
     spec: &csdchar_workloads::oltp::OltpSpec,
-    settings: &csdchar_dbloop::runner::RunSettings,
-    on_interval: impl FnMut(&csdchar_workloads::oltp::OltpInterval, u32),
-) -> Result<csdchar_dbloop::runner::OltpOutcome, csdchar_pgwire::conn::DbError> {
+    settings: &csdchar_dbloop::settings::RunSettings,
+    on_interval: impl FnMut(&csdchar_dbloop::runner::OltpInterval, u32),
+) -> Result<csdchar_dbloop::runner::OltpOutcome, csdchar_pgwire::error::DbError> {
     let workload = Arc::new(csdchar_workloads::oltp::workload(spec));
     run_workload(conninfo, workload, settings, on_interval).await
 }

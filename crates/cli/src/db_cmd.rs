@@ -20,11 +20,12 @@ use csdchar_dbload::session::{
 };
 use csdchar_dbload::space::RelationEstimator;
 use csdchar_dbload::text;
-use csdchar_dbloop::runner::Protocol;
+use csdchar_dbloop::event::Protocol;
+use csdchar_dbloop::runner::OltpInterval;
 use csdchar_pgcluster::{ClusterError, ClusterSpec};
 use csdchar_pgwire::dialect::{Dialect, ServerKind};
 use csdchar_workloads::bench::Bench;
-use csdchar_workloads::oltp::{OltpInterval, OltpSpec};
+use csdchar_workloads::oltp::OltpSpec;
 use csdchar_workloads::pgio::PgioSpec;
 use csdchar_workloads::tpcb::{self, TpcbSpec};
 use csdchar_workloads::tpcc::{self, TpccSpec};
@@ -332,7 +333,7 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
         );
     }
     if let Some(url) = &s.url {
-        csdchar_pgwire::conn::ConnTarget::parse(url, &csdchar_pgwire::conn::ProcessEnv)
+        csdchar_pgwire::conn::ConnTarget::parse(url, &csdchar_pgwire::env::ProcessEnv)
             .map_err(|e| format!("--url: {e}"))?;
     }
     if s.db.is_empty() || s.db.len() > 63 || s.db.contains('\0') {

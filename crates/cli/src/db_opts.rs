@@ -433,12 +433,12 @@ pub enum ClientIoArg {
 
 impl RunArgs {
     /// The run's client driver, as the runner takes it.
-    pub fn client_io(&self) -> csdchar_dbloop::runner::ClientIoSettings {
-        csdchar_dbloop::runner::ClientIoSettings {
+    pub fn client_io(&self) -> csdchar_dbloop::settings::ClientIoSettings {
+        csdchar_dbloop::settings::ClientIoSettings {
             client_io: match self.client_io {
-                ClientIoArg::Auto => csdchar_dbloop::runner::ClientIo::Auto,
-                ClientIoArg::Threads => csdchar_dbloop::runner::ClientIo::Threads,
-                ClientIoArg::Uring => csdchar_dbloop::runner::ClientIo::Uring,
+                ClientIoArg::Auto => csdchar_dbloop::settings::ClientIo::Auto,
+                ClientIoArg::Threads => csdchar_dbloop::settings::ClientIo::Threads,
+                ClientIoArg::Uring => csdchar_dbloop::settings::ClientIo::Uring,
             },
             client_threads: self.client_threads.map(|n| n as usize),
         }

@@ -138,7 +138,7 @@ fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
     };
     if let Some(url) = &opts.url
         && let Err(e) =
-            csdchar_pgwire::conn::ConnTarget::parse(url, &csdchar_pgwire::conn::ProcessEnv)
+            csdchar_pgwire::conn::ConnTarget::parse(url, &csdchar_pgwire::env::ProcessEnv)
     {
         let _ = writeln!(io.stderr, "error: --url: {e}");
         return Outcome::code(EXIT_USAGE);

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use csdchar_core::result::db::{DbSpec, PgioParams};
 
-use csdchar_dbloop::runner::Protocol;
+use csdchar_dbloop::event::Protocol;
 use csdchar_workloads::bench::Bench;
 use csdchar_workloads::tpcb;
 
@@ -79,7 +79,7 @@ pub struct RunPlan {
     /// Start the first step's clock at this instant (later steps start at once).
     pub start_at: Option<SystemTime>,
     /// How the clients' connections are driven (threads or io_uring).
-    pub client_io: csdchar_dbloop::runner::ClientIoSettings,
+    pub client_io: csdchar_dbloop::settings::ClientIoSettings,
 }
 
 /// Sizes the caller gave that the tables, once loaded, decide instead: a

@@ -18,11 +18,15 @@ use csdchar_core::result::study::{
 use crate::job::DbJob;
 use crate::session::DbServer;
 use crate::space::{SpaceEstimator, measure_space, settled_snapshot};
-use csdchar_dbloop::runner::{self, Protocol};
-use csdchar_pgwire::conn::{self, Client};
+use csdchar_dbloop::event::Protocol;
+use csdchar_dbloop::runner;
+use csdchar_dbloop::runner::{OltpInterval, OltpOutcome};
+use csdchar_dbloop::settings::RunSettings;
+use csdchar_pgwire::client;
+use csdchar_pgwire::client::Client;
 use csdchar_workloads::bench::Bench;
 use csdchar_workloads::catalog;
-use csdchar_workloads::oltp::{self, OltpInterval, OltpOutcome};
+use csdchar_workloads::oltp;
 use csdchar_workloads::pgio::{self, PgioSpec};
 use csdchar_workloads::tpcb::{self, TpcbSpec};
 use csdchar_workloads::tpcc::{self, TpccSpec};
@@ -410,7 +414,7 @@ async fn check_room(
     force: bool,
 ) -> Result<(), Refusal> {
     let footprint = bench.load_footprint(job.load.warehouse_range, job.loader_threads());
-    let (dir, replaced) = match conn::connect(&server.conninfo).await {
+    let (dir, replaced) = match client::connect(&server.conninfo).await {
         Ok(c) => {
             let dir = crate::space::local_data_directory(&c).await;
             let replaced = if force {
@@ -430,7 +434,7 @@ async fn check_room(
 /// Connects, reads the server version and checks `max_connections` against
 /// the job's largest step.
 async fn open_checked<R>(conninfo: &str, job: &DbJob) -> Result<(Client, String), JobError<R>> {
-    let client = conn::connect(conninfo)
+    let client = client::connect(conninfo)
         .await
         .map_err(|e| JobError::failed(e.0))?;
     let version: String = match client.query_one("SHOW server_version", &[]).await {
@@ -689,11 +693,11 @@ pub async fn run_steps(
         {
             observer.waiting_until(at);
         }
-        let before = match conn::connect(conninfo).await {
+        let before = match client::connect(conninfo).await {
             Ok(c) => Some(crate::snapshot::take(&c, dialect, tables).await),
             Err(_) => None,
         };
-        let settings = oltp::RunSettings {
+        let settings = RunSettings {
             threads,
             time: plan.time,
             report_interval: plan.report_interval,
@@ -736,7 +740,7 @@ pub async fn run_steps(
                 break;
             }
         };
-        let after = match conn::connect(conninfo).await {
+        let after = match client::connect(conninfo).await {
             Ok(c) => Some(crate::snapshot::take(&c, dialect, tables).await),
             Err(_) => None,
         };
@@ -1175,7 +1179,7 @@ pub async fn check(conninfo: &str, job: &DbJob) -> Result<Vec<tpcc::CheckOutcome
         return Err("check runs TPC-C's consistency conditions: the workload is not tpcc".into());
     }
     // The conditions hold trivially on missing rows: an incomplete load fails.
-    let client = conn::connect(conninfo).await.map_err(|e| e.0)?;
+    let client = client::connect(conninfo).await.map_err(|e| e.0)?;
     let state = tpcc::TpccLoadState::read(&client, &job.schema)
         .await
         .map_err(|e| e.0)?;

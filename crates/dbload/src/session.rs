@@ -3,12 +3,13 @@
 //! either way a conninfo whose connections work in the job's schema only.
 
 use csdchar_pgcluster::{ClusterError, ClusterSpec, ManagedCluster, MemoryWatch, PostmasterWatch};
-use csdchar_pgwire::conn::{ProcessEnv, with_search_path};
+use csdchar_pgwire::conn::with_search_path;
 use csdchar_pgwire::dialect::Dialect;
+use csdchar_pgwire::env::ProcessEnv;
 use std::sync::Arc;
 use std::time::Duration;
 
-use csdchar_dbloop::runner::ServerWatch;
+use csdchar_dbloop::settings::ServerWatch;
 
 /// How the server was reached, as results record it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -224,7 +224,9 @@ pub fn name_relations(
         .build()
         .map_err(|e| format!("runtime: {e}"))?;
     let names = rt.block_on(async {
-        let client = csdchar_pgwire::conn::connect(url).await.map_err(|e| e.0)?;
+        let client = csdchar_pgwire::client::connect(url)
+            .await
+            .map_err(|e| e.0)?;
         relation_names(&client)
             .await
             .map_err(|e| format!("reading pg_class: {e}"))

@@ -12,7 +12,7 @@ use csdchar_core::result::db::DbSnapshot;
 use csdchar_core::result::study::PhysicalSplit;
 
 use crate::session::DbServer;
-use csdchar_pgwire::conn::Client;
+use csdchar_pgwire::client::Client;
 
 /// Predicts what a compressing drive would store for some files; the study
 /// uses it where the drive has no counters. Callers pass it in:
@@ -140,7 +140,7 @@ pub async fn settled_snapshot(server: &DbServer, client: &Client, tables: &[Stri
     // until it writes WAL again, so the drive keeps it after the checkpoint
     // removed it (16 MiB more on the drive in some loads, issue 25): that
     // backend goes when the settle is done.
-    let own = csdchar_pgwire::conn::connect(&server.conninfo).await.ok();
+    let own = csdchar_pgwire::client::connect(&server.conninfo).await.ok();
     let checkpointed = checkpoint_and_switch(own.as_ref().unwrap_or(client)).await;
     drop(own);
     let mut snap = crate::snapshot::take(client, dialect, tables).await;

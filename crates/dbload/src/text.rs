@@ -10,9 +10,9 @@ use csdchar_core::result::study::StudyRow;
 use csdchar_core::tpcb::TpcbScript;
 
 use crate::orchestrate::LoadPhases;
-use csdchar_dbloop::runner::Protocol;
+use csdchar_dbloop::event::Protocol;
+use csdchar_dbloop::runner::OltpInterval;
 use csdchar_workloads::bench::Bench;
-use csdchar_workloads::oltp::OltpInterval;
 use csdchar_workloads::pgio::PgioSpec;
 use csdchar_workloads::tpcb::TpcbSpec;
 use csdchar_workloads::tpcc::{TpccMode, TpccSpec};

@@ -59,7 +59,7 @@ use std::sync::atomic::{AtomicU16, Ordering as AtomicOrdering};
 
 use io_uring::{IoUring, Probe, cqueue, opcode, squeue, types};
 
-use crate::runner::{Client, ClientEnd, Next, Shared, Sink};
+use crate::client::{Client, ClientEnd, Next, Shared, Sink};
 use csdchar_pgwire::message::{InBuf, ReplyScan, WireError};
 use csdchar_pgwire::wire::WireConn;
 

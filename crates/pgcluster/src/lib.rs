@@ -127,7 +127,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use csdchar_pgwire::conn::{ConnTarget, Env};
+use csdchar_pgwire::conn::ConnTarget;
+
+use csdchar_pgwire::env::Env;
 use csdchar_pgwire::wire::WireConn;
 
 mod access;

@@ -1,7 +1,7 @@
 //! The startup and authentication exchange, written once (sans I/O) for both
 //! of csdchar's clients: the blocking wire client of the measured loop and
 //! the tokio-postgres control connection (which sees an already
-//! authenticated stream, see [`crate::conn::connect_client`]).
+//! authenticated stream, see [`crate::client::connect_client`]).
 //!
 //! PostgreSQL: trust, password, md5, SCRAM-SHA-256. openGauss reuses some
 //! request codes with other meanings (10 = SHA256, 11 = MD5_SHA256, 13 =

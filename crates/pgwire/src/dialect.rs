@@ -15,7 +15,7 @@
 
 use tokio_postgres::{Client, SimpleQueryMessage};
 
-use crate::conn::{DbError, db_err};
+use crate::error::{DbError, db_err};
 
 /// Which server family answered (from `version()`; informational — what the
 /// layer uses comes from the catalog probes).
@@ -317,7 +317,7 @@ impl Dialect {
 
     /// Connects to `conninfo` and probes (for callers without a connection).
     pub async fn probe_conninfo(conninfo: &str) -> Result<Dialect, DbError> {
-        let client = crate::conn::connect(conninfo).await?;
+        let client = crate::client::connect(conninfo).await?;
         Dialect::probe(&client).await
     }
 

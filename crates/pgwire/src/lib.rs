@@ -3,14 +3,18 @@
 //! libpq's `PG*` variables, [`conn::Transport`]), TLS with libpq's sslmodes ([`tls`]),
 //! authentication including openGauss's methods ([`auth`]), the blocking wire connection
 //! and reply parsing the measured loop drives ([`wire`]), the tokio-postgres control
-//! connection ([`conn::connect`]) and the server's dialect ([`dialect`]).
+//! connection ([`client::connect`]), its error ([`error::DbError`]), where `PG*` variables
+//! come from ([`env`]) and the server's dialect ([`dialect`]).
 //!
 //! Depends on no other csdchar crate: everything here is about talking to a server,
 //! nothing about what is measured.
 
 pub mod auth;
+pub mod client;
 pub mod conn;
 pub mod dialect;
+pub mod env;
+pub mod error;
 pub mod message;
 pub mod tls;
 pub mod wire;

@@ -27,7 +27,7 @@ use rustls::pki_types::{
 };
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 
-use crate::conn::Env;
+use crate::env::Env;
 
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

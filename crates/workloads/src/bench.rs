@@ -8,7 +8,7 @@ use crate::oltp::{self, OltpSpec};
 use crate::pgio::{self, PgioSpec};
 use crate::tpcb::{self, TpcbSpec};
 use crate::tpcc::{self, TpccSpec};
-use csdchar_dbloop::runner::{Protocol, Workload};
+use csdchar_dbloop::event::{Protocol, Workload};
 
 /// One workload with its tables, as prepare, run and study handle it.
 #[derive(Debug, Clone)]

@@ -3,7 +3,9 @@
 //! dropping only what csdchar made. Shared by every workload's prepare, run
 //! and cleanup.
 
-use csdchar_pgwire::conn::{Client, DbError, connect, db_err};
+use csdchar_pgwire::client::{Client, connect};
+
+use csdchar_pgwire::error::{DbError, db_err};
 
 /// Which of the tables `names` exist in `schema` (tables of the same name in
 /// other schemas are not the workload's and never count).

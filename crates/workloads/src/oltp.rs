@@ -15,10 +15,10 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::catalog::{drop_tables, ensure_schema, existing_tables};
-use csdchar_dbloop::runner::{Event, EventSource, Protocol, StatementSet, Workload};
-pub use csdchar_dbloop::runner::{OltpInterval, OltpOutcome, RunSettings, Tally};
-use csdchar_pgwire::conn::{Client, DbError, connect, db_err};
+use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
+use csdchar_pgwire::client::{Client, connect};
 use csdchar_pgwire::dialect::Dialect;
+use csdchar_pgwire::error::{DbError, db_err};
 use csdchar_pgwire::message::Param;
 
 /// What to prepare and run.

@@ -18,9 +18,10 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio_postgres::Client;
 
 use crate::catalog::{drop_tables, ensure_schema, existing_tables};
-use csdchar_dbloop::runner::{Event, EventSource, Protocol, StatementSet, Workload};
-use csdchar_pgwire::conn::{DbError, connect, db_err};
+use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
+use csdchar_pgwire::client::connect;
 use csdchar_pgwire::dialect::Dialect;
+use csdchar_pgwire::error::{DbError, db_err};
 use csdchar_pgwire::message::Param;
 
 /// What to load and run.

@@ -38,9 +38,10 @@ pub use procs::{call_sql, functions_sql, workload};
 pub use statements::{STATEMENT_ABANDON, STATEMENTS, statement_workload};
 
 use crate::catalog::{drop_tables, ensure_schema, existing_tables};
-use csdchar_dbloop::runner::{Event, EventSource, Protocol, StatementSet, Workload};
-use csdchar_pgwire::conn::{DbError, connect, db_err};
+use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
+use csdchar_pgwire::client::connect;
 use csdchar_pgwire::dialect::Dialect;
+use csdchar_pgwire::error::{DbError, db_err};
 use csdchar_pgwire::message::Param;
 
 /// What to load and run.

@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use super::procs::run_constants;
 use super::*;
-use csdchar_dbloop::runner::Follow;
+use csdchar_dbloop::event::Follow;
 use csdchar_pgwire::message::{Reply, StatementRows};
 
 /// BenchmarkSQL 5.0's statements, as `jTPCCConnection` prepares them (the
