@@ -3,7 +3,15 @@
 //! directory, the random password and its 0600 file, and the data
 //! directory handed to the server's user.
 
-use super::*;
+use std::ffi::CString;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::ManagedCluster;
+
+use crate::spec::{ClusterError, RunAs, SOCKET_PREFIX, SOCKET_RECORD, SUN_PATH_MAX};
 
 /// Splits `key=value` settings; the key must be a plain parameter name.
 pub(super) fn parse_settings(settings: &[String]) -> Result<Vec<(String, String)>, ClusterError> {

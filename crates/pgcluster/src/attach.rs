@@ -2,7 +2,14 @@
 //! its `postmaster.pid` and socket; settings, `--listen` and the memory
 //! limit cannot change it, so each is noted instead.
 
-use super::*;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::ManagedCluster;
+
+use crate::binaries::PgBinaries;
+use crate::process::{PidFile, process_alive};
+use crate::spec::{ClusterError, PASSWORD_FILE, RunAs, human_bytes};
 
 impl ManagedCluster {
     /// Attaches to the running server of `pgdata`, if there is one; a stale

@@ -1,7 +1,11 @@
 //! Finding a PostgreSQL installation's server binaries (`--pg-bin`,
 //! `pg_config`, PATH, `/usr/lib/postgresql/*/bin`) and its major version.
 
-use super::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::spec::ClusterError;
 
 /// The server binaries of one PostgreSQL installation.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,12 @@
 //! the page cache cannot absorb its reads; stale cgroups of dead runs are
 //! removed.
 
-use super::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::process::process_alive;
+use crate::spec::{ClusterError, human_bytes};
 
 /// Name prefix of the memory cgroups csdchar creates: `csdchar-pg-<pid>-<n>`.
 pub(super) const CGROUP_PREFIX: &str = "csdchar-pg-";

@@ -1,7 +1,14 @@
 //! Running the server's commands (initdb, pg_ctl, psql) as its user, with
 //! their output kept for errors; ports, shell and conninfo quoting, log tails.
 
-use super::*;
+use std::fs;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use crate::cgroup::MemCgroup;
+use crate::spec::{ClusterError, RunAs};
 
 pub(super) fn run(cmd: Command, run_as: Option<RunAs>, what: &str) -> Result<Output, ClusterError> {
     run_in(cmd, run_as, what, None)

@@ -118,19 +118,13 @@
 //! after a dead one), `stale` (temporary clusters of dead runs), `cgroup`
 //! (the memory limit) and `command` (running the server's commands).
 
-use std::ffi::CString;
-use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use csdchar_pgwire::conn::ConnTarget;
-
-use csdchar_pgwire::env::Env;
-use csdchar_pgwire::wire::WireConn;
+use crate::cgroup::{MemCgroup, oom_kills};
+use crate::command::{conninfo_value, shell_word};
+use crate::process::Watchdog;
+use crate::spec::RunAs;
 
 mod access;
 mod attach;
@@ -138,117 +132,19 @@ mod binaries;
 mod cgroup;
 mod command;
 mod process;
+mod spec;
 mod stale;
 mod start;
 mod stop;
 mod tls;
 
+pub use spec::{ClusterError, ClusterSpec, TEMP_ROOT};
 pub use tls::ROOT_CERT;
-
-use access::*;
-use cgroup::*;
-use command::*;
-use process::*;
-use stale::*;
 
 pub use access::check_pgdata_reachable;
 pub use binaries::PgBinaries;
 pub use cgroup::MemoryWatch;
 pub use process::PostmasterWatch;
-
-/// Where temporary clusters live (and stale ones are looked for).
-/// Where temporary clusters are made.
-pub const TEMP_ROOT: &str = "/var/tmp";
-/// Name prefix of a temporary cluster's directory.
-const TEMP_PREFIX: &str = "csdchar-pg";
-/// The marker a temporary cluster's directory holds (see the module doc).
-const RUN_MARKER: &str = "csdchar-run";
-/// The socket directory inside the data directory.
-const SOCKET_SUBDIR: &str = "csdchar-socket";
-/// Records a socket directory outside the data directory (path too long).
-const SOCKET_RECORD: &str = "csdchar-socket-dir";
-/// Name prefix of such an outside socket directory (in /tmp).
-const SOCKET_PREFIX: &str = "csdchar-pgsock";
-/// The password file in the data directory.
-const PASSWORD_FILE: &str = "csdchar-password";
-/// Longest Unix socket path (`sun_path` is 108 bytes with the NUL).
-const SUN_PATH_MAX: usize = 107;
-
-/// Why a cluster could not be set up or started.
-#[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    /// No PostgreSQL server binaries were found.
-    #[error("PostgreSQL server binaries not found ({0}); install postgresql or pass --pg-bin DIR")]
-    NoBinaries(String),
-    /// A setting is not `key=value`.
-    #[error("--pg-set: '{0}' is not key=value")]
-    BadSetting(String),
-    /// The listen address is not a host name, IP address or `*` (comma-separated).
-    #[error("--listen: '{0}' is not a host name, IP address or * (comma-separated)")]
-    BadListen(String),
-    /// Running as root but there is no `postgres` user to run the server as.
-    #[error(
-        "running as root, but there is no 'postgres' user to run the server as (initdb refuses root)"
-    )]
-    NoPostgresUser,
-    /// A command failed; the message carries its output and, for the server, the log location.
-    #[error("{0}")]
-    Command(String),
-    /// File-system trouble around the data directory.
-    #[error("{0}")]
-    Io(String),
-    /// The memory limit cannot be applied (not root, no memory controller, cgroup trouble).
-    #[error("--pg-memory-limit: {0}")]
-    MemoryLimit(String),
-    /// `--tls` without a TCP listener (TLS is for TCP; the Unix socket never uses it).
-    #[error(
-        "--tls: needs --listen ADDR (TLS is for TCP connections; the Unix socket does not use it)"
-    )]
-    TlsWithoutListen,
-}
-
-/// What cluster to run.
-#[derive(Debug, Clone, Default)]
-pub struct ClusterSpec {
-    /// Data directory; None makes a temporary one that is removed afterwards.
-    pub pgdata: Option<PathBuf>,
-    /// Server binaries; None finds them.
-    pub pg_bin: Option<PathBuf>,
-    /// `key=value` settings (`--pg-set`), passed to the server at start.
-    pub settings: Vec<String>,
-    /// Leave the server running when the cluster is dropped (ignored for a temporary cluster).
-    pub keep_running: bool,
-    /// Also listen on TCP at this address (`listen_addresses`, e.g. `127.0.0.1`);
-    /// TCP logins then need the cluster's password (see [`ManagedCluster::password_file`]).
-    /// None: Unix socket only.
-    pub listen: Option<String>,
-    /// Run the server (and every process it starts) in a memory cgroup of its
-    /// own with this limit in bytes, page cache included, so that the OS cache
-    /// cannot absorb the server's reads (`--pg-memory-limit`). Needs root and
-    /// a memory controller; ignored with a note when attaching. The limit must
-    /// hold shared_buffers plus the backends, or the kernel's OOM killer ends
-    /// server processes. None: no limit of csdchar's.
-    pub memory_limit: Option<u64>,
-    /// TLS on the TCP listener (`--tls`): a CA and server certificate of the
-    /// cluster's own in the data directory, `ssl=on`, TCP logins `hostssl`.
-    pub tls: bool,
-}
-
-/// The user the server runs as.
-#[derive(Debug, Clone, Copy)]
-struct RunAs {
-    uid: u32,
-    gid: u32,
-}
-
-/// No libpq environment: the cluster's own connections say everything.
-struct NoEnv;
-
-impl Env for NoEnv {
-    fn get(&self, _: &str) -> Option<String> {
-        None
-    }
-}
 
 /// A running cluster that csdchar manages (or attached to).
 #[derive(Debug)]
@@ -413,25 +309,24 @@ impl ManagedCluster {
     }
 }
 
-/// Bytes for people: `256 MiB`, `1.5 GiB`, or plain bytes.
-fn human_bytes(n: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    for (size, unit) in UNITS {
-        if n >= size {
-            let v = n as f64 / size as f64;
-            return if n.is_multiple_of(size) {
-                format!("{} {unit}", n / size)
-            } else {
-                format!("{v:.1} {unit}")
-            };
-        }
-    }
-    format!("{n} B")
-}
-
 #[cfg(test)]
 mod tests {
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
+    use crate::access::{
+        is_loopback, random_password, read_password, rewrite_trust_host_lines, secure_hba,
+        socket_path_fits, validate_listen, write_private,
+    };
+    use crate::cgroup::{
+        CgroupVersion, MemoryHierarchy, cgroup_mounts, cgroup_owner, oom_kill_count,
+        unescape_mountinfo,
+    };
+    use crate::command::shell_quote;
+    use crate::process::{proc_start_time, process_alive};
+    use crate::spec::{RUN_MARKER, human_bytes};
+    use crate::stale::read_marker;
 
     #[test]
     fn quoting_and_settings() {

@@ -3,7 +3,14 @@
 //! cleanup after a postmaster that died (orphans ended, shared memory
 //! removed, zombies reaped).
 
-use super::*;
+use std::fs;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::spec::{ClusterError, RunAs};
 
 /// The watchdog that stops the server (and removes a temporary directory)
 /// when csdchar dies without dropping the cluster; see the module doc.

@@ -2,7 +2,12 @@
 //! (watchdog and csdchar pids with start times) and the sweep that removes
 //! the directories whose owners are gone.
 
-use super::*;
+use std::fs;
+use std::path::Path;
+
+use crate::access::write_file;
+use crate::process::{PidFile, Watchdog, proc_start_time, process_alive};
+use crate::spec::{ClusterError, RUN_MARKER, TEMP_PREFIX};
 
 /// Writes the marker of a temporary cluster's directory (see the module doc).
 pub(super) fn write_marker(dir: &Path, watchdog: &Watchdog) -> Result<(), ClusterError> {

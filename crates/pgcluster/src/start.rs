@@ -5,7 +5,32 @@
 //! on a free port (inside the memory cgroup when limited). Also the user the
 //! server runs as (`postgres` when csdchar is root).
 
-use super::*;
+use std::ffi::CString;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use csdchar_pgwire::conn::ConnTarget;
+use csdchar_pgwire::wire::WireConn;
+
+use crate::ManagedCluster;
+use crate::tls;
+
+use crate::access::{
+    chown, hand_over, is_loopback, parse_settings, private_dir, random_password, read_password,
+    remove_recorded_socket_dir, secure_hba, socket_path_fits, unreachable_ancestor,
+    validate_listen, write_private,
+};
+use crate::binaries::PgBinaries;
+use crate::cgroup::{MemCgroup, MemoryHierarchy, sweep_stale_cgroups};
+use crate::command::{free_port, run, run_in, shell_quote, tail};
+use crate::process::{PidFile, PostmasterWatch, Watchdog, proc_start_time, process_alive};
+use crate::spec::{
+    ClusterError, ClusterSpec, NoEnv, PASSWORD_FILE, RunAs, SOCKET_PREFIX, SOCKET_RECORD,
+    SOCKET_SUBDIR, TEMP_PREFIX, TEMP_ROOT, human_bytes,
+};
+use crate::stale::{sweep_stale, write_marker};
 
 impl ManagedCluster {
     /// Attaches to the server of `spec.pgdata` if it already runs; otherwise

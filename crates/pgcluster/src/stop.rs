@@ -2,7 +2,18 @@
 //! what is left of its server; and the drop that stops (or keeps) the server,
 //! removes a temporary cluster and tells the watchdog it is done.
 
-use super::*;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::ManagedCluster;
+
+use crate::command::run;
+use crate::process::{
+    PidFile, PostmasterWatch, end_server_processes, reap_orphaned_postgres, remove_shmem_segment,
+};
+use crate::spec::ClusterError;
 
 impl ManagedCluster {
     /// Stops the server (fast shutdown). Idempotent. Also stops an attached

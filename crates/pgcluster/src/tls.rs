@@ -6,7 +6,12 @@
 //! connection is refused. Made once; a restart keeps them. The CA's key is
 //! not kept: nothing else can be signed with it.
 
-use super::*;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::access::{write_file, write_private};
+use crate::spec::{ClusterError, RunAs};
 
 /// The CA certificate a client verifies the server with (`sslrootcert`).
 pub const ROOT_CERT: &str = "root.crt";

@@ -3,7 +3,26 @@
 //! batched INSERTs), then the keys, foreign keys and history id of its build
 //! and VACUUM ANALYZE; a resume loads and builds only what is missing.
 
-use super::*;
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use csdchar_core::tpcc::{self, FOREIGN_KEYS, TpccData, WAREHOUSE_TABLES};
+use futures_util::SinkExt;
+use tokio_postgres::Client;
+
+use crate::catalog::{ensure_schema, existing_tables};
+use csdchar_pgwire::client::connect;
+use csdchar_pgwire::dialect::Dialect;
+use csdchar_pgwire::error::{DbError, db_err};
+
+use super::procs::functions_sql;
+
+use super::spec::{
+    INSERT_BATCH, INSERT_COMMIT_ROWS, Job, LoadMethod, TpccLoadTimes, TpccSpec, connect_loader,
+    quote_ident, table_names,
+};
+use super::state::{TpccLoadState, cleanup, ranges, read_config};
 
 /// Creates the tables and functions and loads `spec.warehouses` warehouses
 /// over `jobs` connections, then builds BenchmarkSQL's keys, foreign keys

@@ -1,7 +1,19 @@
 //! The five transactions as PL/pgSQL functions (one round trip each, in
 //! BenchmarkSQL's statement order) and the runner workload that calls them.
 
-use super::*;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use csdchar_core::tpcc::{self, CustomerRef, NurandC, TpccData, TpccDriver, TpccKind, TpccTxn};
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use tokio_postgres::Client;
+
+use csdchar_dbloop::event::{Event, EventSource, StatementSet, Workload};
+use csdchar_pgwire::error::{DbError, db_err};
+use csdchar_pgwire::message::Param;
+
+use super::spec::{FUNCTIONS, NEW_ORDER_ROLLBACK, TPCC_RETRY, TpccSpec};
 
 /// The five transactions as PL/pgSQL functions, each running BenchmarkSQL
 /// 5.x's statements (`jTPCCConnection`/`jTPCCTData`) in its order, with its
@@ -369,4 +381,39 @@ impl EventSource for TpccSource {
         ev.set_kind(kind as usize);
         ev.push(kind as usize, p);
     }
+}
+
+/// Procedure mode's functions missing from `schema`, in [`FUNCTIONS`] order.
+pub async fn missing_functions(client: &Client, schema: &str) -> Result<Vec<String>, DbError> {
+    let rows = client
+        .query(
+            "select p.proname::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace \
+             where n.nspname = $1 and p.proname = any($2)",
+            &[&schema, &FUNCTIONS.to_vec()],
+        )
+        .await
+        .map_err(|e| db_err("reading the transaction functions", e))?;
+    let present: BTreeSet<String> = rows.iter().map(|r| r.get(0)).collect();
+    Ok(FUNCTIONS
+        .iter()
+        .filter(|f| !present.contains(**f))
+        .map(|f| f.to_string())
+        .collect())
+}
+
+/// Creates procedure mode's functions in `schema` (the connection's
+/// search_path must lead there); a user who may not gets an error that says how.
+pub async fn create_functions(client: &Client, schema: &str) -> Result<(), DbError> {
+    client
+        .batch_execute(&functions_sql().join(";\n"))
+        .await
+        .map_err(|e| match e.as_db_error() {
+            Some(d) if d.code().code() == "42501" => DbError(format!(
+                "--tpcc-mode procedures needs BenchmarkSQL's transactions as functions in schema {schema}, \
+                 and this user may not create them ({}): create them as a user who may (`csdchar db prepare` \
+                 creates them), or run with --tpcc-mode statements, which needs none",
+                d.message()
+            )),
+            _ => db_err("creating the transaction functions", e),
+        })
 }

@@ -12,9 +12,18 @@
 use std::time::SystemTime;
 
 use super::procs::run_constants;
-use super::*;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use csdchar_core::tpcc::{self, TpccDriver, TpccKind, TpccTxn};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use csdchar_dbloop::event::{Event, EventSource, StatementSet, Workload};
+use csdchar_pgwire::message::Param;
+
 use csdchar_dbloop::event::Follow;
 use csdchar_pgwire::message::{Reply, StatementRows};
+
+use super::spec::TpccSpec;
 
 /// BenchmarkSQL 5.0's statements, as `jTPCCConnection` prepares them (the
 /// Java string concatenation with `?` numbered `$1`…), then the driver's
@@ -831,6 +840,8 @@ fn next_district(mut d: Delivery, ev: &mut Event) -> (State, Follow) {
 
 #[cfg(test)]
 mod tests {
+    use csdchar_core::tpcc::{NurandC, TpccMix};
+
     use super::*;
     use bytes::BytesMut;
     use csdchar_pgwire::message::ReplyScan;
