@@ -121,7 +121,7 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         }
     };
     let bytes = render(std::slice::from_ref(&result), &[], opts.output_format);
-    let mut exit_code = csdchar_fio_like::run::exit_code(result.status);
+    let mut exit_code = csdchar_fio_like::error::exit_code(result.status);
     if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {
         let _ = writeln!(io.stderr, "error: {e}");
         exit_code = 1;

@@ -21,6 +21,7 @@ pub mod counters;
 pub mod estimate;
 pub mod fio_job;
 pub mod hdr;
+pub mod heap_page;
 pub mod load_size;
 pub mod oltp;
 pub mod pattern;

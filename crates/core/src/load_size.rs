@@ -11,14 +11,9 @@
 //! check can still run out of space on a nearly full file system, but one that
 //! fails it cannot succeed.
 
+use crate::heap_page::heap_bytes;
 use crate::pgio;
 
-/// PostgreSQL's page size.
-const PAGE: u64 = 8192;
-/// Page header bytes.
-const PAGE_HEADER: u64 = 24;
-/// Line pointer bytes per tuple.
-const LINE_POINTER: u64 = 4;
 /// A B-tree entry on an int4/int8 key, leaf pages at their default 90%:
 /// 22.6 bytes a row measured on `sbtest1_pkey` and `pgbench_accounts_pkey`.
 const BTREE_BYTES_PER_KEY: u64 = 23;
@@ -50,30 +45,6 @@ pub struct LoadFootprint {
     pub table_bytes: u64,
     /// Peak bytes the loader holds in the client's memory at once.
     pub client_buffer_bytes: u64,
-}
-
-/// Rows PostgreSQL puts in one heap page at `fillfactor` for tuples of
-/// `tuple` bytes (MAXALIGNed, without the line pointer): a page takes another
-/// tuple while `tuple + reserved <= free - line pointer`
-/// (`RelationGetBufferForTuple`); an empty page always takes one.
-pub fn heap_rows_per_page(tuple: u64, fillfactor: u8) -> u64 {
-    let reserved = PAGE * (100 - u64::from(fillfactor.clamp(10, 100))) / 100;
-    let mut free = PAGE - PAGE_HEADER;
-    let mut rows = 0;
-    loop {
-        let fits = free.saturating_sub(LINE_POINTER) >= tuple + reserved;
-        if rows > 0 && !fits {
-            return rows;
-        }
-        rows += 1;
-        free = free.saturating_sub(tuple + LINE_POINTER);
-    }
-}
-
-/// Heap bytes of `rows` tuples of `tuple` bytes at `fillfactor`.
-fn heap_bytes(rows: u64, tuple: u64, fillfactor: u8) -> u64 {
-    rows.div_ceil(heap_rows_per_page(tuple, fillfactor))
-        .saturating_mul(PAGE)
 }
 
 /// sysbench's `prepare`: `tables` x `rows` with the primary key and `k_N`.
@@ -132,6 +103,7 @@ pub fn pgio(schemas: u32, blocks: u64, loaders: u32) -> LoadFootprint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::heap_page::heap_rows_per_page;
 
     /// Within 3% of what the measured loads (module doc) left on disk.
     fn near(estimate: u64, measured: u64) -> bool {

@@ -68,7 +68,7 @@ pub const TUPLE_BYTES: u64 = 1072;
 
 /// Heap rows PostgreSQL puts in one 8 KiB block at `fillfactor`, for pgio's row.
 pub fn rows_per_block(fillfactor: u8) -> u64 {
-    crate::load_size::heap_rows_per_page(TUPLE_BYTES, fillfactor)
+    crate::heap_page::heap_rows_per_page(TUPLE_BYTES, fillfactor)
 }
 
 /// Rows of a schema of `blocks` blocks: pgio loads one row per block.

@@ -10,7 +10,8 @@ use csdchar_core::fio_job::{JobFilePlan, JobPlan};
 use csdchar_core::result::RunStatus;
 use csdchar_core::result::block::{BlockResult, JobFileJob, JobOptionValue};
 
-use crate::run::{BlockError, RunControl, run_block};
+use crate::error::BlockError;
+use crate::run::{RunControl, run_block};
 
 /// How a job ended, as far as the jobs after it care.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -55,7 +56,7 @@ pub fn run_job_file(
         match o {
             Ok(r) => {
                 if run.exit_code == 0 {
-                    run.exit_code = crate::run::exit_code(r.status);
+                    run.exit_code = crate::error::exit_code(r.status);
                 }
                 if let (RunStatus::IoError, Some(e)) = (r.status, &r.error) {
                     run.lines.push(format!("error: {}", e.message));
@@ -69,7 +70,7 @@ pub fn run_job_file(
         }
     }
     if interrupt.load(Ordering::Relaxed) && run.exit_code == 0 {
-        run.exit_code = crate::run::exit_code(RunStatus::Interrupted);
+        run.exit_code = crate::error::exit_code(RunStatus::Interrupted);
     }
     run
 }

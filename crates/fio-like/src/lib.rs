@@ -8,6 +8,7 @@
 
 pub mod buffers;
 pub mod engine;
+pub mod error;
 pub mod job;
 pub mod jobfile;
 pub mod offsets;
@@ -19,4 +20,5 @@ pub mod uring;
 pub mod verify;
 
 pub use engine::{Completion, Direction, EngineError, IoEngine, IoRequest, NullEngine};
-pub use run::{BlockError, RunControl, run_block, run_block_with};
+pub use error::BlockError;
+pub use run::{RunControl, run_block, run_block_with};

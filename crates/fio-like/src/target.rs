@@ -12,7 +12,7 @@ use csdchar_core::pattern::{DataSpec, PatternGenerator};
 use csdchar_core::result::block::{BlockSpec, EngineKind, TargetInfo, TargetKind};
 use csdchar_core::units::format_bytes;
 
-use crate::run::BlockError;
+use crate::error::BlockError;
 use crate::safety::write_hazards;
 use crate::sysinfo::sys_dev_block;
 use csdchar_devices::{BlockDevice, Sysfs};
