@@ -79,20 +79,16 @@ phase "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 phase "build tests and benches"
 cargo test --workspace --locked --all-targets --no-run
-# Tests that configure devices must not run against each other's devices
-# concurrently with benchmarks; the suite itself is safe in parallel.
+# The unit tests and the integration suite (tests/suite, one binary) run in parallel:
+# most of their time is spent waiting on servers, devices and timers, not on the cores.
+# Tests that share a machine-wide resource take its lock (the zfs-fuse daemon: zfs.rs); tests
+# that need the machine to themselves live in `alone` modules and run afterwards, one at
+# a time. Modules that drive the database client run their tests again on the io_uring
+# driver themselves (`on_uring_too!`, a child process with CSDCHAR_CLIENT_IO=uring).
 phase "tests"
-cargo test --workspace --locked
-# The tests that drive the measured loop once more with every run on the io_uring client
-# driver (`--client-io uring`; auto picks threads at their client counts): both drivers pass
-# the same tests. Tests that run no workload (bad input, report, merge) are not repeated, nor
-# privileged.rs's block-device tests (only its fillfactor studies run a database client).
-phase "tests on the io_uring driver"
-CSDCHAR_CLIENT_IO=uring cargo test --locked --test db --test db_library --test db_safety \
-  --test dialect --test runner --test tpcb --test tpcc --test tpcc_cli --test tpcc_statements \
-  --test pgio --test pgio_cli \
-  --test opengauss_auth --test campaign_cli
-CSDCHAR_CLIENT_IO=uring cargo test --locked --test privileged -- study
+RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --workspace --locked -- --skip alone::
+phase "tests that need the machine alone"
+cargo test --locked --test suite alone:: -- --test-threads=1
 # Every criterion bench once, in the test build (criterion's test mode: each benchmark runs
 # once and must not fail): the block engine on a loop device the bench sets up itself (root),
 # one db client exchange on a managed cluster, the generators and the estimator. Figures

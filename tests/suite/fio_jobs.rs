@@ -1,0 +1,554 @@
+//! fio job files in, fio's JSON out: the job file's order and groups, refusals
+//! of what csdchar does not implement (exit 2, nothing created), the examples,
+//! `--print-job` read back, and fio-json's keys against fio's own output.
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::csdchar;
+use serde_json::Value;
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn unsupported_options_are_all_named_and_nothing_is_created() {
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("data.dat");
+    let job = write(
+        d.path(),
+        "bad.fio",
+        &format!(
+            "[global]\nfilename={}\nsize=1m\nlockmem=64m\n[a]\nrw=randwrite\nzonemode=zbd\n",
+            target.display()
+        ),
+    );
+    let out = d.path().join("out.json");
+    let r = csdchar(&[
+        "block",
+        "--job-file",
+        &job,
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("lockmem=64m (") && r.stderr.contains("bad.fio:4"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("zonemode=zbd (") && r.stderr.contains("bad.fio:7"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--ignore-unsupported"), "{}", r.stderr);
+    assert!(!target.exists() && !out.exists(), "nothing created");
+    // A bad value names the option and its line too.
+    let job = write(
+        d.path(),
+        "val.fio",
+        "[a]\nfilename=/x\nbs=4q,8k\nrw=randrw\n",
+    );
+    let r = csdchar(&["block", "--job-file", &job]);
+    assert_eq!(r.outcome.exit_code, 2);
+    assert!(r.stderr.contains("one block size"), "{}", r.stderr);
+    // Options and a job file do not mix.
+    let r = csdchar(&["block", "--job-file", &job, "--bs", "8k"]);
+    assert_eq!(r.outcome.exit_code, 2);
+    assert!(r.stderr.contains("--bs"), "{}", r.stderr);
+}
+
+#[test]
+fn ignored_options_are_recorded_and_the_jobs_run_in_fios_order() {
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("data.dat");
+    let job = write(
+        d.path(),
+        "two.fio",
+        &format!(
+            "[global]\nioengine=libaio\nfilename={}\nsize=2m\nbs=4k\nbuffer_compress_percentage=75\nbuffer_compress_chunk=4k\nexitall\n\n[fill]\nrw=write\n\n[check]\nstonewall\nrw=randread\niodepth=4\nruntime=300ms\ntime_based\n",
+            target.display()
+        ),
+    );
+    let r = csdchar(&[
+        "block",
+        "--job-file",
+        &job,
+        "--ignore-unsupported",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("note: ignored exitall"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("ioengine=libaio runs on io_uring"),
+        "{}",
+        r.stderr
+    );
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let runs = v.as_array().expect("two runs: an array");
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        common::assert_matches_schema(run, "block");
+    }
+    let (fill, check) = (&runs[0], &runs[1]);
+    assert_eq!(fill["job_file"]["job"], "fill");
+    assert_eq!(fill["job_file"]["group_id"], 0);
+    assert_eq!(check["job_file"]["group_id"], 1);
+    assert_eq!(fill["job_file"]["replaced_engine"], "libaio");
+    assert!(
+        fill["job_file"]["ignored"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("exitall")
+    );
+    assert_eq!(
+        fill["write"]["bytes"],
+        2 << 20,
+        "a sized job writes size once"
+    );
+    assert_eq!(fill["spec"]["direct"], false, "fio's default direct=0");
+    assert_eq!(fill["spec"]["compress_fill"], "zeros", "fio's filler");
+    // The stonewall: the reads start after the writes ended.
+    let end = |r: &Value| {
+        let start =
+            csdchar_core::start_at::parse_rfc3339(r["started_at"].as_str().unwrap()).unwrap();
+        start + std::time::Duration::from_nanos(r["elapsed_ns"].as_u64().unwrap())
+    };
+    let check_start =
+        csdchar_core::start_at::parse_rfc3339(check["started_at"].as_str().unwrap()).unwrap();
+    assert!(check_start >= end(fill) - std::time::Duration::from_millis(5));
+    assert!(check["read"]["ios"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn fio_json_has_the_keys_of_fios_own_output() {
+    let fixture: Value = serde_json::from_slice(
+        &std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fio/fio-3.x-randrw.json+"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("data.dat");
+    let job = write(
+        d.path(),
+        "randrw.fio",
+        &format!(
+            "[global]\nioengine=io_uring\ndirect=1\nbs=4k\nsize=16m\nruntime=1\ntime_based\nfilename={}\n[randrw]\nrw=randrw\nrwmixread=70\niodepth=8\n",
+            target.display()
+        ),
+    );
+    let r = csdchar(&["block", "--job-file", &job, "--output-format", "fio-json+"]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    let ours: Value = serde_json::from_str(&r.stdout).unwrap();
+    // fio itself on the same job file, where it is installed (CI installs it);
+    // the committed fixture is fio 3.33's output of this job.
+    let live = which("fio").map(|fio| {
+        let out = std::process::Command::new(fio)
+            .args(["--output-format=json+", &job])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    });
+    assert!(
+        live.is_some() || std::env::var_os("CSDCHAR_REQUIRE_FIO_TOOLS").is_none(),
+        "fio is not installed"
+    );
+    for fixture in std::iter::once(&fixture).chain(live.as_ref()) {
+        same_keys_and_units(fixture, &ours);
+    }
+}
+
+/// `ours` has the keys fio's own output has, in fio's units.
+fn same_keys_and_units(fixture: &Value, ours: &Value) {
+    let theirs_top = keys(fixture);
+    let ours_top = keys(ours);
+    for k in [
+        "fio version",
+        "timestamp",
+        "timestamp_ms",
+        "time",
+        "global options",
+        "jobs",
+        "disk_util",
+    ] {
+        assert!(
+            theirs_top.contains(k) == ours_top.contains(k) || k == "disk_util",
+            "top {k}"
+        );
+    }
+    let (tj, oj) = (&fixture["jobs"][0], &ours["jobs"][0]);
+    let missing: Vec<_> = keys(tj).difference(&keys(oj)).cloned().collect();
+    let allowed_missing = [
+        "job_start",
+        "iodepth_submit",
+        "iodepth_complete",
+        "latency_us_bins",
+    ];
+    assert!(
+        missing
+            .iter()
+            .all(|m| allowed_missing.contains(&m.as_str())),
+        "job keys fio has and csdchar lacks: {missing:?}"
+    );
+    for dir in ["read", "write", "trim"] {
+        let missing: Vec<_> = keys(&tj[dir])
+            .difference(&keys(&oj[dir]))
+            .cloned()
+            .collect();
+        assert!(missing.is_empty(), "{dir}: {missing:?}");
+        for lat in ["slat_ns", "clat_ns", "lat_ns"] {
+            let mut theirs = keys(&tj[dir][lat]);
+            let ours = keys(&oj[dir][lat]);
+            // fio writes percentiles and bins where its options ask; csdchar's clat has both.
+            theirs.remove("percentile");
+            theirs.remove("bins");
+            let missing: Vec<_> = theirs.difference(&ours).cloned().collect();
+            assert!(missing.is_empty(), "{dir}.{lat}: {missing:?}");
+        }
+    }
+    // fio's units: bw is KiB/s of bw_bytes, runtime ms, percentiles keyed like fio's.
+    let rd = &oj["read"];
+    let bw = rd["bw"].as_u64().unwrap() as f64;
+    let bw_bytes = rd["bw_bytes"].as_u64().unwrap() as f64;
+    assert!((bw - bw_bytes / 1024.0).abs() <= 1.0);
+    assert!(rd["runtime"].as_u64().unwrap() >= 900 && rd["runtime"].as_u64().unwrap() < 5_000);
+    assert!(rd["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
+    let fio_pcts = keys(&tj["read"]["clat_ns"]["percentile"]);
+    assert_eq!(
+        keys(&rd["clat_ns"]["percentile"]),
+        fio_pcts,
+        "fio's default list"
+    );
+    // json+ bins count every completion, at fio's bucket midpoints.
+    let bins = rd["clat_ns"]["bins"].as_object().unwrap();
+    let n: u64 = bins.values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(n, rd["clat_ns"]["N"].as_u64().unwrap());
+    for k in bins.keys() {
+        let v: u64 = k.parse().unwrap();
+        let idx = csdchar_report::fio_json::plat_val_to_idx(v);
+        assert_eq!(
+            csdchar_report::fio_json::plat_idx_to_val(idx),
+            v,
+            "bin {k} is a midpoint"
+        );
+    }
+    // What fio's readers ignore carries the data's measured ratio.
+    assert!(oj["csdchar"]["data"].is_array());
+}
+
+#[test]
+fn a_printed_job_runs_back_as_the_same_spec() {
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("data.dat");
+    let t = target.to_str().unwrap();
+    let args = [
+        "block",
+        "--rw",
+        "randwrite",
+        "--bs",
+        "8k",
+        "--iodepth",
+        "4",
+        "--size",
+        "2m",
+        "--runtime",
+        "300ms",
+        "--time-based",
+        "--compress",
+        "60",
+        "--compress-fill",
+        "zeros",
+        "--direct",
+        "0",
+        t,
+    ];
+    let mut printing = args.to_vec();
+    printing.push("--print-job");
+    let printed = csdchar(&printing);
+    assert_eq!(printed.outcome.exit_code, 0, "{}", printed.stderr);
+    assert!(!target.exists(), "--print-job runs nothing");
+    let job = write(d.path(), "printed.fio", &printed.stdout);
+    let from_file = csdchar(&["block", "--job-file", &job, "--output-format", "json"]);
+    assert_eq!(from_file.outcome.exit_code, 0, "{}", from_file.stderr);
+    let direct = csdchar(&[&args[..], &["--output-format", "json"]].concat());
+    let spec = |s: &str| {
+        let mut v: Value = serde_json::from_str(s).unwrap();
+        v["spec"].as_object_mut().unwrap().remove("size");
+        v["spec"].clone()
+    };
+    assert_eq!(
+        spec(&from_file.stdout),
+        spec(&direct.stdout),
+        "{}",
+        printed.stdout
+    );
+}
+
+#[test]
+fn the_examples_parse_and_the_opengauss_steps_run() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fio");
+    let mut n = 0;
+    for e in std::fs::read_dir(&root).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "fio") {
+            n += 1;
+            let r = csdchar(&["block", "--job-file", p.to_str().unwrap(), "--parse-only"]);
+            // TARGET is not set: filename is empty, which the plan names.
+            if r.outcome.exit_code != 0 {
+                assert!(
+                    r.stderr.contains("filename"),
+                    "{}: {}",
+                    p.display(),
+                    r.stderr
+                );
+            } else {
+                assert!(r.stdout.starts_with("run 0: "), "{}", r.stdout);
+            }
+        }
+    }
+    assert!(n >= 3);
+    // The study's steps, shortened through the environment-free copy of the file.
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root.join("opengauss-csd.fio")).unwrap();
+    let target = d.path().join("og.dat");
+    let text = text
+        .replace(
+            "/var/tmp/csdchar-opengauss-fio.dat",
+            target.to_str().unwrap(),
+        )
+        .replace("size=1g", "size=8m")
+        .replace("runtime=10", "runtime=200ms")
+        .replace("numjobs=8", "numjobs=2");
+    let job = write(d.path(), "og.fio", &text);
+    let r = csdchar(&["block", "--job-file", &job, "--output-format", "fio-json"]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let names: Vec<&str> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["jobname"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "prefill",
+            "randwrite-4k-qd32-8jobs",
+            "randrw-70-30-4k-qd32-8jobs",
+            "randread-4k-qd32-8jobs",
+            "write-128k-qd128"
+        ]
+    );
+    let groups: Vec<u64> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["groupid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(groups, [0, 1, 2, 3, 4]);
+    assert!(v["jobs"][1]["write"]["iops"].as_f64().unwrap() > 0.0);
+    // A direction a job does not use is 0, not -0 (fio's readers compare).
+    assert_eq!(v["jobs"][1]["read"]["iops"].to_string(), "0.0");
+}
+
+fn which(tool: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
+/// fio's own `fio_jsonplus_clat2csv` and fio-plot read csdchar's fio-json.
+/// `scripts/test.sh` installs both and sets CSDCHAR_REQUIRE_FIO_TOOLS, so CI
+/// cannot skip this.
+#[test]
+fn fios_readers_read_csdchars_fio_json() {
+    let require = std::env::var_os("CSDCHAR_REQUIRE_FIO_TOOLS").is_some();
+    let clat2csv = which("fio_jsonplus_clat2csv");
+    let fio_plot = std::env::var_os("CSDCHAR_FIO_PLOT")
+        .map(std::path::PathBuf::from)
+        .or_else(|| which("fio-plot"));
+    let (Some(clat2csv), Some(fio_plot)) = (clat2csv, fio_plot) else {
+        assert!(
+            !require,
+            "fio_jsonplus_clat2csv (package fio) or fio-plot (pip) is missing"
+        );
+        eprintln!(
+            "skipped: fio_jsonplus_clat2csv (apt install fio) or fio-plot (pip install fio-plot) missing"
+        );
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let results = d.path().join("results");
+    std::fs::create_dir(&results).unwrap();
+    let target = d.path().join("data.dat");
+    // fio-plot finds runs by the job options rw, iodepth, numjobs and bs.
+    let job = write(
+        d.path(),
+        "qd4.fio",
+        &format!(
+            "[randread-qd4]\nfilename={}\nsize=8m\nrw=randread\nbs=4k\niodepth=4\nnumjobs=1\nruntime=500ms\ntime_based\ndirect=1\n",
+            target.display()
+        ),
+    );
+    let json = results.join("randread-4-1.json");
+    let r = csdchar(&[
+        "block",
+        "--job-file",
+        &job,
+        "--output-format",
+        "fio-json+",
+        "--output",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    let csv = d.path().join("lat.csv");
+    for validate in [false, true] {
+        let mut cmd = std::process::Command::new(&clat2csv);
+        cmd.arg(&json).arg(&csv);
+        if validate {
+            cmd.arg("--validate");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let lines = std::fs::read_to_string(d.path().join("lat_job0.csv")).unwrap();
+    assert!(lines.lines().count() > 2, "{lines}");
+    // fio-plot writes its metadata into the file named by -o, so it takes the .png.
+    let png = d.path().join("chart.png");
+    let out = std::process::Command::new(&fio_plot)
+        .args([
+            "-i",
+            results.to_str().unwrap(),
+            "-T",
+            "csdchar",
+            "-l",
+            "-r",
+            "randread",
+        ])
+        .args(["-d", "4", "-n", "1", "-o", png.to_str().unwrap()])
+        .env("MPLBACKEND", "Agg")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && png.metadata().is_ok_and(|m| m.len() > 10_000),
+        "fio-plot: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn clones_are_entries_of_their_own_unless_reported_as_one() {
+    let d = tempfile::tempdir().unwrap();
+    for (reporting, entries) in [("", 3), ("group_reporting\n", 1)] {
+        let job = write(
+            d.path(),
+            "clones.fio",
+            &format!("[global]\n{reporting}[c]\nioengine=null\nrw=randread\nsize=4m\nnumjobs=3\n"),
+        );
+        let r = csdchar(&["block", "--job-file", &job, "--output-format", "fio-json+"]);
+        assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        let jobs = v["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), entries, "{reporting:?}");
+        let ios: u64 = jobs
+            .iter()
+            .map(|j| j["read"]["total_ios"].as_u64().unwrap())
+            .sum();
+        assert_eq!(ios, 3 * 1024, "each clone reads size once");
+        for j in jobs {
+            assert_eq!(j["jobname"], "c");
+            let n = j["read"]["clat_ns"]["N"].as_u64().unwrap();
+            let binned: u64 = j["read"]["clat_ns"]["bins"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|b| b.as_u64().unwrap())
+                .sum();
+            assert_eq!((n, binned), (j["read"]["total_ios"].as_u64().unwrap(), n));
+        }
+    }
+}
+
+/// A loop device over a file, detached on drop.
+struct LoopOver(String);
+
+impl Drop for LoopOver {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            let detached = std::process::Command::new("losetup")
+                .args(["-d", &self.0])
+                .status()
+                .is_ok_and(|s| s.success());
+            if detached {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+/// Every job's target is checked before the first job writes: a later job
+/// whose file backs a loop device is refused with nothing written at all.
+#[test]
+fn a_later_jobs_unsafe_target_is_refused_before_any_job_writes() {
+    if !common::is_root_or_skip("a_later_jobs_unsafe_target_is_refused_before_any_job_writes") {
+        return;
+    }
+    let d = tempfile::Builder::new()
+        .prefix("csdchar-fio-jobs")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let backing = d.path().join("backing.img");
+    std::fs::File::create(&backing)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let dev = common::sh("losetup", &["--find", "--show", backing.to_str().unwrap()]);
+    let _loop = LoopOver(dev.trim().to_string());
+    let first = d.path().join("first.dat");
+    let job = write(
+        d.path(),
+        "two.fio",
+        &format!(
+            "[global]\nrw=write\nsize=1m\n[first]\nfilename={}\n[second]\nstonewall\nfilename={}\n",
+            first.display(),
+            backing.display()
+        ),
+    );
+    let r = csdchar(&["block", "--job-file", &job, "--output-format", "json"]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("job second: refusing to write to") && r.stderr.contains("--force"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(!first.exists(), "the first job did not run");
+}

@@ -1,0 +1,34 @@
+//! The integration tests, one binary (as ripgrep keeps them): each module is one area, run
+//! in parallel by the test harness; tests that share a machine-wide resource (the zfs-fuse
+//! daemon, dm and loop devices, a sysfs redirected by environment) take its lock in [`common`].
+
+mod bad_input;
+mod block_run;
+mod campaign_cli;
+mod campaign_lib;
+mod capacity_fixture;
+mod cluster;
+mod common;
+mod counter_props;
+mod db;
+mod db_library;
+mod db_safety;
+mod dialect;
+mod estimate;
+mod fio_jobs;
+mod merge;
+mod opengauss_auth;
+mod pgio;
+mod pgio_cli;
+mod privileged;
+mod props;
+mod report;
+mod runner;
+mod stacked_devices;
+mod tls;
+mod tpcb;
+mod tpcc;
+mod tpcc_cli;
+mod tpcc_statements;
+mod uring_client;
+mod zfs;
