@@ -331,7 +331,6 @@ fn parse_number(value: &str) -> Option<u64> {
             10 * i
         }
     };
-    let digits = num.split('.').next().unwrap_or("");
     if num.contains('.') {
         // strtoull reads the integer part, strtod the whole; one dot only.
         if num.matches('.').count() > 1 {
@@ -341,9 +340,8 @@ fn parse_number(value: &str) -> Option<u64> {
         let v = f * 2f64.powi(shift as i32);
         (v < u64::MAX as f64).then_some(v as u64)
     } else {
-        let n: u64 = digits.parse().ok()?;
-        n.checked_mul(1u64.checked_shl(shift)?)
-            .filter(|v| v >> shift == n)
+        // shift is at most 60 (E).
+        num.parse::<u64>().ok()?.checked_mul(1 << shift)
     }
 }
 
