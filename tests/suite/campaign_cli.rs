@@ -194,3 +194,76 @@ fn a_campaign_runs_is_interrupted_and_resumes_without_redoing_steps() {
         assert_eq!(v["steps"].as_array().unwrap().len(), 2, "{key}");
     }
 }
+
+/// Issue 38 row 10: a zfs target's property value that `zfs` would refuse
+/// after the pool is made (`compression = "bogus"`, `recordsize = "3k"`) is
+/// refused by the dry run, exit 2, with the values the ZFS here allows; so
+/// is `sync` where zfs-fuse, which has no such property, would make the pool.
+#[test]
+fn a_zfs_targets_bad_property_values_are_refused_in_the_dry_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let fuse = !Path::new("/sys/module/zfs").exists();
+    let mut cases = vec![
+        (
+            "compression",
+            "bogus",
+            "targets.gz.zfs.compression: 'bogus' is not a value",
+            "(allowed: on | off | lzjb | gzip | gzip-[1-9] | zle",
+        ),
+        (
+            "recordsize",
+            "3k",
+            "targets.gz.zfs.recordsize: '3k' is not a value",
+            "(allowed: a power of 2 from 512 to ",
+        ),
+        (
+            "copies",
+            "4",
+            "targets.gz.zfs.copies: '4' is not a value",
+            "(allowed: 1 | 2 | 3)",
+        ),
+    ];
+    if fuse {
+        cases.push((
+            "sync",
+            "always",
+            "targets.gz.zfs.sync: zfs-fuse has no dataset property sync",
+            "",
+        ));
+    }
+    for (property, value, says, allowed) in cases {
+        let file = dir.path().join("z.toml");
+        std::fs::write(
+            &file,
+            format!(
+                r#"name = "zbad"
+[targets.gz]
+zfs = {{ size = "256m", {property} = "{value}" }}
+[[steps]]
+command = "block"
+args = {{ rw = "write", size = "1m" }}
+"#
+            ),
+        )
+        .unwrap();
+        let ran = common::csdchar(&[
+            "campaign",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--dry-run",
+        ]);
+        assert_eq!(
+            ran.outcome.exit_code, 2,
+            "{property}={value}: {}",
+            ran.stderr
+        );
+        let line = ran.stderr.trim();
+        assert!(
+            line.contains(says) && line.contains(allowed) && line.lines().count() == 1,
+            "{property}={value}: {line}"
+        );
+        assert!(!out.exists(), "nothing written");
+    }
+}

@@ -391,3 +391,550 @@ args = {{ rw = "write", size = "16m", compress = 75, direct = 0 }}
     assert!(pools().lines().any(|p| p == pool), "their pool is gone");
     assert_eq!(std::fs::read(theirs.mount.join("keep")).unwrap(), b"theirs");
 }
+
+/// Pids of running zfs-fuse daemons (not zombies).
+fn daemons() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            comm.trim() == "zfs-fuse"
+                && stat
+                    .rsplit_once(')')
+                    .is_some_and(|(_, r)| !r.trim_start().starts_with(['Z', 'X']))
+        })
+        .collect()
+}
+
+/// The tests below start and kill the daemon a campaign starts: none may
+/// run before (another's would be theirs). Skips, unless zfs is required.
+fn no_daemon_or_skip(test: &str) -> bool {
+    // Another test's daemon may still be exiting (seconds after SIGTERM).
+    for _ in 0..600 {
+        if daemons().is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let running = daemons();
+    if running.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CSDCHAR_REQUIRE_ZFS").is_none(),
+        "{test}: a zfs-fuse daemon runs already ({running:?})"
+    );
+    eprintln!("skipped {test}: a zfs-fuse daemon runs already");
+    false
+}
+
+/// A campaign's pool directories: `/var/tmp/csdchar-campaign-<name>-*`.
+fn campaign_dirs(name: &str) -> Vec<PathBuf> {
+    std::fs::read_dir("/var/tmp")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("csdchar-campaign-{name}-"))
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// ZFS mounts (live or dead) under a campaign's pool directories.
+fn campaign_mounts(name: &str) -> Vec<String> {
+    let prefix = format!("/var/tmp/csdchar-campaign-{name}-");
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(" - fuse.zfs ") || l.contains(" - zfs "))
+        .filter_map(|l| l.split_whitespace().nth(4).map(str::to_string))
+        .filter(|m| m.starts_with(&prefix))
+        .collect()
+}
+
+fn in_zpool_cache(pool: &str) -> bool {
+    std::fs::read("/var/lib/zfs/zpool.cache")
+        .is_ok_and(|c| c.windows(pool.len()).any(|w| w == pool.as_bytes()))
+}
+
+/// Asserts that a campaign left nothing: no daemon, pool, mount, directory
+/// or zpool.cache entry.
+fn assert_nothing_left(name: &str, pool: &str) {
+    assert!(daemons().is_empty(), "daemons left: {:?}", daemons());
+    assert!(
+        campaign_mounts(name).is_empty(),
+        "{:?}",
+        campaign_mounts(name)
+    );
+    assert!(campaign_dirs(name).is_empty(), "{:?}", campaign_dirs(name));
+    assert!(!in_zpool_cache(pool), "{pool} in /var/lib/zfs/zpool.cache");
+}
+
+/// On drop, removes whatever a failed test of campaign `name` left: its
+/// pool (starting a daemon for a pool only zpool.cache still holds), its
+/// mounts and directories, and every zfs-fuse daemon (none ran before).
+struct Leftovers {
+    name: String,
+    pool: String,
+}
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        let pause = || std::thread::sleep(std::time::Duration::from_millis(250));
+        // Twice: a daemon stopped with the pool still in zpool.cache writes
+        // it back there; the second round starts one to destroy it.
+        for _ in 0..2 {
+            if daemons().is_empty() && in_zpool_cache(&self.pool) {
+                let pid_file = format!("/run/csdchar-test-zfs-{}.pid", std::process::id());
+                let _ = run("zfs-fuse", &["--pidfile", &pid_file, "--no-kstat-mount"]);
+                let _ = std::fs::remove_file(&pid_file);
+                for _ in 0..40 {
+                    if run("zpool", &["list"]).is_ok() {
+                        break;
+                    }
+                    pause();
+                }
+            }
+            for _ in 0..40 {
+                if daemons().is_empty() || !pools().lines().any(|p| p == self.pool) {
+                    break;
+                }
+                let _ = run("zpool", &["destroy", "-f", &self.pool]);
+                pause();
+            }
+            for m in campaign_mounts(&self.name) {
+                let _ = run("umount", &["-l", &m]);
+            }
+            for d in campaign_dirs(&self.name) {
+                let _ = std::fs::remove_dir_all(d);
+            }
+            for pid in daemons() {
+                // Safety: SIGTERM to a zfs-fuse daemon this test's campaign
+                // (or this guard) started; none ran before the test.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            for _ in 0..120 {
+                if daemons().is_empty() {
+                    break;
+                }
+                pause();
+            }
+            if !in_zpool_cache(&self.pool) {
+                break;
+            }
+        }
+    }
+}
+
+/// A campaign of one zfs target whose block step writes for `runtime`.
+fn long_campaign(dir: &std::path::Path, name: &str, runtime: &str) -> PathBuf {
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "{name}"
+[targets.gz]
+zfs = {{ size = "256m", compression = "gzip" }}
+[[steps]]
+command = "block"
+args = {{ rw = "write", bs = "64k", size = "32m", runtime = "{runtime}", time-based = true, compress = 75, direct = 0 }}
+"#
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// Waits (up to 60 s) until the block step of campaign `name` writes into its pool.
+fn wait_for_the_step(name: &str) {
+    let t0 = std::time::Instant::now();
+    loop {
+        let writing = campaign_dirs(name)
+            .iter()
+            .any(|d| std::fs::metadata(d.join("mnt/csdchar-block.dat")).is_ok_and(|m| m.len() > 0));
+        if writing {
+            return;
+        }
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "the campaign's block step did not start writing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Issue 38 row 8: the zfs-fuse daemon killed (SIGKILL) in the middle of a
+/// campaign's step: the step fails within seconds and the teardown copes:
+/// the dead FUSE mount unmounted, the image removed, no pool left in
+/// zpool.cache (csdchar's pools never enter it: `cachefile=none`).
+#[test]
+fn a_campaign_whose_zfs_fuse_daemon_is_killed_mid_step_leaves_nothing() {
+    let test = "a_campaign_whose_zfs_fuse_daemon_is_killed_mid_step_leaves_nothing";
+    if !zfs_tools_or_skip(test) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !no_daemon_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("zk{}", std::process::id());
+    let pool = format!("csdchar_{name}_gz");
+    let _leftovers = Leftovers {
+        name: name.clone(),
+        pool: pool.clone(),
+    };
+    let file = long_campaign(dir.path(), &name, "60s");
+    let out = dir.path().join("out");
+    let args = [
+        "campaign".to_string(),
+        file.to_str().unwrap().to_string(),
+        "--out".to_string(),
+        out.to_str().unwrap().to_string(),
+    ];
+    let campaign =
+        std::thread::spawn(move || csdchar(&args.iter().map(String::as_str).collect::<Vec<_>>()));
+    wait_for_the_step(&name);
+    let daemon = daemons();
+    assert_eq!(daemon.len(), 1, "the campaign started one daemon");
+    let killed = std::time::Instant::now();
+    // Safety: SIGKILL to the zfs-fuse daemon this test's campaign started
+    // (none ran before it).
+    assert_eq!(unsafe { libc::kill(daemon[0], libc::SIGKILL) }, 0);
+    let ran = campaign.join().unwrap();
+    let took = killed.elapsed();
+    let all = format!("{}{}", ran.stdout, ran.stderr);
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "the campaign ended {took:?} after the daemon died (the step ran for 60 s): {all}"
+    );
+    assert_eq!(ran.outcome.exit_code, 1, "the step failed: {all}");
+    assert!(
+        all.contains("target gz: done"),
+        "teardown left nothing: {all}"
+    );
+    assert!(!all.contains("left something behind"), "{all}");
+    assert_nothing_left(&name, &pool);
+}
+
+/// Set in the helper process of the SIGKILL test: the campaign file and
+/// `--out` to run, to be killed in the middle.
+const HOLD_CAMPAIGN: &str = "CSDCHAR_TEST_HOLD_ZFS_CAMPAIGN";
+
+/// Issue 38 row 8: csdchar SIGKILLed during a zfs campaign's step leaves its
+/// pool, mount, image and daemon; the rerun finds the pool by its marker,
+/// removes it with its directory, says so, runs, and stops the daemon the
+/// killed run started: nothing left.
+#[test]
+fn a_rerun_removes_the_pool_of_a_killed_csdchar() {
+    let test = "a_rerun_removes_the_pool_of_a_killed_csdchar";
+    if let Some(hold) = std::env::var_os(HOLD_CAMPAIGN) {
+        // The helper process: the killed csdchar.
+        let hold = hold.into_string().unwrap();
+        let (file, out) = hold.split_once('\n').unwrap();
+        let ran = csdchar(&["campaign", file, "--out", out]);
+        panic!("the helper was not killed: {}{}", ran.stdout, ran.stderr);
+    }
+    if !zfs_tools_or_skip(test) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !no_daemon_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("zs{}", std::process::id());
+    let pool = format!("csdchar_{name}_gz");
+    let _leftovers = Leftovers {
+        name: name.clone(),
+        pool: pool.clone(),
+    };
+    let file = long_campaign(dir.path(), &name, "6s");
+    let out = dir.path().join("out");
+    let mut helper = Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(
+            HOLD_CAMPAIGN,
+            format!("{}\n{}", file.display(), out.display()),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Reap<'a>(&'a mut std::process::Child);
+    impl Drop for Reap<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let helper_pid = helper.id();
+    {
+        let _reap = Reap(&mut helper);
+        wait_for_the_step(&name);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // _reap: SIGKILL, no drop or unwinding in the helper.
+    }
+    // What the killed run left: its pool (mounted, its daemon running) and image.
+    assert!(pools().lines().any(|p| p == pool), "{}", pools());
+    assert_eq!(campaign_dirs(&name).len(), 1);
+    assert_eq!(campaign_mounts(&name).len(), 1);
+    assert_eq!(daemons().len(), 1);
+    assert!(!in_zpool_cache(&pool), "cachefile=none");
+
+    let ran = csdchar(&[
+        "campaign",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let all = format!("{}{}", ran.stdout, ran.stderr);
+    assert_eq!(ran.outcome.exit_code, 0, "{all}");
+    assert!(
+        all.contains(&format!(
+            "target gz: removed ZFS pool {pool} and /var/tmp/csdchar-campaign-{name}-gz."
+        )) && all.contains(&format!(
+            "left by a csdchar run (pid {helper_pid}) that is gone"
+        )),
+        "{all}"
+    );
+    assert!(all.contains("target gz: done"), "{all}");
+    assert_nothing_left(&name, &pool);
+}
+
+/// Issue 38 row 10: a zfs target's property value zfs refuses ends the run
+/// before anything is made: exit 2, no daemon started, no pool, no directory,
+/// no `--out`.
+#[test]
+fn a_bad_zfs_property_is_refused_before_any_pool() {
+    let test = "a_bad_zfs_property_is_refused_before_any_pool";
+    if !zfs_tools_or_skip(test) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !no_daemon_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("zb{}", std::process::id());
+    let pool = format!("csdchar_{name}_gz");
+    let _leftovers = Leftovers {
+        name: name.clone(),
+        pool: pool.clone(),
+    };
+    for (property, value) in [("compression", "bogus"), ("recordsize", "3k")] {
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            format!(
+                r#"name = "{name}"
+[targets.gz]
+zfs = {{ size = "256m", {property} = "{value}" }}
+[[steps]]
+command = "block"
+args = {{ rw = "write", size = "1m" }}
+"#
+            ),
+        )
+        .unwrap();
+        let out = dir.path().join("out");
+        let ran = csdchar(&[
+            "campaign",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            ran.outcome.exit_code, 2,
+            "{property}={value}: {}",
+            ran.stderr
+        );
+        assert!(
+            ran.stderr
+                .contains(&format!("targets.gz.zfs.{property}: '{value}'"))
+                && ran.stderr.contains("(allowed: "),
+            "{}",
+            ran.stderr
+        );
+        assert!(!out.exists());
+        assert_nothing_left(&name, &pool);
+        assert!(!pools().lines().any(|p| p == pool));
+    }
+}
+
+/// The values csdchar allows a zfs target are what zfs-fuse's `zfs set`
+/// takes, and the allowed list it names is the one `zfs set` prints.
+#[test]
+fn zfs_property_checks_agree_with_zfs_set() {
+    if !zfs_tools_or_skip("zfs_property_checks_agree_with_zfs_set") {
+        return;
+    }
+    use csdchar_devices::zfs::{Flavour, check_property};
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = Pool::new("props");
+    let flavour = Flavour::here();
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "compression",
+            &[
+                "on", "off", "lzjb", "gzip", "gzip-1", "gzip-9", "gzip-0", "gzip-10", "gzip-01",
+                "zle", "lz4", "zstd", "GZIP", "bogus",
+            ],
+        ),
+        (
+            "recordsize",
+            &[
+                "512", "1k", "3k", "8k", "8K", "8KB", "8kb", "8192", "0.5k", "128k", "256k", "256",
+                "1.5k", "4096b", "8kk", "k8", "0",
+            ],
+        ),
+        (
+            "checksum",
+            &["on", "fletcher4", "sha256", "sha512", "bogus"],
+        ),
+        (
+            "dedup",
+            &["off", "verify", "sha256,verify", "sha512", "bogus"],
+        ),
+        ("primarycache", &["all", "none", "metadata", "bogus"]),
+        ("secondarycache", &["metadata", "bogus"]),
+        ("atime", &["on", "off", "yes"]),
+        ("logbias", &["latency", "throughput", "bogus"]),
+        ("copies", &["1", "2", "3", "4", "0"]),
+        ("sync", &["standard", "always", "bogus"]),
+    ];
+    for (property, values) in cases {
+        for value in *values {
+            let theirs = run("zfs", &["set", &format!("{property}={value}"), &pool.name]);
+            let ours = check_property(flavour, property, value);
+            assert_eq!(
+                ours.is_ok(),
+                theirs.is_ok(),
+                "{property}={value}: csdchar {ours:?}, zfs {theirs:?}"
+            );
+            // Their list, as `zfs set` prints it: "… must be one of 'a | b'".
+            if let (Err(o), Err(t)) = (&ours, &theirs)
+                && let Some(list) = t.split("must be one of '").nth(1)
+            {
+                let list = list.trim_end_matches('\'');
+                assert!(o.contains(&format!("(allowed: {list})")), "{o} / {t}");
+            }
+        }
+    }
+}
+
+/// Issue 38 row 8, the other side: the sweep touches only what a marker
+/// proves csdchar's. A pool of a campaign's pool name whose `csdchar:run`
+/// names a run that is gone, but whose directory holds no marker file (or
+/// one whose image is not the pool's device), is refused as existing and
+/// left as it is, its directory too.
+#[test]
+fn a_pool_csdchar_cannot_prove_its_own_is_left_untouched() {
+    let test = "a_pool_csdchar_cannot_prove_its_own_is_left_untouched";
+    if !zfs_tools_or_skip(test) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // csdchar's own pool of this (live) test keeps the daemon up.
+    let keep = Pool::new("keep");
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("zu{}", std::process::id());
+    let pool = format!("csdchar_{name}_gz");
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "{name}"
+[targets.gz]
+zfs = {{ size = "256m" }}
+[[steps]]
+command = "block"
+args = {{ rw = "write", size = "1m" }}
+"#
+        ),
+    )
+    .unwrap();
+    // Where a campaign would make it, by hand: a dead pid in the property.
+    let theirs = tempfile::Builder::new()
+        .prefix(&format!("csdchar-campaign-{name}-gz."))
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let image = theirs.path().join("pool.img");
+    let other = theirs.path().join("other.img");
+    let marker = format!(
+        "csdchar-zfs 1 pid 999999999 1 uid 0 daemon 0 0 pool {pool} dir {}",
+        theirs.path().display()
+    );
+    /// Destroys the hand-made pool (zfs-fuse may call it busy for a moment).
+    struct Destroy(String);
+    impl Drop for Destroy {
+        fn drop(&mut self) {
+            for _ in 0..40 {
+                if run("zpool", &["destroy", "-f", &self.0]).is_ok()
+                    || !pools().lines().any(|p| p == self.0)
+                {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+        }
+    }
+    for (device, marker_file) in [(&image, None), (&other, Some(&marker))] {
+        std::fs::File::create(device)
+            .unwrap()
+            .set_len(256 << 20)
+            .unwrap();
+        if let Some(m) = marker_file {
+            std::fs::write(theirs.path().join("csdchar-zfs-run"), format!("{m}\n")).unwrap();
+        }
+        run(
+            "zpool",
+            &[
+                "create",
+                "-f",
+                "-o",
+                "cachefile=none",
+                "-m",
+                &theirs.path().join("mnt").to_string_lossy(),
+                "-O",
+                &format!("csdchar:run={marker}"),
+                &pool,
+                &device.to_string_lossy(),
+            ],
+        )
+        .unwrap();
+        let _destroy = Destroy(pool.clone());
+        std::fs::write(theirs.path().join("mnt/keep"), b"theirs").unwrap();
+        let ran = csdchar(&[
+            "campaign",
+            file.to_str().unwrap(),
+            "--out",
+            dir.path().join("out").to_str().unwrap(),
+            "--force",
+        ]);
+        // The step's line is lower case.
+        let all = format!("{}{}", ran.stdout, ran.stderr).to_lowercase();
+        assert_eq!(ran.outcome.exit_code, 1, "{all}");
+        assert!(
+            all.contains(&format!(
+                "a zfs pool named {pool} exists already; csdchar leaves it untouched"
+            )) && !all.contains("removed"),
+            "{all}"
+        );
+        assert!(pools().lines().any(|p| p == pool), "their pool is gone");
+        assert_eq!(
+            std::fs::read(theirs.path().join("mnt/keep")).unwrap(),
+            b"theirs"
+        );
+        assert!(
+            device.exists()
+                && theirs.path().join("csdchar-zfs-run").exists() == marker_file.is_some()
+        );
+    }
+    drop(keep);
+}

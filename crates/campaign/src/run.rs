@@ -84,6 +84,14 @@ pub enum Event<'a> {
         /// What is there: device and model, or why not known.
         device: String,
     },
+    /// Something making a target's storage did besides (a stale pool of a
+    /// killed run removed).
+    TargetNote {
+        /// Target.
+        target: &'a str,
+        /// One line.
+        note: &'a str,
+    },
     /// A step is starting.
     StepStarted {
         /// Position, from 1.
@@ -163,6 +171,7 @@ impl Event<'_> {
                 Some(d) => format!("target {target}: {} on {device}", d.display()),
                 None => format!("target {target}: {device}"),
             },
+            Event::TargetNote { target, note } => format!("target {target}: {note}"),
             Event::StepStarted {
                 n,
                 total,
@@ -236,6 +245,11 @@ pub trait Provisioned {
     fn dir(&self) -> &Path;
     /// Removes it; the error says what was left behind.
     fn teardown(self: Box<Self>) -> Result<(), String>;
+    /// What making it did besides, one line each (a stale pool of a killed
+    /// run removed).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Makes the storage of targets the campaign makes ([`Storage::is_made`]:
@@ -264,6 +278,9 @@ impl Provisioned for ZfsPool {
     }
     fn teardown(self: Box<Self>) -> Result<(), String> {
         ZfsPool::teardown(*self)
+    }
+    fn notes(&self) -> Vec<String> {
+        ZfsPool::notes(self).to_vec()
     }
 }
 
@@ -787,6 +804,12 @@ impl Executor<'_> {
                     .provision(&campaign.name, &target.name, &target.storage)
                 {
                     Ok(g) => {
+                        for note in g.notes() {
+                            self.progress.event(&Event::TargetNote {
+                                target: &target.name,
+                                note: &note,
+                            });
+                        }
                         let d = g.dir().to_path_buf();
                         guard = Some(g);
                         (Some(d), true)

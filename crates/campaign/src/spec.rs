@@ -663,6 +663,12 @@ fn parse_zfs(key: &str, z: &Table) -> Result<ZfsSpec, CampaignError> {
                         "{key}.zfs.{p}: '{s}' is not a property value (letters, digits, '-', '_', '.', ',')"
                     ));
                 }
+                // What `zfs` would refuse after the pool is made: refused now,
+                // in the dry run too, against the ZFS that would make it here.
+                let flavour = csdchar_devices::zfs::Flavour::here();
+                if let Err(e) = csdchar_devices::zfs::check_property(flavour, p, &s) {
+                    return bad(format!("{key}.zfs.{p}: {e}"));
+                }
                 spec.properties.push((p.to_string(), s));
             }
             (_, None) => {
@@ -1077,6 +1083,18 @@ args = { fillfactor = "{ff}", tables = 2 }
             "zfs = { compression = \"gzip; rm\" }",
         ));
         assert!(e.contains("is not a property value"), "{e}");
+        // Values zfs would refuse once the pool exists: refused here (issue 38).
+        let e = err(&BASE.replace(
+            "zram = { size = \"1G\" }",
+            "zfs = { compression = \"bogus\" }",
+        ));
+        assert!(
+            e.starts_with("targets.zram.zfs.compression: 'bogus' is not a value")
+                && e.contains("(allowed: on | off | lzjb | gzip | gzip-[1-9] | zle"),
+            "{e}"
+        );
+        let e = err(&BASE.replace("zram = { size = \"1G\" }", "zfs = { recordsize = \"3k\" }"));
+        assert!(e.contains("(allowed: a power of 2 from 512 to "), "{e}");
         let e = err(&BASE.replace("zram = { size = \"1G\" }", "zfs = { size = \"1m\" }"));
         assert!(e.contains("at least 64m"), "{e}");
         let e = err(&BASE.replace("zram = { size = \"1G\" }", "zram = true\nzfs = true"));
