@@ -624,11 +624,15 @@ pub(crate) fn parse_commands(
                         CommandKind::Sql {
                             store: s @ None, ..
                         } => *s = Some(Store { aset, prefix }),
-                        _ => {
+                        // pgbench names the command before, but an SQL command's
+                        // short form does not exist yet when it parses.
+                        kind => {
+                            let more = (!matches!(kind, CommandKind::Sql { .. }))
+                                .then(|| prev.first_line.clone());
                             return Err(p.error(
                                 line,
                                 must,
-                                Some(prev.first_line.clone()),
+                                more,
                                 None,
                                 None,
                                 None,
