@@ -3,6 +3,8 @@
 //! the binary is there, compared with it live too.
 #![allow(dead_code)]
 
+pub mod driver;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
