@@ -629,14 +629,7 @@ pub(crate) fn parse_commands(
                         kind => {
                             let more = (!matches!(kind, CommandKind::Sql { .. }))
                                 .then(|| prev.first_line.clone());
-                            return Err(p.error(
-                                line,
-                                must,
-                                more,
-                                None,
-                                None,
-                                None,
-                            ));
+                            return Err(p.error(line, must, more, None, None, None));
                         }
                     }
                 }

@@ -55,7 +55,15 @@ fn tap_expressions_give_pgbench_values() {
     let p = program(
         include_str!("scripts/tap_expressions.sql"),
         QueryMode::Simple,
-        &["foo=-10.1", "bla=false", "i=+3", "n=null", "t=t", "f=of", "d=1.0"],
+        &[
+            "foo=-10.1",
+            "bla=false",
+            "i=+3",
+            "n=null",
+            "t=t",
+            "f=of",
+            "d=1.0",
+        ],
     );
     let (ran, debug) = run(&p, 5432, 1);
     assert_eq!(ran.aborted, None);
@@ -141,7 +149,8 @@ fn tap_expressions_give_pgbench_values() {
     }
     // The one SQL command, substituted with every type.
     assert!(
-        ran.log.contains(&"statement: SELECT NULL, true, 5432, -0.5421;".to_string()),
+        ran.log
+            .contains(&"statement: SELECT NULL, true, 5432, -0.5421;".to_string()),
         "{:?}",
         ran.log
     );
@@ -217,7 +226,8 @@ fn gset_and_aset_store_rows_as_pgbench() {
 
 #[test]
 fn serialization_failures_retry_with_the_same_random_values() {
-    let script = "\\set delta random(-5000, 5000)\nBEGIN;\nUPDATE xy SET y = y + :delta;\nCOMMIT;\n";
+    let script =
+        "\\set delta random(-5000, 5000)\nBEGIN;\nUPDATE xy SET y = y + :delta;\nCOMMIT;\n";
     let p = program(script, QueryMode::Prepared, &[]);
     let mut c = client(
         &p,
@@ -250,12 +260,25 @@ fn serialization_failures_retry_with_the_same_random_values() {
     assert_eq!(ran.ends.len(), 1);
     assert_eq!(ran.ends[0].status, TxnStatus::Success);
     assert_eq!(ran.ends[0].tries, 3);
-    let updates: Vec<&String> = ran.log.iter().filter(|l| l.starts_with("parameters")).collect();
+    let updates: Vec<&String> = ran
+        .log
+        .iter()
+        .filter(|l| l.starts_with("parameters"))
+        .collect();
     assert_eq!(updates.len(), 3);
     assert!(updates.iter().all(|u| *u == updates[0]), "{updates:?}");
     // Each failure rolled back with a simple ROLLBACK; statements prepared once.
-    assert_eq!(ran.log.iter().filter(|l| *l == "statement: ROLLBACK").count(), 2);
-    assert_eq!(ran.log.iter().filter(|l| l.starts_with("prepare")).count(), 3);
+    assert_eq!(
+        ran.log
+            .iter()
+            .filter(|l| *l == "statement: ROLLBACK")
+            .count(),
+        2
+    );
+    assert_eq!(
+        ran.log.iter().filter(|l| l.starts_with("prepare")).count(),
+        3
+    );
     let stats = c.command_stats();
     assert_eq!(stats[0][2].retries, 2);
 
@@ -265,7 +288,10 @@ fn serialization_failures_retry_with_the_same_random_values() {
     let mut always = |text: &str, params: &[Option<String>]| {
         if text.starts_with("UPDATE") {
             return FakeReply {
-                results: vec![FakeResult::Error("40P01".into(), "deadlock detected".into())],
+                results: vec![FakeResult::Error(
+                    "40P01".into(),
+                    "deadlock detected".into(),
+                )],
                 status: TxStatus::Failed,
             };
         }
@@ -285,13 +311,18 @@ fn other_errors_abort_and_incomplete_blocks_abort_after_counting() {
     let mut ran = Ran::default();
     let mut now = 0;
     let mut err = |_: &str, _: &[Option<String>]| FakeReply {
-        results: vec![FakeResult::Error("42601".into(), "syntax error at end of input".into())],
+        results: vec![FakeResult::Error(
+            "42601".into(),
+            "syntax error at end of input".into(),
+        )],
         status: TxStatus::Idle,
     };
     run_transaction(&mut c, 0, &mut host, &mut now, &mut err, &mut ran);
     assert_eq!(
         ran.aborted.as_deref(),
-        Some("client 0 script 0 aborted in command 0 query 0: ERROR:  syntax error at end of input")
+        Some(
+            "client 0 script 0 aborted in command 0 query 0: ERROR:  syntax error at end of input"
+        )
     );
     assert!(ran.ends.is_empty());
 
@@ -307,30 +338,102 @@ fn other_errors_abort_and_incomplete_blocks_abort_after_counting() {
 #[test]
 fn meta_command_errors_abort_with_pgbench_messages() {
     let cases: &[(&str, &str)] = &[
-        ("\\set i 1/0", "division by zero\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i :nosuchvariable", "undefined variable \"nosuchvariable\"\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set . 1", "set: invalid variable name: \".\"\nclient 0 aborted in command 0 (set) of script 0; assignment of meta-command failed"),
-        ("\\set i random(5,3)", "empty range given to random\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i random(:minint, :maxint)", "random range is too large\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i random_gaussian(0, 10, 1.0)", "gaussian parameter must be at least 2.000000 (not 1.000000)\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i random_exponential(0, 10, 0.0)", "exponential parameter must be greater than zero (not 0.000000)\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i random_zipfian(0, 10, 1)", "zipfian parameter must be in range [1.001, 1000] (not 1.000000)\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i :foo + 1", "malformed variable \"foo\" value: \"bla\"\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set b NOT 0.0", "cannot coerce double to boolean\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i TRUE + 2", "cannot coerce boolean to int\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set d ln(TRUE)", "cannot coerce boolean to double\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i int(1E32)", "double to int overflow for 100000000000000005366162204393472.000000\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i (1<<62) + (1<<62)", "bigint add out of range\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i :minint / -1", "bigint div out of range\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set b :badtrue or true", "malformed variable \"badtrue\" value: \"trueXXX\"\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i permute(0, 0)", "permute size parameter must be greater than zero\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\set i least(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16)", "too many function arguments, maximum is 16\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
-        ("\\sleep :nosuchvariable", "sleep: undefined variable \"nosuchvariable\"\nclient 0 aborted in command 0 (sleep) of script 0; execution of meta-command failed"),
-        ("\\shell echo ::foo :nosuchvariable", "echo: undefined variable \":nosuchvariable\"\nclient 0 aborted in command 0 (shell) of script 0; execution of meta-command failed"),
-        ("\\setshell i echo -n one", "echo: shell command must return an integer (not \"one\")\nclient 0 aborted in command 0 (setshell) of script 0; execution of meta-command failed"),
-        ("\\startpipeline\n\\endpipeline", "client 0 aborted in command 0 (startpipeline) of script 0; cannot use pipeline mode with the simple query protocol"),
-        ("\\endpipeline", "client 0 aborted in command 0 (endpipeline) of script 0; not in pipeline mode"),
-        ("\\set i 5 or 0", "cannot coerce int to boolean\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed"),
+        (
+            "\\set i 1/0",
+            "division by zero\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i :nosuchvariable",
+            "undefined variable \"nosuchvariable\"\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set . 1",
+            "set: invalid variable name: \".\"\nclient 0 aborted in command 0 (set) of script 0; assignment of meta-command failed",
+        ),
+        (
+            "\\set i random(5,3)",
+            "empty range given to random\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i random(:minint, :maxint)",
+            "random range is too large\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i random_gaussian(0, 10, 1.0)",
+            "gaussian parameter must be at least 2.000000 (not 1.000000)\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i random_exponential(0, 10, 0.0)",
+            "exponential parameter must be greater than zero (not 0.000000)\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i random_zipfian(0, 10, 1)",
+            "zipfian parameter must be in range [1.001, 1000] (not 1.000000)\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i :foo + 1",
+            "malformed variable \"foo\" value: \"bla\"\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set b NOT 0.0",
+            "cannot coerce double to boolean\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i TRUE + 2",
+            "cannot coerce boolean to int\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set d ln(TRUE)",
+            "cannot coerce boolean to double\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i int(1E32)",
+            "double to int overflow for 100000000000000005366162204393472.000000\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i (1<<62) + (1<<62)",
+            "bigint add out of range\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i :minint / -1",
+            "bigint div out of range\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set b :badtrue or true",
+            "malformed variable \"badtrue\" value: \"trueXXX\"\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i permute(0, 0)",
+            "permute size parameter must be greater than zero\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\set i least(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16)",
+            "too many function arguments, maximum is 16\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
+        (
+            "\\sleep :nosuchvariable",
+            "sleep: undefined variable \"nosuchvariable\"\nclient 0 aborted in command 0 (sleep) of script 0; execution of meta-command failed",
+        ),
+        (
+            "\\shell echo ::foo :nosuchvariable",
+            "echo: undefined variable \":nosuchvariable\"\nclient 0 aborted in command 0 (shell) of script 0; execution of meta-command failed",
+        ),
+        (
+            "\\setshell i echo -n one",
+            "echo: shell command must return an integer (not \"one\")\nclient 0 aborted in command 0 (setshell) of script 0; execution of meta-command failed",
+        ),
+        (
+            "\\startpipeline\n\\endpipeline",
+            "client 0 aborted in command 0 (startpipeline) of script 0; cannot use pipeline mode with the simple query protocol",
+        ),
+        (
+            "\\endpipeline",
+            "client 0 aborted in command 0 (endpipeline) of script 0; not in pipeline mode",
+        ),
+        (
+            "\\set i 5 or 0",
+            "cannot coerce int to boolean\nclient 0 aborted in command 0 (set) of script 0; evaluation of meta-command failed",
+        ),
     ];
     let defines = [
         "foo=bla",
@@ -373,7 +476,11 @@ fn pipelines_queue_and_prepare_ahead() {
     assert_eq!(ran.aborted, None);
     assert_eq!(ran.ends.len(), 2);
     // Prepared before the pipeline, once per connection; then Bind/Execute only.
-    let prepares: Vec<&String> = ran.log.iter().filter(|l| l.starts_with("prepare")).collect();
+    let prepares: Vec<&String> = ran
+        .log
+        .iter()
+        .filter(|l| l.starts_with("prepare"))
+        .collect();
     assert_eq!(
         prepares,
         vec![
@@ -383,13 +490,25 @@ fn pipelines_queue_and_prepare_ahead() {
             "prepare P_3: END;",
         ]
     );
-    assert_eq!(ran.log.first().unwrap(), "prepare P_0: BEGIN ISOLATION LEVEL SERIALIZABLE;");
+    assert_eq!(
+        ran.log.first().unwrap(),
+        "prepare P_0: BEGIN ISOLATION LEVEL SERIALIZABLE;"
+    );
 
     // \gset in a pipeline, a pipeline left open, \startpipeline twice.
     for (script, want) in [
-        ("\\startpipeline\nselect 1 \\gset f\n\\endpipeline\n", "client 0 aborted in command 1 (gset) of script 0; \\gset is not allowed in pipeline mode"),
-        ("\\startpipeline\n", "client 0 aborted: end of script reached with pipeline open"),
-        ("\\startpipeline\n\\startpipeline\n", "client 0 aborted in command 1 (startpipeline) of script 0; already in pipeline mode"),
+        (
+            "\\startpipeline\nselect 1 \\gset f\n\\endpipeline\n",
+            "client 0 aborted in command 1 (gset) of script 0; \\gset is not allowed in pipeline mode",
+        ),
+        (
+            "\\startpipeline\n",
+            "client 0 aborted: end of script reached with pipeline open",
+        ),
+        (
+            "\\startpipeline\n\\startpipeline\n",
+            "client 0 aborted in command 1 (startpipeline) of script 0; already in pipeline mode",
+        ),
     ] {
         let p = program(script, QueryMode::Extended, &[]);
         let (ran, _) = run(&p, 1, 1);
@@ -402,7 +521,10 @@ fn substitution_in_each_mode() {
     // An undefined variable: left as written (simple), NULL (extended); a NULL one: 'NULL'.
     let script = "\\set n NULL\nSELECT :n, :undefined, ':n', :n::int;\n";
     let (simple, _) = run(&program(script, QueryMode::Simple, &[]), 1, 1);
-    assert_eq!(simple.log, vec!["statement: SELECT NULL, :undefined, 'NULL', NULL::int;"]);
+    assert_eq!(
+        simple.log,
+        vec!["statement: SELECT NULL, :undefined, 'NULL', NULL::int;"]
+    );
     let (ext, _) = run(&program(script, QueryMode::Extended, &[]), 1, 1);
     assert_eq!(
         ext.log,

@@ -82,7 +82,11 @@ impl Host for TestHost {
             .stdout(std::process::Stdio::null())
             .status()
             .map_err(|e| e.to_string())?;
-        if st.success() { Ok(()) } else { Err(format!("{st}")) }
+        if st.success() {
+            Ok(())
+        } else {
+            Err(format!("{st}"))
+        }
     }
     fn shell_output(&mut self, command: &[u8]) -> Result<Option<Vec<u8>>, String> {
         let out = std::process::Command::new("sh")
@@ -188,7 +192,8 @@ pub fn run_transaction(
                 respond(&text, &params)
             }
             Step::Prepare { name, text } => {
-                ran.log.push(format!("prepare {name}: {}", String::from_utf8_lossy(text)));
+                ran.log
+                    .push(format!("prepare {name}: {}", String::from_utf8_lossy(text)));
                 FakeReply {
                     results: vec![],
                     status: TxStatus::Idle,
