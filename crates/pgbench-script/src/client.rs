@@ -1181,8 +1181,9 @@ impl Client {
     /// pgbench's `readCommandResponse`; false on an error (the client then retries or
     /// aborts, the abort already set).
     fn read_response(&mut self, reply: &dyn Reply, pipeline: bool, cx: &mut Context<'_>) -> bool {
-        let store = match &self.program.scripts[self.script].commands()[self.command].kind {
-            CommandKind::Sql { store, .. } if !pipeline => store.clone(),
+        let program = Arc::clone(&self.program);
+        let store = match &program.scripts[self.script].commands()[self.command].kind {
+            CommandKind::Sql { store, .. } if !pipeline => store.as_ref(),
             _ => None,
         };
         let n = reply.results();
@@ -1193,8 +1194,8 @@ impl Client {
         }
         for q in 0..n {
             let is_last = q + 1 == n;
-            let gset = store.as_ref().is_some_and(|s| !s.aset);
-            let aset = store.as_ref().is_some_and(|s| s.aset);
+            let gset = store.is_some_and(|s| !s.aset);
+            let aset = store.is_some_and(|s| s.aset);
             match reply.result(q) {
                 ResultKind::Command => {
                     if is_last && gset {
@@ -1211,7 +1212,7 @@ impl Client {
                         if aset && rows == 0 {
                             continue;
                         }
-                        let prefix = &store.as_ref().expect("gset or aset").prefix;
+                        let prefix = &store.expect("gset or aset").prefix;
                         if !self.store_row(reply, q, rows - 1, prefix, aset) {
                             return false;
                         }

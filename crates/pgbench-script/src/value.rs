@@ -402,9 +402,25 @@ fn hex_float(s: &[u8]) -> Option<(f64, usize, bool)> {
     if sticky {
         mant |= 1;
     }
-    let v = (mant as f64) * 2f64.powi(exp.clamp(-2000, 2000) as i32);
+    let v = ldexp(mant as f64, exp);
     let range = v.is_infinite() || (mant != 0 && (v == 0.0 || v.abs() < f64::MIN_POSITIVE));
     Some((v, j, range))
+}
+
+/// `v * 2^e` without overflowing or underflowing on the way.
+fn ldexp(mut v: f64, mut e: i64) -> f64 {
+    if v == 0.0 {
+        return v;
+    }
+    while e > 1000 && v.is_finite() {
+        v *= 2f64.powi(1000);
+        e -= 1000;
+    }
+    while e < -1000 && v != 0.0 {
+        v *= 2f64.powi(-1000);
+        e += 1000;
+    }
+    v * 2f64.powi(e.clamp(-2000, 2000) as i32)
 }
 
 /// C's `atoi` as glibc has it: `(int) strtol(s, NULL, 10)` (leading spaces, sign,
