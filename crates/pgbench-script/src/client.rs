@@ -779,11 +779,10 @@ impl Client {
                 let compiled = script.sql[self.command].as_ref().expect("compiled");
                 if self.program.mode == QueryMode::Prepared
                     && !self.prepared[self.script][self.command]
+                    && let Some(out) = self.prepare(self.command, cx)
                 {
-                    if let Some(out) = self.prepare(self.command, cx) {
-                        self.resume_send = true;
-                        return Some(out);
-                    }
+                    self.resume_send = true;
+                    return Some(out);
                 }
                 match self.program.mode {
                     QueryMode::Simple => {
@@ -1317,10 +1316,10 @@ impl Client {
         }
         let can_retry = matches!(self.estatus, EStatus::Serialization | EStatus::Deadlock)
             && !(self.options.max_tries != 0 && self.tries >= self.options.max_tries)
-            && !self
+            && self
                 .options
                 .latency_limit_us
-                .is_some_and(|l| cx.now_us - self.txn_scheduled > l);
+                .is_none_or(|l| cx.now_us - self.txn_scheduled <= l);
         let stat = &mut self.stats[self.script][self.command];
         if can_retry {
             stat.retries += 1;

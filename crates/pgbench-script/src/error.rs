@@ -73,7 +73,7 @@ impl std::error::Error for SyntaxError {}
 pub enum ScriptError {
     /// A syntax error in a backslash command.
     #[error("{0}")]
-    Syntax(#[from] SyntaxError),
+    Syntax(Box<SyntaxError>),
     /// `\if`/`\elif`/`\else`/`\endif` do not nest (`CheckConditional`).
     #[error("condition error in script \"{script}\" command {command}: {message}")]
     Condition {
@@ -122,4 +122,10 @@ pub enum ScriptError {
     /// `--random-seed` is neither an unsigned integer, `time` nor `rand`.
     #[error("unrecognized random seed option \"{0}\"")]
     BadRandomSeed(String),
+}
+
+impl From<SyntaxError> for ScriptError {
+    fn from(e: SyntaxError) -> Self {
+        ScriptError::Syntax(Box::new(e))
+    }
 }

@@ -314,7 +314,7 @@ impl ScriptParser<'_, '_> {
         text: Option<String>,
         column: Option<usize>,
     ) -> ScriptError {
-        ScriptError::Syntax(SyntaxError {
+        ScriptError::Syntax(Box::new(SyntaxError {
             source: self.source.to_string(),
             line,
             message: message.to_string(),
@@ -322,7 +322,7 @@ impl ScriptParser<'_, '_> {
             command: command.map(|c| String::from_utf8_lossy(c).into_owned()),
             text,
             column,
-        })
+        }))
     }
 
     /// One backslash command; `pos` is just after the backslash and ends after the
@@ -684,10 +684,8 @@ pub(crate) fn check_conditionals(name: &str, commands: &[Command]) -> Result<(),
                 Some(true) => return Err(err(i, "\\else after \\else")),
                 Some(e) => *e = true,
             },
-            CommandKind::Endif => {
-                if stack.pop().is_none() {
-                    return Err(err(i, "\\endif without matching \\if"));
-                }
+            CommandKind::Endif if stack.pop().is_none() => {
+                return Err(err(i, "\\endif without matching \\if"));
             }
             _ => {}
         }

@@ -562,3 +562,85 @@ fn choice_by_weight_and_startup_order() {
     assert_eq!(st2.clients, st.clients);
     assert_ne!(st2.threads[0], st.threads[0]);
 }
+
+#[test]
+fn syncpipeline_is_18_only() {
+    let script = "\\startpipeline\nSELECT 1;\n\\syncpipeline\nSELECT 2;\n\\endpipeline\n";
+    let mut s = ScriptSet::new(Version::V15);
+    assert!(s.add_file(script.as_bytes(), "s.sql", 1).is_err());
+    let mut s = ScriptSet::new(Version::V18);
+    s.add_file(script.as_bytes(), "s.sql", 1).unwrap();
+    let p = Arc::new(s.compile(QueryMode::Extended).unwrap());
+    let (ran, _) = run(&p, 1, 2);
+    assert_eq!(ran.aborted, None);
+    assert_eq!(ran.ends.len(), 2);
+    assert_eq!(
+        ran.log.iter().filter(|l| l.starts_with("execute")).count(),
+        4
+    );
+    // Outside a pipeline it aborts the client.
+    let mut s = ScriptSet::new(Version::V18);
+    s.add_file(b"\\syncpipeline\n", "s.sql", 1).unwrap();
+    let p = Arc::new(s.compile(QueryMode::Extended).unwrap());
+    let (ran, _) = run(&p, 1, 1);
+    assert_eq!(
+        ran.aborted.as_deref(),
+        Some("client 0 aborted in command 0 (syncpipeline) of script 0; not in pipeline mode")
+    );
+}
+
+#[test]
+fn timer_during_error_handling_finishes_uncounted() {
+    use csdchar_pgbench_script::{Context, Step};
+    let p = program(
+        "BEGIN;\nUPDATE t SET x = 1;\nEND;\n",
+        QueryMode::Simple,
+        &[],
+    );
+    let mut c = client(
+        &p,
+        1,
+        ClientOptions {
+            max_tries: 0,
+            latency_limit_us: None,
+            verbose_errors: true,
+        },
+    );
+    let mut host = TestHost::default();
+    c.begin(0, 0);
+    let mut status = TxStatus::Idle;
+    loop {
+        let mut cx = Context {
+            now_us: 0,
+            timer_exceeded: true,
+            host: &mut host,
+        };
+        let reply = match c.next(&mut cx) {
+            Step::Sql(r) if r.command == 1 => FakeReply {
+                results: vec![FakeResult::Error(
+                    "40001".into(),
+                    "could not serialize".into(),
+                )],
+                status: TxStatus::Failed,
+            },
+            Step::Sql(_) => {
+                status = TxStatus::InBlock;
+                FakeReply::ok(status)
+            }
+            Step::Rollback => FakeReply::ok(TxStatus::Idle),
+            Step::Finished => break,
+            s => panic!("unexpected {s:?}"),
+        };
+        let mut cx = Context {
+            now_us: 0,
+            timer_exceeded: true,
+            host: &mut host,
+        };
+        c.on_reply(&reply, &mut cx);
+    }
+    let _ = status;
+    assert_eq!(
+        host.messages,
+        vec!["client 0 got an error in command 1 (SQL) of script 0; ERROR:  could not serialize"]
+    );
+}

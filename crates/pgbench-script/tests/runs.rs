@@ -389,8 +389,7 @@ fn run_case(name: &str, golden: &str) -> Vec<String> {
                                     } else {
                                         let m =
                                             format!("prepared statement \"{name}\" does not exist");
-                                        let r = replay.execute(String::new(), p, &sql, Some(&m));
-                                        r
+                                        replay.execute(String::new(), p, &sql, Some(&m))
                                     }
                                 }
                             };
@@ -476,7 +475,7 @@ fn run_case(name: &str, golden: &str) -> Vec<String> {
         }
     }
     let aborted_pgbench = errors.iter().any(|e| e.contains("Run was aborted"));
-    if aborted_pgbench != !aborts.is_empty() {
+    if aborted_pgbench == aborts.is_empty() {
         failures.push(format!(
             "pgbench aborted: {aborted_pgbench}, ours: {aborts:?}"
         ));
