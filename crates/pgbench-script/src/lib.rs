@@ -19,6 +19,60 @@
 //!
 //! Expressions are parsed once; SQL text is substituted into a buffer the client keeps,
 //! and parameters into another: a transaction does not allocate once they have grown.
+//!
+//! A driver's loop, with a connection that answers every command at once:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use csdchar_pgbench_script::*;
+//!
+//! struct Ok1;
+//! impl Reply for Ok1 {
+//!     fn results(&self) -> usize { 1 }
+//!     fn result(&self, _: usize) -> ResultKind<'_> { ResultKind::Command }
+//!     fn columns(&self, _: usize) -> usize { 0 }
+//!     fn column_name(&self, _: usize, _: usize) -> &[u8] { b"" }
+//!     fn value(&self, _: usize, _: usize, _: usize) -> Option<&[u8]> { None }
+//!     fn status(&self) -> TxStatus { TxStatus::Idle }
+//! }
+//!
+//! let mut set = ScriptSet::new(Version::V18);
+//! set.add_file(b"\\set aid random(1, 100000 * :scale)\nSELECT :aid;\n", "mine.sql", 1)?;
+//! set.define("region=3")?;
+//! let program = Arc::new(set.compile(QueryMode::Prepared)?);
+//! let startup = program.startup(5432, 1, 1);
+//! let mut client = Client::new(
+//!     Arc::clone(&program),
+//!     0,
+//!     startup.clients[0],
+//!     AutoValues { scale: 1, default_seed: startup.default_seed.unwrap(), random_seed: 5432 },
+//!     ClientOptions::default(),
+//! );
+//! let mut choose = startup.threads[0].choose;
+//! let mut host = NoHost;
+//! let mut sent = Vec::new();
+//! for _ in 0..3 {
+//!     client.begin(program.choose_script(&mut choose), 0);
+//!     loop {
+//!         let mut cx = Context { now_us: 0, timer_exceeded: false, host: &mut host };
+//!         match client.next(&mut cx) {
+//!             Step::Sql(r) => {
+//!                 if let SqlForm::Prepared { name, params } = r.form {
+//!                     sent.push(format!("{name} {:?}", params.iter().collect::<Vec<_>>()));
+//!                 }
+//!             }
+//!             Step::Prepare { .. } => {}
+//!             Step::End(end) => { assert_eq!(end.status, TxnStatus::Success); continue; }
+//!             Step::Idle => break,
+//!             other => panic!("{other:?}"),
+//!         }
+//!         client.on_reply(&Ok1, &mut cx);
+//!     }
+//! }
+//! assert_eq!(sent.len(), 3);
+//! assert!(sent[0].starts_with("P_0 [Some("));
+//! # Ok::<(), ScriptError>(())
+//! ```
 
 pub mod client;
 pub mod error;

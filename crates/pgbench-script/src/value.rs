@@ -45,7 +45,7 @@ impl Value {
             Value::Null => out.extend_from_slice(b"NULL"),
             Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
             Value::Int(i) => write_int(out, i),
-            Value::Double(d) => out.extend_from_slice(format_g15(d).as_bytes()),
+            Value::Double(d) => write_g(out, d, 15),
         }
     }
 
@@ -95,45 +95,81 @@ pub fn format_g15(d: f64) -> String {
 
 /// C's `%.{precision}g` as glibc prints it (`inf`, `-inf`, `nan`, `-nan`).
 pub fn format_g(d: f64, precision: usize) -> String {
-    if d.is_nan() {
-        return if d.is_sign_negative() { "-nan" } else { "nan" }.into();
-    }
-    if d.is_infinite() {
-        return if d < 0.0 { "-inf" } else { "inf" }.into();
-    }
-    let p = precision.max(1);
-    // The exponent after rounding to p significant digits decides the style.
-    let e = format!("{:.*e}", p - 1, d);
-    let (mantissa, exp) = e.split_once('e').expect("exponent form");
-    let x: i32 = exp.parse().expect("exponent");
-    if (x as i64) < p as i64 && x >= -4 {
-        let decimals = (p as i32 - 1 - x) as usize;
-        let mut s = format!("{:.*}", decimals, d);
-        strip_zeros(&mut s);
-        s
-    } else {
-        let mut m = mantissa.to_string();
-        strip_zeros(&mut m);
-        let mut s = m;
-        let _ = write!(
-            s,
-            "e{}{:02}",
-            if x < 0 { '-' } else { '+' },
-            x.unsigned_abs()
-        );
-        s
+    let mut v = Vec::new();
+    write_g(&mut v, d, precision);
+    String::from_utf8(v).expect("ASCII")
+}
+
+/// A small buffer on the stack for one number's digits.
+struct StackBuf {
+    b: [u8; 64],
+    n: usize,
+}
+
+impl std::fmt::Write for StackBuf {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.n + s.len();
+        if end > self.b.len() {
+            return Err(std::fmt::Error);
+        }
+        self.b[self.n..end].copy_from_slice(s.as_bytes());
+        self.n = end;
+        Ok(())
     }
 }
 
-fn strip_zeros(s: &mut String) {
-    if s.contains('.') {
-        while s.ends_with('0') {
-            s.pop();
+/// Appends C's `%.{precision}g` of `d` to `out` without allocating (beyond `out`'s growth).
+pub fn write_g(out: &mut Vec<u8>, d: f64, precision: usize) {
+    if d.is_nan() {
+        out.extend_from_slice(if d.is_sign_negative() {
+            b"-nan"
+        } else {
+            b"nan"
+        });
+        return;
+    }
+    if d.is_infinite() {
+        out.extend_from_slice(if d < 0.0 { b"-inf" } else { b"inf" });
+        return;
+    }
+    let p = precision.clamp(1, 17);
+    // The exponent after rounding to p significant digits decides the style.
+    let mut e = StackBuf { b: [0; 64], n: 0 };
+    write!(e, "{:.*e}", p - 1, d).expect("fits");
+    let text = &e.b[..e.n];
+    let at = text.iter().position(|&c| c == b'e').expect("exponent form");
+    let x: i32 = std::str::from_utf8(&text[at + 1..])
+        .expect("ASCII")
+        .parse()
+        .expect("exponent");
+    if (x as i64) < p as i64 && x >= -4 {
+        let decimals = (p as i32 - 1 - x) as usize;
+        let mut f = StackBuf { b: [0; 64], n: 0 };
+        write!(f, "{:.*}", decimals, d).expect("fits");
+        out.extend_from_slice(strip_zeros(&f.b[..f.n]));
+    } else {
+        out.extend_from_slice(strip_zeros(&text[..at]));
+        out.push(b'e');
+        out.push(if x < 0 { b'-' } else { b'+' });
+        let a = x.unsigned_abs();
+        if a < 10 {
+            out.push(b'0');
         }
-        if s.ends_with('.') {
-            s.pop();
+        write_int(out, a as i64);
+    }
+}
+
+fn strip_zeros(s: &[u8]) -> &[u8] {
+    let mut s = s;
+    if s.contains(&b'.') {
+        while let [rest @ .., b'0'] = s {
+            s = rest;
+        }
+        if let [rest @ .., b'.'] = s {
+            s = rest;
         }
     }
+    s
 }
 
 /// C's `printf("%f", d)`, as pgbench's error messages print doubles.
