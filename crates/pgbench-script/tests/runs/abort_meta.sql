@@ -1,0 +1,2 @@
+SELECT 1;
+\set i 1 / 0

@@ -1,0 +1,6 @@
+\set v random(1, 9)
+\startpipeline
+SELECT :v;
+SELECT :v + 1;
+\endpipeline
+SELECT 'after', :v;

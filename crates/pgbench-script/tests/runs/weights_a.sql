@@ -1,0 +1,2 @@
+\set x random(1, 100)
+SELECT 'a', :x;

@@ -1,0 +1,2 @@
+\set y random(1, 100)
+SELECT 'b', :y;
