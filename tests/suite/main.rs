@@ -2,6 +2,7 @@
 //! in parallel by the test harness; tests that share a machine-wide resource (the zfs-fuse
 //! daemon, dm and loop devices, a sysfs redirected by environment) take its lock in [`common`].
 
+mod architecture;
 mod bad_input;
 mod block_run;
 mod campaign_cli;
