@@ -19,7 +19,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("workloads", &["core", "pgwire", "dbloop", "pgbench-script"]),
     (
         "dbload",
-        &["core", "devices", "estimate", "pgwire", "pgcluster", "dbloop", "workloads"],
+        &[
+            "core",
+            "devices",
+            "estimate",
+            "pgwire",
+            "pgcluster",
+            "dbloop",
+            "workloads",
+        ],
     ),
     ("report", &["core"]),
     ("campaign", &["core", "devices"]),
@@ -87,7 +95,9 @@ fn every_crate_depends_only_on_the_crates_below_it() {
         };
         for dep in csdchar_dependencies(&dir) {
             if !may.contains(&dep.as_str()) {
-                wrong.push(format!("crates/{dir} depends on csdchar-{dep}, which it may not"));
+                wrong.push(format!(
+                    "crates/{dir} depends on csdchar-{dep}, which it may not"
+                ));
             }
         }
     }
@@ -188,7 +198,10 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
-            if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+            if matches!(
+                parts.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
                 parts.pop();
             }
             // A binary's main.rs beside lib.rs is its own root; leave it out.
@@ -334,7 +347,13 @@ fn no_two_files_of_a_crate_import_each_other() {
         for comp in loops(&module_edges(&crates_dir().join(&dir).join("src"))) {
             let names: Vec<String> = comp
                 .iter()
-                .map(|m| if m.is_empty() { "(crate root)".into() } else { m.clone() })
+                .map(|m| {
+                    if m.is_empty() {
+                        "(crate root)".into()
+                    } else {
+                        m.clone()
+                    }
+                })
                 .collect();
             found.push(format!("crates/{dir}: {}", names.join(" <-> ")));
         }
@@ -347,8 +366,11 @@ fn the_loop_finder_sees_a_loop() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("lib.rs"), "mod a;\nmod b;\nmod c;\n").unwrap();
     std::fs::write(dir.path().join("a.rs"), "use crate::b::X;\n// crate::c\n").unwrap();
-    std::fs::write(dir.path().join("b.rs"), "pub struct X;\nfn f() { super::a::g() }\n")
-        .unwrap();
+    std::fs::write(
+        dir.path().join("b.rs"),
+        "pub struct X;\nfn f() { super::a::g() }\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.path().join("c.rs"),
         "fn h() { let s = \"crate::a\"; }\n#[cfg(test)]\nmod tests {\n    use crate::a;\n}\n",
@@ -362,7 +384,14 @@ fn the_loop_finder_sees_a_loop() {
 
 #[test]
 fn the_pure_crates_do_no_io() {
-    let io = ["std::fs", "std::net", "std::process", "std::env", "libc::", "File::"];
+    let io = [
+        "std::fs",
+        "std::net",
+        "std::process",
+        "std::env",
+        "libc::",
+        "File::",
+    ];
     let mut found = Vec::new();
     for dir in PURE {
         for (m, file) in modules(&crates_dir().join(dir).join("src")) {

@@ -97,7 +97,10 @@ fn random_salt() -> String {
 /// interpreter it installed it for).
 fn py_opengauss(cases: &Value) -> Option<Value> {
     let python = std::env::var("CSDCHAR_PY_OPENGAUSS_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/suite/opengauss/proofs.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/suite/opengauss/proofs.py"
+    );
     let missing = |why: String| {
         assert!(
             std::env::var_os("CI").is_none()
