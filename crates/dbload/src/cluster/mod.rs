@@ -149,7 +149,7 @@ use command::*;
 use process::*;
 use stale::*;
 
-pub use access::check_pgdata_reachable;
+pub use access::{check_listen, check_pgdata_reachable};
 pub use binaries::PgBinaries;
 pub use cgroup::MemoryWatch;
 pub use process::PostmasterWatch;
@@ -184,6 +184,15 @@ pub enum ClusterError {
     /// The listen address is not a host name, IP address or `*` (comma-separated).
     #[error("--listen: '{0}' is not a host name, IP address or * (comma-separated)")]
     BadListen(String),
+    /// A listen address the server could not listen on: a name that does
+    /// not resolve, or an address of no interface of this host.
+    #[error("--listen: '{address}' is {why}; give an address of this host (e.g. 127.0.0.1) or *")]
+    ListenUnusable {
+        /// The address as given.
+        address: String,
+        /// Why it cannot be used.
+        why: String,
+    },
     /// Running as root but there is no `postgres` user to run the server as.
     #[error(
         "running as root, but there is no 'postgres' user to run the server as (initdb refuses root)"
@@ -277,6 +286,28 @@ pub struct ManagedCluster {
     memory_limit: Option<u64>,
     /// The server's memory cgroup while it exists (see the module doc).
     memory_cgroup: Option<MemCgroup>,
+    /// What this start made for a new cluster in a given data directory,
+    /// removed by drop unless the start completed (see [`MadeForStart`]).
+    made: Option<MadeForStart>,
+}
+
+/// What a start that creates a cluster in a given data directory made
+/// there: a start that fails (pg_ctl cannot start the server, a setting is
+/// refused, a step after initdb fails) leaves nothing of it behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MadeForStart {
+    /// The directory did not exist: it goes.
+    Directory,
+    /// The directory existed, empty: what is in it goes, and its owner
+    /// and mode (handed to the server's user) are put back.
+    Contents {
+        /// Its owner.
+        uid: u32,
+        /// Its group.
+        gid: u32,
+        /// Its permission bits.
+        mode: u32,
+    },
 }
 
 impl ManagedCluster {

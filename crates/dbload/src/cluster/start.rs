@@ -24,7 +24,7 @@ impl ManagedCluster {
             }
         }
         if let Some(l) = &listen {
-            validate_listen(l)?;
+            check_listen(l)?;
         }
         if spec.tls && listen.is_none() {
             return Err(ClusterError::TlsWithoutListen);
@@ -121,6 +121,7 @@ impl ManagedCluster {
             ephemeral,
             memory_limit: None,
             memory_cgroup: None,
+            made: None,
         };
         let host_auth = if cluster.bin.major >= 10 {
             "scram-sha-256"
@@ -135,6 +136,18 @@ impl ManagedCluster {
                 unreachable_ancestor(&pgdata, r)?;
             }
             let pw = random_password()?;
+            // A temporary directory goes anyway; a given one is put back as it was.
+            if cluster.ephemeral.is_none() {
+                use std::os::unix::fs::MetadataExt;
+                cluster.made = Some(match fs::metadata(&pgdata) {
+                    Ok(m) => MadeForStart::Contents {
+                        uid: m.uid(),
+                        gid: m.gid(),
+                        mode: m.mode() & 0o7777,
+                    },
+                    Err(_) => MadeForStart::Directory,
+                });
+            }
             fs::create_dir_all(&pgdata).map_err(|e| io(&pgdata.display().to_string(), e))?;
             hand_over(&pgdata, run_as)?;
             // initdb reads the password from a file the server's user can read;
@@ -195,11 +208,6 @@ impl ManagedCluster {
                     tls::require_tls_logins(&pgdata, run_as, &mut cluster.notes)?;
                 }
                 settings.extend(tls::ensure_certificates(&pgdata, l, run_as)?);
-                let first = l.split(',').next().unwrap_or(l).trim();
-                cluster.notes.push(format!(
-                    "TLS: clients verify the server with sslmode=verify-full sslrootcert={} host={first} (a copy of that file on another host)",
-                    pgdata.join(tls::ROOT_CERT).display()
-                ));
             }
         }
 
@@ -262,9 +270,16 @@ impl ManagedCluster {
                     human_bytes(l)
                 )
             });
+            let log_is = if cluster.made.is_some() {
+                format!(
+                    "server log (removed with the new cluster in {}, which did not start)",
+                    pgdata.display()
+                )
+            } else {
+                format!("server log: {}", log.display())
+            };
             return Err(ClusterError::Command(format!(
-                "{e}\nserver log: {}\n{}{limit}",
-                log.display(),
+                "{e}\n{log_is}\n{}{limit}",
                 tail(&log, 15)
             )));
         }
@@ -290,6 +305,22 @@ impl ManagedCluster {
             )?;
             cluster.password_file = Some(file);
         }
+        if let (true, Some(l), Some(file)) = (spec.tls, &listen, &cluster.password_file) {
+            // A connection string that works as printed: host, port, user
+            // and the CA; the password from the file libpq's PGPASSFILE reads.
+            let host = match l.split(',').next().unwrap_or("").trim() {
+                "*" | "" => "localhost",
+                h => h,
+            };
+            cluster.notes.push(format!(
+                "TLS: connect with \"host={host} port={} user=postgres sslmode=verify-full sslrootcert={}\" and PGPASSFILE={} (psql, any libpq client, or csdchar's --url; from another host, copies of both files)",
+                cluster.port,
+                conninfo_value(&pgdata.join(tls::ROOT_CERT).display().to_string()),
+                shell_word(&file.display().to_string()),
+            ));
+        }
+        // Started: from here on the cluster is the user's.
+        cluster.made = None;
         Ok(cluster)
     }
 
