@@ -44,13 +44,18 @@ pub fn load_phases(phases: &LoadPhases) -> String {
             t.create_s, t.generate_s, t.vacuum_s, t.primary_keys_s
         ),
         LoadPhases::Tpcc(t) => format!(
-            " (create {:.2} s, load {:.2} s, keys {:.2} s, vacuum {:.2} s; {} warehouse(s){})",
+            " (create {:.2} s, load {:.2} s, keys {:.2} s, vacuum {:.2} s; {} warehouse(s){}{})",
             t.create_s,
             t.load_s,
             t.keys_s,
             t.vacuum_s,
             t.warehouses_loaded.len(),
-            if t.item_loaded { " and item" } else { "" }
+            if t.item_loaded { " and item" } else { "" },
+            if t.config_rewritten {
+                "; bmsql_config written anew: the warehouses from the tables, the NURand constants of --seed"
+            } else {
+                ""
+            }
         ),
     }
 }
