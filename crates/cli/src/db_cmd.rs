@@ -5,6 +5,8 @@
 //! and turns their ends into exit codes.
 
 use std::sync::Arc;
+
+use clap::ValueEnum;
 use std::time::Duration;
 
 use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
@@ -267,6 +269,44 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
     }
     if o.tables.workload == WorkloadArg::Tpcc {
         tpcc_mix(&o.run.mix).map_err(|e| format!("--mix: {e}"))?;
+    } else {
+        // TPC-C's options given to another workload would be ignored without a word.
+        let defaults = DbOpts::default();
+        let given = [
+            ("--tpcc-mode", o.run.tpcc_mode != defaults.run.tpcc_mode),
+            ("--mix", o.run.mix != defaults.run.mix),
+            (
+                "--load-method",
+                o.load.load_method != defaults.load.load_method,
+            ),
+            ("--warehouse-range", o.load.warehouse_range.is_some()),
+            ("--warehouses", o.load.warehouses.is_some()),
+        ];
+        if let Some((option, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(format!(
+                "{option}: applies to --workload tpcc (BenchmarkSQL's TPC-C), not {}",
+                o.tables
+                    .workload
+                    .to_possible_value()
+                    .map_or("this workload".into(), |v| v.get_name().to_string())
+            ));
+        }
+    }
+    if step != "study" && o.load.repeat > 1 {
+        return Err(format!(
+            "--repeat: measured loads per fillfactor of `csdchar db study`; {step} loads once"
+        ));
+    }
+    if let Some(ff) = o
+        .load
+        .fillfactor
+        .iter()
+        .enumerate()
+        .find_map(|(i, f)| o.load.fillfactor[..i].contains(f).then_some(f))
+    {
+        return Err(format!(
+            "--fillfactor: {ff} is listed twice; list each once (--repeat measures each several times)"
+        ));
     }
     if let (Some((from, to)), Some(w)) = (o.load.warehouse_range, o.load.warehouses)
         && to > w

@@ -309,7 +309,7 @@ impl ManagedCluster {
             // A connection string that works as printed: host, port, user
             // and the CA; the password from the file libpq's PGPASSFILE reads.
             let host = match l.split(',').next().unwrap_or("").trim() {
-                "*" | "" => "localhost",
+                "*" | "0.0.0.0" | "::" | "" => "localhost",
                 h => h,
             };
             cluster.notes.push(format!(
