@@ -633,6 +633,247 @@ fn every_bad_input_exits_2_with_one_line_and_changes_nothing() {
     }
 }
 
+/// Issue 38's sweep: bad input over the db options added since the last
+/// pass (libpq's TLS keys, --tls, --listen, --client-io, --repeat,
+/// --tpcc-mode and TPC-C's other options, --rate, --warmup, --start-at,
+/// report --merge), each refused as [`check`] asserts: exit 2, one line
+/// naming the option, nothing created. `host=127.0.0.1 port=1` is never
+/// reached: a refusal comes first. The PG* variables' rows are in
+/// tests/db_env.rs (they need the process environment).
+const DB_SWEEP: &[Case] = &[
+    // Row 17: a file a TLS key names that holds nothing usable.
+    Case {
+        args: &[
+            "db",
+            "run",
+            "--url",
+            "host=127.0.0.1 port=1 sslmode=verify-full sslrootcert={dir}/existing.dat",
+        ],
+        option: "--url: sslrootcert=",
+        says: "holds no certificate",
+    },
+    Case {
+        args: &[
+            "db",
+            "run",
+            "--url",
+            "postgres://127.0.0.1:1/x?sslmode=verify-ca&sslrootcert={dir}/sub",
+        ],
+        option: "--url: sslrootcert=",
+        says: "is a directory",
+    },
+    // Row 4: a CRL that cannot be loaded is refused (libpq would skip revocation).
+    Case {
+        args: &[
+            "db",
+            "run",
+            "--url",
+            "host=127.0.0.1 port=1 sslmode=require sslcrl={dir}/existing.dat",
+        ],
+        option: "--url: sslcrl=",
+        says: "holds no certificate revocation list",
+    },
+    Case {
+        args: &[
+            "db",
+            "run",
+            "--url",
+            "host=127.0.0.1 port=1 sslmode=require sslcrl={dir}/sub",
+        ],
+        option: "--url: sslcrl=",
+        says: "is a directory",
+    },
+    Case {
+        args: &[
+            "db",
+            "run",
+            "--url",
+            "host=127.0.0.1 port=1 sslcrl={dir}/missing.crl",
+        ],
+        option: "--url: sslcrl=",
+        says: "no such file",
+    },
+    Case {
+        args: &["db", "run", "--url", "host=127.0.0.1 port=1 sslsni=2"],
+        option: "--url: sslsni=2",
+        says: "0 or 1",
+    },
+    Case {
+        args: &["db", "run", "--url", "host=127.0.0.1 port=1 sslpassword=x"],
+        option: "--url: sslpassword",
+        says: "unencrypted sslkey",
+    },
+    // Row 5: --tls is for a managed cluster.
+    Case {
+        args: &["db", "prepare", "--url", "host=/nonexistent", "--tls"],
+        option: "--tls",
+        says: "sslmode",
+    },
+    Case {
+        args: &["db", "run", "--url", "host=127.0.0.1 port=1", "--tls"],
+        option: "--tls",
+        says: "--url",
+    },
+    // Row 13: a --listen address the server could not listen on, before initdb.
+    Case {
+        args: &[
+            "db",
+            "prepare",
+            "--pgdata",
+            "{dir}/pg",
+            "--listen",
+            "999.1.1.1",
+            "--tls",
+        ],
+        option: "--listen: '999.1.1.1'",
+        says: "does not resolve",
+    },
+    Case {
+        args: &[
+            "db",
+            "prepare",
+            "--pgdata",
+            "{dir}/pg",
+            "--listen",
+            "nosuch.invalid",
+        ],
+        option: "--listen: 'nosuch.invalid'",
+        says: "does not resolve",
+    },
+    Case {
+        // TEST-NET-1: an address of no interface here.
+        args: &["db", "run", "--pgdata", "{dir}/pg", "--listen", "192.0.2.1"],
+        option: "--listen: '192.0.2.1'",
+        says: "no address of this host",
+    },
+    Case {
+        args: &["db", "run", "--listen", "127.0.0.1,"],
+        option: "--listen",
+        says: "IP address",
+    },
+    Case {
+        args: &["db", "run", "--client-threads", "0"],
+        option: "--client-threads",
+        says: "1..=1024",
+    },
+    // --repeat: a study's, and within its range.
+    Case {
+        args: &["db", "study", "--repeat", "0"],
+        option: "--repeat",
+        says: "1..=100",
+    },
+    Case {
+        args: &["db", "run", "--repeat", "3"],
+        option: "--repeat",
+        says: "csdchar db study",
+    },
+    Case {
+        args: &[
+            "db",
+            "prepare",
+            "--url",
+            "host=/nonexistent",
+            "--repeat",
+            "2",
+        ],
+        option: "--repeat",
+        says: "prepare loads once",
+    },
+    Case {
+        args: &["db", "study", "--fillfactor", "100,70,100"],
+        option: "--fillfactor",
+        says: "100 is listed twice",
+    },
+    // TPC-C's options: valid values, and only with --workload tpcc.
+    Case {
+        args: &["db", "run", "--tpcc-mode", "bogus"],
+        option: "--tpcc-mode",
+        says: "statements, procedures",
+    },
+    Case {
+        args: &["db", "run", "--tpcc-mode", "procedures"],
+        option: "--tpcc-mode",
+        says: "applies to --workload tpcc",
+    },
+    Case {
+        args: &["db", "run", "--workload", "tpcb", "--mix", "50,40,4,4,2"],
+        option: "--mix",
+        says: "applies to --workload tpcc",
+    },
+    Case {
+        args: &["db", "run", "--load-method", "insert"],
+        option: "--load-method",
+        says: "applies to --workload tpcc",
+    },
+    Case {
+        args: &[
+            "db",
+            "prepare",
+            "--url",
+            "host=/nonexistent",
+            "--warehouse-range",
+            "1-2",
+        ],
+        option: "--warehouse-range",
+        says: "applies to --workload tpcc",
+    },
+    Case {
+        args: &["db", "run", "--workload", "pgio", "--warehouses", "2"],
+        option: "--warehouses",
+        says: "not pgio",
+    },
+    Case {
+        args: &["db", "run", "--rate", "inf"],
+        option: "--rate",
+        says: "above 0",
+    },
+    Case {
+        args: &["db", "run", "--warmup", "10x"],
+        option: "--warmup",
+        says: "not a duration",
+    },
+    Case {
+        args: &["db", "run", "--percentile", "0"],
+        option: "--percentile",
+        says: "at most 100",
+    },
+    Case {
+        args: &["db", "run", "--start-at", "2099-01-01T00:00:00Z"],
+        option: "--start-at",
+        says: "24 hours",
+    },
+    // report --merge: what is not a result, and --out that is a file.
+    Case {
+        args: &[
+            "report",
+            "--merge",
+            "--out",
+            "{dir}/out",
+            "{dir}/existing.dat",
+        ],
+        option: "existing.dat",
+        says: "not JSON",
+    },
+    Case {
+        args: &[
+            "report",
+            "--merge",
+            "--out",
+            "{dir}/existing.dat",
+            "{dir}/sub",
+        ],
+        option: "--out",
+        says: "not a directory",
+    },
+];
+
+#[test]
+fn the_db_options_added_since_refuse_bad_input() {
+    for case in DB_SWEEP {
+        check(case);
+    }
+}
+
 /// Issue 30 row 14: as root the server runs as postgres, which cannot enter
 /// `{dir}/private` (a 0700 directory of root's, as `mktemp -d` makes):
 /// bad input, refused before a cluster is half made.

@@ -919,3 +919,68 @@ mod alone {
         assert!(err.contains("no_such_setting_xyz"), "{err}");
     }
 }
+
+/// Issue 38 row 13: a start that fails after initdb (here the server
+/// refuses a setting) leaves nothing of the cluster it made: a data
+/// directory that did not exist is removed, keys and all; an empty one it
+/// was given is emptied and gets its owner and mode back. A server is not
+/// left running.
+#[test]
+fn a_start_that_fails_removes_the_cluster_it_made() {
+    if !have_postgres() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-failstart")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let new = dir.path().join("new");
+    let ran = {
+        let _g = sweep_lock();
+        common::csdchar(&[
+            "db",
+            "prepare",
+            "--pgdata",
+            new.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1",
+            "--tls",
+            "--pg-set",
+            "shared_buffers=nonsense",
+        ])
+    };
+    assert_eq!(ran.outcome.exit_code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("invalid value for parameter \"shared_buffers\""),
+        "the server's words: {}",
+        ran.stderr
+    );
+    assert!(
+        !new.exists(),
+        "the cluster it made (with its TLS keys) is left"
+    );
+    assert!(!server_running(&new));
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o751)).unwrap();
+    let before = std::fs::metadata(&empty).unwrap();
+    let started = {
+        let _g = sweep_lock();
+        ManagedCluster::start(&ClusterSpec {
+            pgdata: Some(empty.clone()),
+            settings: vec!["shared_buffers=nonsense".into()],
+            ..ClusterSpec::default()
+        })
+    };
+    assert!(started.is_err());
+    drop(started);
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0, "emptied");
+    let after = std::fs::metadata(&empty).unwrap();
+    assert_eq!(
+        (after.uid(), after.gid(), after.mode() & 0o7777),
+        (before.uid(), before.gid(), 0o751),
+        "owner and mode put back"
+    );
+}

@@ -249,6 +249,14 @@ fn ctrl_c_during_a_load_stops_promptly_and_stops_the_server() {
             "{step}: stopped {took:?} after Ctrl-C"
         );
         if step == "run" {
+            // Issue 38 row 9: the advice fits the cluster: a temporary one is gone.
+            assert!(
+                ran.stderr
+                    .contains("the temporary cluster goes with this command")
+                    && !ran.stderr.contains("--force"),
+                "{}",
+                ran.stderr
+            );
             continue;
         }
         // The server csdchar started is stopped.
@@ -836,4 +844,105 @@ fn a_server_process_the_memory_limit_kills_is_named() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert!(named(v["error"].as_str().unwrap_or("")), "{}", v["error"]);
+}
+
+/// Issue 38 row 9: Ctrl-C during a `db study --repeat 3` keeps every load
+/// that finished (the result's `unfinished`, with what was cut short), exit
+/// 130; the study says what it will do before it starts and, after its
+/// first load, how long it will take.
+#[test]
+fn ctrl_c_in_a_repeated_study_keeps_the_finished_loads() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let url = cluster.conninfo("postgres");
+    let oid = "SELECT coalesce((SELECT oid FROM pg_class WHERE relname = 'sbtest1' AND relkind = 'r'), 0)";
+    let flag = Arc::new(AtomicBool::new(false));
+    let f2 = Arc::clone(&flag);
+    // Ctrl-C once the second load has committed (its table is a new one).
+    let watcher = {
+        let client = cluster.client("psql");
+        let program = client.get_program().to_owned();
+        let args: Vec<std::ffi::OsString> = client.get_args().map(|a| a.to_owned()).collect();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            let mut first = None;
+            while Instant::now() < deadline {
+                let out = std::process::Command::new(&program)
+                    .args(&args)
+                    .args(["-At", "-d", "postgres", "-c", oid])
+                    .output()
+                    .unwrap();
+                let now = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                match (&first, now.as_str()) {
+                    (_, "0" | "") => {}
+                    (None, o) => first = Some(o.to_string()),
+                    (Some(f), o) if f != o => {
+                        f2.store(true, Ordering::Relaxed);
+                        return true;
+                    }
+                    _ => {}
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            false
+        })
+    };
+    let ran = common::csdchar_with_interrupt(
+        &[
+            "db",
+            "study",
+            "--url",
+            &url,
+            "--table-size",
+            "100000",
+            "--fillfactor",
+            "100",
+            "--repeat",
+            "3",
+            "--time",
+            "1s",
+            "--output-format",
+            "json",
+        ],
+        flag,
+    );
+    assert!(
+        watcher.join().unwrap(),
+        "the second load never committed: {}",
+        ran.stderr
+    );
+    assert_eq!(ran.outcome.exit_code, 130, "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("study: 3 load(s) (0 unmeasured warm-up, then 1 fillfactor(s) x --repeat 3)")
+            && ran.stderr.contains("study: the first load took"),
+        "the plan and the estimate: {}",
+        ran.stderr
+    );
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    common::assert_matches_schema(&v, "study");
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 0, "no run step ran");
+    let u = &v["unfinished"];
+    assert_eq!(u["fillfactor"], 100, "{u}");
+    assert_eq!(u["loads_planned"], 3, "{u}");
+    let loads = u["loads"].as_array().unwrap();
+    assert!(
+        (2..=3).contains(&loads.len()),
+        "two loads had finished: {u}"
+    );
+    for l in loads {
+        assert!(l["relation_bytes"].as_i64().unwrap() > 0, "{l}");
+        assert!(l["load_s"].as_f64().unwrap() > 0.0, "{l}");
+    }
+    let stopped = u["stopped_in"].as_str().unwrap();
+    assert!(stopped.contains("interrupted"), "{stopped}");
+    // The table's text says it too.
+    assert!(
+        ran.stderr.contains("of 3 load(s) finished"),
+        "{}",
+        ran.stderr
+    );
 }

@@ -12,6 +12,7 @@ mod cluster;
 mod common;
 mod counter_props;
 mod db;
+mod db_env;
 mod db_library;
 mod db_safety;
 mod dialect;

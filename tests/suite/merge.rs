@@ -559,3 +559,85 @@ fn merge_refuses_the_same_result_twice_and_results_of_different_runs() {
         assert!(!out.exists(), "nothing written");
     }
 }
+
+/// Issue 38 row 16: hosts that connected differently (plain TCP, TLS) merge
+/// with a note saying so; results of two servers are not one run.
+#[test]
+fn merge_states_transport_differences_and_refuses_two_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::create_dir(&hosts).unwrap();
+    let mut a = db_result(4, &vec![vec![(0, 2_000_000), (1, 3_000_000)]; 5]);
+    let mut b = db_result(4, &vec![vec![(2, 4_000_000)]; 5]);
+    a.steps[0].transport = Some("tcp".into());
+    b.steps[0].transport = Some("tls".into());
+    b.steps[0].tls_protocol = Some("TLSv1.3".into());
+    b.steps[0].tls_cipher = Some("TLS13_AES_256_GCM_SHA384".into());
+    let write = |name: &str, r: &DbResult| {
+        let p = hosts.join(name);
+        std::fs::write(&p, serde_json::to_vec(r).unwrap()).unwrap();
+        p.display().to_string()
+    };
+    let (a_path, b_path) = (write("a.json", &a), write("b.json", &b));
+    let out = dir.path().join("out");
+    let ran = common::csdchar(&[
+        "report",
+        "--merge",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+        &a_path,
+        &b_path,
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("connected differently")
+            && ran.stderr.contains("a.json: tcp")
+            && ran
+                .stderr
+                .contains("b.json: tls TLSv1.3 TLS13_AES_256_GCM_SHA384"),
+        "{}",
+        ran.stderr
+    );
+    // The same transport on both: no such note.
+    b.steps[0].transport = Some("tcp".into());
+    b.steps[0].tls_protocol = None;
+    b.steps[0].tls_cipher = None;
+    let b_path = write("b.json", &b);
+    let ran = common::csdchar(&[
+        "report",
+        "--merge",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+        &a_path,
+        &b_path,
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(
+        !ran.stderr.contains("connected differently"),
+        "{}",
+        ran.stderr
+    );
+    // Another server: not one run.
+    b.server_version = format!("{} (another build)", a.server_version);
+    let b_path = write("b.json", &b);
+    let out2 = dir.path().join("out2");
+    let ran = common::csdchar(&[
+        "report",
+        "--merge",
+        "-q",
+        "--out",
+        out2.to_str().unwrap(),
+        &a_path,
+        &b_path,
+    ]);
+    assert_eq!(ran.outcome.exit_code, 2, "{}", ran.stderr);
+    assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("--merge") && ran.stderr.contains("one server"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!out2.exists(), "nothing written");
+}

@@ -19,6 +19,8 @@ struct Kept {
     pgdata: PathBuf,
     port: String,
     password: String,
+    /// What `db prepare` said (its notes).
+    stderr: String,
 }
 
 impl Drop for Kept {
@@ -72,6 +74,7 @@ fn kept(tls: bool) -> Kept {
         pgdata,
         port,
         password,
+        stderr: ran.stderr.clone(),
     };
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
     if tls {
@@ -446,4 +449,82 @@ fn a_client_certificate_the_server_requires() {
             kf.display()
         ),
     ));
+}
+
+/// Issue 38 row 18: the connection string a `--tls` cluster prints works as
+/// printed with libpq itself (psql), with the PGPASSFILE it names; and
+/// csdchar reads that password file as libpq does.
+#[test]
+fn the_printed_connection_string_works_as_printed() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let k = kept(true);
+    let note = k
+        .stderr
+        .lines()
+        .find(|l| l.contains("TLS: connect with"))
+        .unwrap_or_else(|| panic!("no TLS note: {}", k.stderr))
+        .to_string();
+    let printed = note.split('"').nth(1).unwrap().to_string();
+    let passfile = note
+        .split("PGPASSFILE=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(printed.contains(&format!("port={}", k.port)), "{printed}");
+    let psql = csdchar_pgcluster::PgBinaries::find(None)
+        .unwrap()
+        .dir
+        .join("psql");
+    let out = std::process::Command::new(psql)
+        .arg(&printed)
+        .args([
+            "-At",
+            "-c",
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+        ])
+        .env("PGPASSFILE", &passfile)
+        .env_remove("PGSSLMODE")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "psql {printed}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "t");
+    // csdchar's own client, with the same file through libpq's variable.
+    struct PassFile(String);
+    impl csdchar_pgwire::env::Env for PassFile {
+        fn get(&self, key: &str) -> Option<String> {
+            (key == "PGPASSFILE").then(|| self.0.clone())
+        }
+    }
+    let target =
+        csdchar_pgwire::conn::ConnTarget::parse(&printed, &PassFile(passfile.clone())).unwrap();
+    assert!(
+        target.config().get_password().is_some(),
+        "read from the file"
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = csdchar_pgwire::client::connect_client(&target)
+            .await
+            .unwrap();
+        let row = client
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert!(row.get::<_, bool>(0), "over TLS");
+    });
 }

@@ -322,3 +322,145 @@ fn db_with_interrupt(
     a.extend_from_slice(args);
     common::csdchar_with_interrupt(&a, flag)
 }
+
+/// Issue 38 row 15: a bmsql_config with bad values (warehouses 0, -1 or
+/// 'abc'; nURandCLast -7, 'xyz' or missing; the table gone) is named with
+/// the key and the value, and the advice never drops the complete load:
+/// the resume it advises writes bmsql_config anew and loads nothing.
+#[test]
+fn a_bad_bmsql_config_is_named_and_mended_without_dropping_the_load() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let url = cluster.conninfo("postgres");
+    let with = |step: &str, extra: &[&str]| {
+        let mut a = vec![step, "--workload", "tpcc", "--url", url.as_str()];
+        a.extend_from_slice(extra);
+        db(&a)
+    };
+    let ran = with("prepare", &["--warehouses", "1"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let orders = common::psql(&cluster, "SELECT count(*) FROM bmsql_oorder");
+    let set = |key: &str, value: &str| {
+        common::psql(
+            &cluster,
+            &format!("UPDATE bmsql_config SET cfg_value = {value} WHERE cfg_name = '{key}'"),
+        );
+    };
+    let good_c_last = common::psql(
+        &cluster,
+        "SELECT cfg_value FROM bmsql_config WHERE cfg_name = 'nURandCLast'",
+    );
+    for (key, value, says) in [
+        (
+            "warehouses",
+            "'0'",
+            "bmsql_config's warehouses is '0', not a warehouse count",
+        ),
+        ("warehouses", "'-1'", "bmsql_config's warehouses is '-1'"),
+        ("warehouses", "'abc'", "bmsql_config's warehouses is 'abc'"),
+        (
+            "nURandCLast",
+            "'-7'",
+            "bmsql_config's nURandCLast is '-7', not a NURand C for C_LAST (0-255)",
+        ),
+        (
+            "nURandCLast",
+            "'xyz'",
+            "bmsql_config's nURandCLast is 'xyz'",
+        ),
+        ("nURandCLast", "NULL", "bmsql_config's nURandCLast is NULL"),
+    ] {
+        set(key, value);
+        for step in ["check", "run"] {
+            let extra: &[&str] = if step == "run" {
+                &["--time", "1s"]
+            } else {
+                &[]
+            };
+            let ran = with(step, extra);
+            assert_eq!(
+                ran.outcome.exit_code, 1,
+                "{key}={value} {step}: {}",
+                ran.stderr
+            );
+            assert!(
+                ran.stderr.contains(says),
+                "{key}={value} {step}: {}",
+                ran.stderr
+            );
+            assert!(
+                !ran.stderr.contains("--force") || ran.stderr.contains("without --force"),
+                "{key}={value} {step}: advice that would drop the load: {}",
+                ran.stderr
+            );
+            assert!(
+                ran.stderr.contains("--warehouse-range 1-1"),
+                "{key}={value} {step}: {}",
+                ran.stderr
+            );
+        }
+        set("warehouses", "'1'");
+        set("nURandCLast", &format!("'{good_c_last}'"));
+    }
+    // A key missing, then the whole table: named, and mended by the resume advised.
+    common::psql(
+        &cluster,
+        "DELETE FROM bmsql_config WHERE cfg_name = 'nURandCLast'",
+    );
+    let ran = with("check", &[]);
+    assert!(
+        ran.stderr.contains("bmsql_config has no nURandCLast row"),
+        "{}",
+        ran.stderr
+    );
+    common::psql(&cluster, "DROP TABLE bmsql_config");
+    let ran = with("check", &[]);
+    assert_eq!(ran.outcome.exit_code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("the table bmsql_config is missing")
+            && ran.stderr.contains("the data is complete")
+            && !ran.stderr.contains("start over"),
+        "{}",
+        ran.stderr
+    );
+    let ran = with(
+        "prepare",
+        &[
+            "--warehouses",
+            "1",
+            "--warehouse-range",
+            "1-1",
+            "--seed",
+            "1",
+        ],
+    );
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("bmsql_config written anew"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("0 warehouse(s)"),
+        "loads nothing: {}",
+        ran.stderr
+    );
+    assert_eq!(
+        common::psql(&cluster, "SELECT count(*) FROM bmsql_oorder"),
+        orders,
+        "the load's rows are untouched"
+    );
+    assert_eq!(
+        common::psql(
+            &cluster,
+            "SELECT cfg_value FROM bmsql_config WHERE cfg_name = 'nURandCLast'"
+        ),
+        good_c_last,
+        "the seed's constant, the load's"
+    );
+    let ran = with("check", &[]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+}

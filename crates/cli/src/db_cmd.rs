@@ -5,6 +5,8 @@
 //! and turns their ends into exit codes.
 
 use std::sync::Arc;
+
+use clap::ValueEnum;
 use std::time::Duration;
 
 use csdchar_core::oltp::{OltpOptions, OltpWorkload, RandType};
@@ -268,6 +270,44 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
     }
     if o.tables.workload == WorkloadArg::Tpcc {
         tpcc_mix(&o.run.mix).map_err(|e| format!("--mix: {e}"))?;
+    } else {
+        // TPC-C's options given to another workload would be ignored without a word.
+        let defaults = DbOpts::default();
+        let given = [
+            ("--tpcc-mode", o.run.tpcc_mode != defaults.run.tpcc_mode),
+            ("--mix", o.run.mix != defaults.run.mix),
+            (
+                "--load-method",
+                o.load.load_method != defaults.load.load_method,
+            ),
+            ("--warehouse-range", o.load.warehouse_range.is_some()),
+            ("--warehouses", o.load.warehouses.is_some()),
+        ];
+        if let Some((option, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(format!(
+                "{option}: applies to --workload tpcc (BenchmarkSQL's TPC-C), not {}",
+                o.tables
+                    .workload
+                    .to_possible_value()
+                    .map_or("this workload".into(), |v| v.get_name().to_string())
+            ));
+        }
+    }
+    if step != "study" && o.load.repeat > 1 {
+        return Err(format!(
+            "--repeat: measured loads per fillfactor of `csdchar db study`; {step} loads once"
+        ));
+    }
+    if let Some(ff) = o
+        .load
+        .fillfactor
+        .iter()
+        .enumerate()
+        .find_map(|(i, f)| o.load.fillfactor[..i].contains(f).then_some(f))
+    {
+        return Err(format!(
+            "--fillfactor: {ff} is listed twice; list each once (--repeat measures each several times)"
+        ));
     }
     if let (Some((from, to)), Some(w)) = (o.load.warehouse_range, o.load.warehouses)
         && to > w
@@ -332,9 +372,24 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
             "--keep-running: only with --pgdata (a temporary cluster is always removed)".into(),
         );
     }
-    if let Some(url) = &s.url {
-        csdchar_pgwire::conn::ConnTarget::parse(url, &csdchar_pgwire::env::ProcessEnv)
-            .map_err(|e| format!("--url: {e}"))?;
+    if s.url.is_some() && o.cluster.tls {
+        // clap's `requires = "listen"` does not fire when --listen conflicts with a given --url.
+        return Err(
+            "--tls: gives a cluster csdchar manages (--pgdata, or none) its own certificate; with --url put libpq's sslmode in the connection string (sslmode=require, or verify-full with sslrootcert=FILE)".into(),
+        );
+    }
+    match &s.url {
+        Some(url) => {
+            csdchar_pgwire::conn::ConnTarget::parse(url, &csdchar_pgwire::env::ProcessEnv)
+                .map_err(|e| e.for_option("--url"))?;
+        }
+        // A managed cluster's connections read the PG* variables too (as libpq would).
+        None => csdchar_pgwire::conn::check_environment(&csdchar_pgwire::env::ProcessEnv)
+            .map_err(|e| e.message)?,
+    }
+    if let Some(l) = &o.cluster.listen {
+        // Before initdb: an address the server cannot listen on fails pg_ctl after it.
+        csdchar_pgcluster::check_listen(l).map_err(|e| e.to_string())?;
     }
     if s.db.is_empty() || s.db.len() > 63 || s.db.contains('\0') {
         return Err(format!(
@@ -474,7 +529,9 @@ fn open_session(o: &DbOpts, step: &str, job: &DbJob, io: &mut Io<'_>) -> Result<
             );
             Err(EXIT_USAGE)
         }
-        Err(SessionError::Cluster(e @ ClusterError::BadListen(_))) => {
+        Err(SessionError::Cluster(
+            e @ (ClusterError::BadListen(_) | ClusterError::ListenUnusable { .. }),
+        )) => {
             let _ = writeln!(io.stderr, "error: {e}");
             Err(EXIT_USAGE)
         }
@@ -507,7 +564,7 @@ async fn run_step(
         },
         "alter" => {
             let interrupt = Arc::clone(&io.interrupt);
-            let mut printer = Printer::new(io, o);
+            let mut printer = Printer::new(io, o, LoadLeft::Prepare);
             let altered = orchestrate::alter(conninfo, job, &mut printer, &interrupt).await;
             match altered {
                 Ok(()) => 0,
@@ -558,6 +615,11 @@ async fn run_step(
     }
 }
 
+/// Seconds for people: `42s`, `5m 10s`, `2h 3m 4s`.
+fn whole_seconds(s: f64) -> String {
+    humantime::format_duration(Duration::from_secs(s.max(0.0).round() as u64)).to_string()
+}
+
 /// `first..last` of a table list, for messages.
 fn table_range(names: &[String]) -> String {
     match names {
@@ -592,7 +654,11 @@ fn note_dialect(d: &Dialect, io: &mut Io<'_>) {
 /// the printer writes how it went.
 async fn prepare(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) -> i32 {
     let interrupt = Arc::clone(&io.interrupt);
-    let mut printer = Printer::new(io, o);
+    let left = match server.source {
+        ServerSource::Ephemeral => LoadLeft::Temporary,
+        _ => LoadLeft::Prepare,
+    };
+    let mut printer = Printer::new(io, o, left);
     match orchestrate::prepare(server, job, &mut printer, &interrupt).await {
         Ok(_) => 0,
         Err(LoadError::Interrupted { .. }) => EXIT_INTERRUPTED,
@@ -604,7 +670,7 @@ async fn prepare(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) ->
 /// `csdchar db run`: the steps, then the result (the summaries in normal format).
 async fn run(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) -> i32 {
     let interrupt = Arc::clone(&io.interrupt);
-    let mut printer = Printer::new(io, o);
+    let mut printer = Printer::new(io, o, LoadLeft::Prepare);
     let ended = orchestrate::run(server, job, &mut printer, &interrupt).await;
     let text = printer.text;
     finish(ended, o, io, |_| text, |_| None)
@@ -614,7 +680,11 @@ async fn run(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) -> i32
 /// result, whose normal format ends in the study table.
 async fn study(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) -> i32 {
     let interrupt = Arc::clone(&io.interrupt);
-    let mut printer = Printer::new(io, o);
+    let left = match server.source {
+        ServerSource::Ephemeral => LoadLeft::Temporary,
+        _ => LoadLeft::Study,
+    };
+    let mut printer = Printer::new(io, o, left);
     let ended = orchestrate::study(server, job, &mut printer, &RelationEstimator, &interrupt).await;
     let text = printer.text;
     // The table is the point of a study: show it even when the result goes elsewhere.
@@ -623,9 +693,18 @@ async fn study(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) -> i
         ended,
         o,
         io,
-        |r| text + &text::study_table(&r.rows, &r.physical_method),
-        |r| elsewhere.then(|| text::study_table(&r.rows, &r.physical_method)),
+        |r| text + &study_text(r),
+        |r| elsewhere.then(|| study_text(r)),
     )
+}
+
+/// The study's table, and what an unfinished fillfactor kept.
+fn study_text(r: &csdchar_core::result::study::StudyResult) -> String {
+    let mut t = text::study_table(&r.rows, &r.physical_method);
+    if let Some(u) = &r.unfinished {
+        t.push_str(&text::study_unfinished(u));
+    }
+    t
 }
 
 /// Writes a run's or study's result (stdout or --output) — `normal` is its
@@ -696,6 +775,18 @@ fn refusal(r: &Refusal) -> String {
     }
 }
 
+/// What to tell about the tables a load stopped by Ctrl-C leaves, which
+/// depends on the step and the server it used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LoadLeft {
+    /// `prepare` on a server that stays: finish or clean up the load.
+    Prepare,
+    /// A study on a server that stays: the study loads them anew with --force.
+    Study,
+    /// A temporary cluster: it goes with the command, nothing is left.
+    Temporary,
+}
+
 /// Prints what a job reports as the peers would: notes and load lines on
 /// stderr, "Running …" and interval lines on stdout when the result is not
 /// going there in another form (`live`), and each step's summary into `text`,
@@ -712,10 +803,12 @@ struct Printer<'i, 'o> {
     bar: Option<indicatif::ProgressBar>,
     /// The steps' summaries.
     text: String,
+    /// What an interrupted load leaves to do.
+    left: LoadLeft,
 }
 
 impl<'i, 'o> Printer<'i, 'o> {
-    fn new(io: &'i mut Io<'o>, o: &DbOpts) -> Self {
+    fn new(io: &'i mut Io<'o>, o: &DbOpts, left: LoadLeft) -> Self {
         Printer {
             io,
             live: o.out.output_format == OutputFormat::Normal && o.out.output.is_none(),
@@ -723,6 +816,7 @@ impl<'i, 'o> Printer<'i, 'o> {
             warehouse_range: o.load.warehouse_range,
             bar: None,
             text: String::new(),
+            left,
         }
     }
 }
@@ -763,6 +857,27 @@ impl DbObserver for Printer<'_, '_> {
             DbNote::CacheWarning(w) => {
                 format!("{w} (keep the page cache out with --pg-memory-limit on a managed cluster)")
             }
+            DbNote::StudyPlan {
+                fillfactors,
+                repeat,
+                warmup_loads,
+                run_steps,
+                step_s,
+            } => format!(
+                "study: {} load(s) ({warmup_loads} unmeasured warm-up, then {fillfactors} fillfactor(s) x --repeat {repeat}) and {run_steps} run step(s) of {}: {} of runs plus the loads; the estimate follows the first load",
+                warmup_loads + fillfactors * *repeat as usize,
+                whole_seconds(*step_s),
+                whole_seconds(*step_s * *run_steps as f64),
+            ),
+            DbNote::StudyEstimate {
+                first_load_s,
+                loads,
+                total_s,
+            } => format!(
+                "study: the first load took {}: about {} in all ({loads} loads as long as it, and the runs; the settling between loads comes on top)",
+                whole_seconds(*first_load_s),
+                whole_seconds(*total_s),
+            ),
             DbNote::TpccFunctionsCreated { schema, missing } => format!(
                 "--tpcc-mode procedures: created the transaction functions missing from schema {schema} ({})",
                 missing.join(", ")
@@ -811,6 +926,20 @@ impl DbObserver for Printer<'_, '_> {
                     .map_or(String::new(), |f| format!(", fillfactor {f}")),
                 text::load_phases(&r.phases)
             ),
+            Err(LoadError::Interrupted { loaded, total, .. })
+                if self.left == LoadLeft::Temporary =>
+            {
+                writeln!(
+                    stderr,
+                    "interrupted: the load stopped after {loaded} of {total} rows; the temporary cluster goes with this command, nothing is left to clean up"
+                )
+            }
+            Err(LoadError::Interrupted { loaded, total, .. }) if self.left == LoadLeft::Study => {
+                writeln!(
+                    stderr,
+                    "interrupted: the load stopped after {loaded} of {total} rows; the tables hold a partial load: `csdchar db study --force` loads them anew, `csdchar db cleanup` drops them"
+                )
+            }
             Err(LoadError::Interrupted {
                 loaded,
                 total,

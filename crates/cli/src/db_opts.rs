@@ -237,8 +237,9 @@ pub struct ClusterArgs {
     pub pg_memory_limit: Option<u64>,
     /// With --listen: TLS on the TCP listener. A CA and server certificate of the cluster's own are
     /// made in the data directory (root.crt; the key 0600), the server runs with ssl=on and TCP
-    /// logins must use TLS (pg_hba hostssl). Clients verify with sslmode=verify-full
-    /// sslrootcert=PGDATA/root.crt.
+    /// logins must use TLS (pg_hba hostssl). The connection string clients use (with the port
+    /// and sslmode=verify-full sslrootcert=PGDATA/root.crt) and its PGPASSFILE are printed.
+    /// Not with --url: put sslmode in the connection string.
     #[arg(long, requires = "listen")]
     pub tls: bool,
 }
@@ -288,7 +289,7 @@ pub struct LoadArgs {
     /// Table fillfactor at prepare (10-100); `db study` takes a comma-separated list (default 100,70,50).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u8).range(10..=100))]
     pub fillfactor: Vec<u8>,
-    /// db study: measured loads per fillfactor; the table shows their mean and spread (min-max).
+    /// db study only: measured loads per fillfactor; the table shows their mean and spread (min-max).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
     /// % of c/pad values drawn from 16 repeated strings (business-like, compressible data).

@@ -140,7 +140,7 @@ fn run_estimate_command(opts: &opts::EstimateOpts, io: &mut Io<'_>) -> Outcome {
         && let Err(e) =
             csdchar_pgwire::conn::ConnTarget::parse(url, &csdchar_pgwire::env::ProcessEnv)
     {
-        let _ = writeln!(io.stderr, "error: --url: {e}");
+        let _ = writeln!(io.stderr, "error: {}", e.for_option("--url"));
         return Outcome::code(EXIT_USAGE);
     }
     let started = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();

@@ -13,6 +13,7 @@ use csdchar_core::result::ToolInfo;
 use csdchar_core::result::db::{DB_SCHEMA, DbInterval, DbResult, DbStep, DbTxType};
 use csdchar_core::result::study::{
     PhysicalSplit, STUDY_SCHEMA, Spread, StudyLoad, StudyResult, StudyRow, StudyRun,
+    StudyUnfinished,
 };
 
 use crate::job::DbJob;
@@ -85,6 +86,32 @@ pub enum DbNote {
     },
     /// Memory could serve the reads pgio means to measure on the drive.
     CacheWarning(String),
+    /// What a study is about to do, before it starts: its loads (the
+    /// unmeasured warm-up ones and `fillfactors` x `repeat` measured ones)
+    /// and its run steps; their length is known, the loads' is not yet.
+    StudyPlan {
+        /// Fillfactors studied.
+        fillfactors: usize,
+        /// Measured loads per fillfactor (`--repeat`).
+        repeat: u32,
+        /// Unmeasured warm-up loads first.
+        warmup_loads: usize,
+        /// Run steps (fillfactors x thread counts).
+        run_steps: usize,
+        /// Seconds each run step takes (its warm-up and measured time).
+        step_s: f64,
+    },
+    /// A study's first load finished: the whole study's time, estimated
+    /// from it (every load taken as long as the first, which loads the most
+    /// when there is a warm-up at the lowest fillfactor).
+    StudyEstimate {
+        /// Seconds the first load took.
+        first_load_s: f64,
+        /// Loads in all, the first included.
+        loads: usize,
+        /// Estimated seconds from the study's start to its end.
+        total_s: f64,
+    },
     /// TPC-C procedure mode: the transaction functions were missing from
     /// the schema and were created.
     TpccFunctionsCreated {
@@ -919,6 +946,32 @@ pub async fn study(
         "estimated: deflate-fixed per 4 KiB of the workload's relation files (no compressing drive's counters)"
             .to_string()
     };
+    let repeat = job.study_repeat.max(1);
+    let warmup_loads = if counters { WARMUP_LOADS } else { 0 };
+    let steps_in_all = fillfactors.len() * job.run.threads.len();
+    let step_s = (job.run.warmup + job.run.time).as_secs_f64();
+    observer.note(&DbNote::StudyPlan {
+        fillfactors: fillfactors.len(),
+        repeat,
+        warmup_loads,
+        run_steps: steps_in_all,
+        step_s,
+    });
+    let all_loads = warmup_loads + fillfactors.len() * repeat as usize;
+    let study_t0 = Instant::now();
+    // Said once, after the first load of the study (warm-up or measured).
+    let mut said = false;
+    let mut estimate = move |observer: &mut dyn DbObserver, first_load_s: f64| {
+        if std::mem::replace(&mut said, true) {
+            return;
+        }
+        let before_it = study_t0.elapsed().as_secs_f64() - first_load_s;
+        observer.note(&DbNote::StudyEstimate {
+            first_load_s,
+            loads: all_loads,
+            total_s: before_it + first_load_s * all_loads as f64 + step_s * steps_in_all as f64,
+        });
+    };
     if counters && !interrupt.load(Ordering::Relaxed) {
         observer.warmup_started(WARMUP_LOADS, warm_ff);
         let warm = bench.with_fillfactor(warm_ff);
@@ -927,7 +980,7 @@ pub async fn study(
             end = match warm.drop_tables(conninfo, schema).await {
                 Ok(_) => load(server, job, &warm, true, observer, interrupt)
                     .await
-                    .map(drop),
+                    .map(|r| estimate(observer, r.elapsed_s)),
                 Err(e) => {
                     observer.failed(&e);
                     Err(LoadError::Failed(e))
@@ -945,23 +998,29 @@ pub async fn study(
             Err(_) => error = Some(server.name_fault("the warm-up load failed")),
         }
     }
+    let mut unfinished = None;
     for &ff in &fillfactors {
         if interrupt.load(Ordering::Relaxed) || error.is_some() {
             break;
         }
         let b = bench.with_fillfactor(ff);
+        // What of this fillfactor was cut short, if anything.
+        let mut stopped_in = None;
         // Each measured load of this fillfactor (--repeat): the row holds their mean.
         let mut loads: Vec<StudyLoad> = Vec::new();
         let mut source = String::new();
         let mut estimated = false;
         let mut data_directory_bytes = None;
-        for _ in 0..job.study_repeat.max(1) {
+        for n in 1..=repeat {
+            let this = format!("load {n} of {repeat}");
             if interrupt.load(Ordering::Relaxed) {
+                stopped_in = Some(format!("{this} (interrupted before it started)"));
                 break;
             }
             // The drive's baseline without the workload's tables: what the load adds is measured against it.
             if let Err(e) = b.drop_tables(conninfo, schema).await {
                 error = Some(e);
+                stopped_in = Some(format!("{this} (failed)"));
                 break;
             }
             let settled = settled_snapshot(server, &client, &tables).await;
@@ -975,13 +1034,18 @@ pub async fn study(
             let t0 = Instant::now();
             match load(server, job, &b, true, observer, interrupt).await {
                 Ok(_) => {}
-                Err(LoadError::Interrupted { .. }) => break,
+                Err(LoadError::Interrupted { .. }) => {
+                    stopped_in = Some(format!("{this} (interrupted)"));
+                    break;
+                }
                 Err(_) => {
                     error = Some(server.name_fault(&format!("loading at fillfactor {ff} failed")));
+                    stopped_in = Some(format!("{this} (failed)"));
                     break;
                 }
             }
             let load_s = t0.elapsed().as_secs_f64();
+            estimate(observer, load_s);
             let space = measure_space(
                 server,
                 &client,
@@ -1009,13 +1073,24 @@ pub async fn study(
                 wal_dir_growth_bytes: wal_dir_before.zip(wal_dir_after).map(|(a, b)| b - a),
             });
         }
-        // Interrupted or failed before a whole load: nothing to report for it.
-        let Some(mean) = mean_load(&loads) else {
+        // Stopped before its run: the loads that finished are kept, and what was cut said.
+        let stopped_in = match stopped_in {
+            Some(s) => Some(s),
+            None if interrupt.load(Ordering::Relaxed) => {
+                Some("after its loads, before the run step (interrupted)".to_string())
+            }
+            None => None,
+        };
+        let Some(mean) = mean_load(&loads).filter(|_| stopped_in.is_none() && error.is_none())
+        else {
+            unfinished = Some(StudyUnfinished {
+                fillfactor: ff,
+                loads_planned: repeat,
+                loads,
+                stopped_in: stopped_in.unwrap_or_else(|| "its loads (failed)".into()),
+            });
             break;
         };
-        if error.is_some() || interrupt.load(Ordering::Relaxed) {
-            break;
-        }
         protocol = Some(b.workload(job.run.protocol).protocol);
         let (steps, err) = run_steps(server, &b, &tables, job, observer, interrupt).await;
         for st in &steps {
@@ -1069,6 +1144,22 @@ pub async fn study(
                 },
             });
         }
+        if steps.is_empty() {
+            // No step finished: the loads are all this fillfactor has.
+            unfinished = Some(StudyUnfinished {
+                fillfactor: ff,
+                loads_planned: repeat,
+                loads: loads.clone(),
+                stopped_in: format!(
+                    "the run step ({})",
+                    if err.is_some() {
+                        "failed"
+                    } else {
+                        "interrupted"
+                    }
+                ),
+            });
+        }
         runs.push(StudyRun {
             fillfactor: ff,
             steps,
@@ -1092,6 +1183,7 @@ pub async fn study(
         physical_method,
         rows,
         runs,
+        unfinished,
         interrupted: interrupted || error.is_some(),
         error: error.clone(),
     };

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use csdchar_core::result::db::DbStep;
-use csdchar_core::result::study::StudyRow;
+use csdchar_core::result::study::{StudyRow, StudyUnfinished};
 use csdchar_core::tpcb::TpcbScript;
 
 use crate::orchestrate::LoadPhases;
@@ -44,13 +44,18 @@ pub fn load_phases(phases: &LoadPhases) -> String {
             t.create_s, t.generate_s, t.vacuum_s, t.primary_keys_s
         ),
         LoadPhases::Tpcc(t) => format!(
-            " (create {:.2} s, load {:.2} s, keys {:.2} s, vacuum {:.2} s; {} warehouse(s){})",
+            " (create {:.2} s, load {:.2} s, keys {:.2} s, vacuum {:.2} s; {} warehouse(s){}{})",
             t.create_s,
             t.load_s,
             t.keys_s,
             t.vacuum_s,
             t.warehouses_loaded.len(),
-            if t.item_loaded { " and item" } else { "" }
+            if t.item_loaded { " and item" } else { "" },
+            if t.config_rewritten {
+                "; bmsql_config written anew: the warehouses from the tables, the NURand constants of --seed"
+            } else {
+                ""
+            }
         ),
     }
 }
@@ -408,6 +413,41 @@ pub fn tpcc_summary(out: &mut String, s: &DbStep, t: &TpccSpec) {
         );
     }
 }
+
+/// What a study that stopped inside a fillfactor kept of it: its finished
+/// loads (their mean) and what was cut short.
+pub fn study_unfinished(u: &StudyUnfinished) -> String {
+    let mib = |b: f64| b / (1u64 << 20) as f64;
+    let n = u.loads.len() as f64;
+    let mut out = format!(
+        "fillfactor {}: stopped in {}; {} of {} load(s) finished, kept in the result (unfinished.loads)",
+        u.fillfactor,
+        u.stopped_in,
+        u.loads.len(),
+        u.loads_planned
+    );
+    if !u.loads.is_empty() {
+        let mean = |f: &dyn Fn(&csdchar_core::result::study::StudyLoad) -> f64| {
+            u.loads.iter().map(f).sum::<f64>() / n
+        };
+        let physical: Option<f64> = u
+            .loads
+            .iter()
+            .map(|l| l.physical_bytes)
+            .sum::<Option<f64>>()
+            .map(|s| s / n);
+        let _ = write!(
+            out,
+            ": mean load {:.1} s, logical {:.1} MiB, physical {}",
+            mean(&|l| l.load_s),
+            mib(mean(&|l| l.relation_bytes as f64)),
+            physical.map_or("-".into(), |p| format!("{:.1} MiB", mib(p)))
+        );
+    }
+    out.push('\n');
+    out
+}
+
 /// The study table, as the published studies tabulate it.
 pub fn study_table(rows: &[StudyRow], method: &str) -> String {
     let mib = |b: f64| b / (1u64 << 20) as f64;

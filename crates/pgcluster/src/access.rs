@@ -49,6 +49,53 @@ pub(super) fn validate_listen(l: &str) -> Result<(), ClusterError> {
     }
 }
 
+/// Checks `listen_addresses` before anything is made for it: its syntax
+/// ([`validate_listen`]), then that each entry but `*` is an address of
+/// this host or a name resolving to one, as the server will need when it
+/// binds (a name that does not resolve, or an address no interface has,
+/// fails pg_ctl after initdb). Tried by binding a TCP socket to port 0
+/// there, closed at once.
+pub fn check_listen(l: &str) -> Result<(), ClusterError> {
+    use std::net::ToSocketAddrs;
+    validate_listen(l)?;
+    for a in l.split(',').map(str::trim).filter(|a| *a != "*") {
+        let unusable = |why: String| ClusterError::ListenUnusable {
+            address: a.to_string(),
+            why,
+        };
+        let addrs: Vec<std::net::SocketAddr> = match (a, 0u16).to_socket_addrs() {
+            Ok(it) => it.collect(),
+            Err(e) => {
+                return Err(unusable(format!(
+                    "not an IP address, and as a host name it does not resolve ({e})"
+                )));
+            }
+        };
+        let mut last = None;
+        if !addrs
+            .iter()
+            .any(|sa| match std::net::TcpListener::bind(sa) {
+                Ok(_) => true,
+                Err(e) => {
+                    last = Some(e);
+                    false
+                }
+            })
+        {
+            return Err(unusable(format!(
+                "no address of this host ({}: {})",
+                addrs
+                    .iter()
+                    .map(|sa| sa.ip().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                last.map_or("nothing to bind".into(), |e| e.to_string())
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Whether every listen address is a loopback one (initdb's host lines cover those).
 pub(super) fn is_loopback(l: &str) -> bool {
     l.split(',').all(|a| {

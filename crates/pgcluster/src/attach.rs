@@ -111,6 +111,7 @@ impl ManagedCluster {
             ephemeral: None,
             memory_limit: None,
             memory_cgroup: None,
+            made: None,
         }))
     }
 }

@@ -141,7 +141,7 @@ mod tls;
 pub use spec::{ClusterError, ClusterSpec, TEMP_ROOT};
 pub use tls::ROOT_CERT;
 
-pub use access::check_pgdata_reachable;
+pub use access::{check_listen, check_pgdata_reachable};
 pub use binaries::PgBinaries;
 pub use cgroup::MemoryWatch;
 pub use process::PostmasterWatch;
@@ -175,6 +175,28 @@ pub struct ManagedCluster {
     memory_limit: Option<u64>,
     /// The server's memory cgroup while it exists (see the module doc).
     memory_cgroup: Option<MemCgroup>,
+    /// What this start made for a new cluster in a given data directory,
+    /// removed by drop unless the start completed (see [`MadeForStart`]).
+    made: Option<MadeForStart>,
+}
+
+/// What a start that creates a cluster in a given data directory made
+/// there: a start that fails (pg_ctl cannot start the server, a setting is
+/// refused, a step after initdb fails) leaves nothing of it behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MadeForStart {
+    /// The directory did not exist: it goes.
+    Directory,
+    /// The directory existed, empty: what is in it goes, and its owner
+    /// and mode (handed to the server's user) are put back.
+    Contents {
+        /// Its owner.
+        uid: u32,
+        /// Its group.
+        gid: u32,
+        /// Its permission bits.
+        mode: u32,
+    },
 }
 
 impl ManagedCluster {

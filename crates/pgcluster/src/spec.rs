@@ -34,6 +34,15 @@ pub enum ClusterError {
     /// The listen address is not a host name, IP address or `*` (comma-separated).
     #[error("--listen: '{0}' is not a host name, IP address or * (comma-separated)")]
     BadListen(String),
+    /// A listen address the server could not listen on: a name that does
+    /// not resolve, or an address of no interface of this host.
+    #[error("--listen: '{address}' is {why}; give an address of this host (e.g. 127.0.0.1) or *")]
+    ListenUnusable {
+        /// The address as given.
+        address: String,
+        /// Why it cannot be used.
+        why: String,
+    },
     /// Running as root but there is no `postgres` user to run the server as.
     #[error(
         "running as root, but there is no 'postgres' user to run the server as (initdb refuses root)"

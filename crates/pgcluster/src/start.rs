@@ -14,17 +14,17 @@ use std::process::Command;
 use csdchar_pgwire::conn::ConnTarget;
 use csdchar_pgwire::wire::WireConn;
 
-use crate::ManagedCluster;
 use crate::tls;
+use crate::{MadeForStart, ManagedCluster};
 
 use crate::access::{
-    chown, hand_over, is_loopback, parse_settings, private_dir, random_password, read_password,
-    remove_recorded_socket_dir, secure_hba, socket_path_fits, unreachable_ancestor,
-    validate_listen, write_private,
+    check_listen, chown, hand_over, is_loopback, parse_settings, private_dir, random_password,
+    read_password, remove_recorded_socket_dir, secure_hba, socket_path_fits, unreachable_ancestor,
+    write_private,
 };
 use crate::binaries::PgBinaries;
 use crate::cgroup::{MemCgroup, MemoryHierarchy, sweep_stale_cgroups};
-use crate::command::{free_port, run, run_in, shell_quote, tail};
+use crate::command::{conninfo_value, free_port, run, run_in, shell_quote, shell_word, tail};
 use crate::process::{PidFile, PostmasterWatch, Watchdog, proc_start_time, process_alive};
 use crate::spec::{
     ClusterError, ClusterSpec, NoEnv, PASSWORD_FILE, RunAs, SOCKET_PREFIX, SOCKET_RECORD,
@@ -49,7 +49,7 @@ impl ManagedCluster {
             }
         }
         if let Some(l) = &listen {
-            validate_listen(l)?;
+            check_listen(l)?;
         }
         if spec.tls && listen.is_none() {
             return Err(ClusterError::TlsWithoutListen);
@@ -146,6 +146,7 @@ impl ManagedCluster {
             ephemeral,
             memory_limit: None,
             memory_cgroup: None,
+            made: None,
         };
         let host_auth = if cluster.bin.major >= 10 {
             "scram-sha-256"
@@ -160,6 +161,18 @@ impl ManagedCluster {
                 unreachable_ancestor(&pgdata, r)?;
             }
             let pw = random_password()?;
+            // A temporary directory goes anyway; a given one is put back as it was.
+            if cluster.ephemeral.is_none() {
+                use std::os::unix::fs::MetadataExt;
+                cluster.made = Some(match fs::metadata(&pgdata) {
+                    Ok(m) => MadeForStart::Contents {
+                        uid: m.uid(),
+                        gid: m.gid(),
+                        mode: m.mode() & 0o7777,
+                    },
+                    Err(_) => MadeForStart::Directory,
+                });
+            }
             fs::create_dir_all(&pgdata).map_err(|e| io(&pgdata.display().to_string(), e))?;
             hand_over(&pgdata, run_as)?;
             // initdb reads the password from a file the server's user can read;
@@ -220,11 +233,6 @@ impl ManagedCluster {
                     tls::require_tls_logins(&pgdata, run_as, &mut cluster.notes)?;
                 }
                 settings.extend(tls::ensure_certificates(&pgdata, l, run_as)?);
-                let first = l.split(',').next().unwrap_or(l).trim();
-                cluster.notes.push(format!(
-                    "TLS: clients verify the server with sslmode=verify-full sslrootcert={} host={first} (a copy of that file on another host)",
-                    pgdata.join(tls::ROOT_CERT).display()
-                ));
             }
         }
 
@@ -287,9 +295,16 @@ impl ManagedCluster {
                     human_bytes(l)
                 )
             });
+            let log_is = if cluster.made.is_some() {
+                format!(
+                    "server log (removed with the new cluster in {}, which did not start)",
+                    pgdata.display()
+                )
+            } else {
+                format!("server log: {}", log.display())
+            };
             return Err(ClusterError::Command(format!(
-                "{e}\nserver log: {}\n{}{limit}",
-                log.display(),
+                "{e}\n{log_is}\n{}{limit}",
                 tail(&log, 15)
             )));
         }
@@ -315,6 +330,22 @@ impl ManagedCluster {
             )?;
             cluster.password_file = Some(file);
         }
+        if let (true, Some(l), Some(file)) = (spec.tls, &listen, &cluster.password_file) {
+            // A connection string that works as printed: host, port, user
+            // and the CA; the password from the file libpq's PGPASSFILE reads.
+            let host = match l.split(',').next().unwrap_or("").trim() {
+                "*" | "0.0.0.0" | "::" | "" => "localhost",
+                h => h,
+            };
+            cluster.notes.push(format!(
+                "TLS: connect with \"host={host} port={} user=postgres sslmode=verify-full sslrootcert={}\" and PGPASSFILE={} (psql, any libpq client, or csdchar's --url; from another host, copies of both files)",
+                cluster.port,
+                conninfo_value(&pgdata.join(tls::ROOT_CERT).display().to_string()),
+                shell_word(&file.display().to_string()),
+            ));
+        }
+        // Started: from here on the cluster is the user's.
+        cluster.made = None;
         Ok(cluster)
     }
 

@@ -3,11 +3,12 @@
 //! removes a temporary cluster and tells the watchdog it is done.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::ManagedCluster;
+use crate::{MadeForStart, ManagedCluster};
 
 use crate::command::run;
 use crate::process::{
@@ -105,12 +106,36 @@ impl ManagedCluster {
     }
 }
 
+impl ManagedCluster {
+    /// Removes the cluster a failed start created in a given data directory
+    /// (its server stopped before): the directory, or what it holds.
+    fn remove_what_start_made(&self, made: MadeForStart) {
+        match made {
+            MadeForStart::Directory => {
+                let _ = fs::remove_dir_all(&self.pgdata);
+            }
+            MadeForStart::Contents { uid, gid, mode } => {
+                for e in fs::read_dir(&self.pgdata).into_iter().flatten().flatten() {
+                    let p = e.path();
+                    let _ = match e.file_type() {
+                        Ok(t) if t.is_dir() => fs::remove_dir_all(&p),
+                        _ => fs::remove_file(&p),
+                    };
+                }
+                let _ = std::os::unix::fs::chown(&self.pgdata, Some(uid), Some(gid));
+                let _ = fs::set_permissions(&self.pgdata, fs::Permissions::from_mode(mode));
+            }
+        }
+    }
+}
+
 impl Drop for ManagedCluster {
     fn drop(&mut self) {
         if self.attached {
             return;
         }
-        if self.keep_running {
+        // A start that failed keeps nothing running.
+        if self.keep_running && self.made.is_none() {
             // The running server still needs its socket directory.
             if let Some(t) = self.socket_guard.take() {
                 let _ = t.keep();
@@ -147,6 +172,9 @@ impl Drop for ManagedCluster {
         drop(self.memory_cgroup.take());
         // Synchronously, as before; then the watchdog has nothing left to do.
         drop(self.ephemeral.take());
+        if let Some(made) = self.made.take() {
+            self.remove_what_start_made(made);
+        }
         drop(self.socket_guard.take());
         if let Some(w) = self.watchdog.take() {
             w.finish(Some("done"));

@@ -37,12 +37,24 @@ pub(super) fn ensure_certificates(
         ];
         let ca_key = rcgen::KeyPair::generate().map_err(err)?;
         let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
-        // The names a client may use: the --listen addresses as given.
-        let names: Vec<String> = listen
+        // The names a client may use: the --listen addresses as given, and
+        // for a wildcard (every address) this host's loopback names, which
+        // the printed connection string uses.
+        let mut names: Vec<String> = listen
             .split(',')
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty() && s != "*")
             .collect();
+        if listen
+            .split(',')
+            .any(|s| matches!(s.trim(), "*" | "0.0.0.0" | "::"))
+        {
+            for local in ["localhost", "127.0.0.1", "::1"] {
+                if !names.iter().any(|n| n == local) {
+                    names.push(local.to_string());
+                }
+            }
+        }
         let mut server = rcgen::CertificateParams::new(names).map_err(err)?;
         server
             .distinguished_name

@@ -19,7 +19,13 @@ use crate::tls::SslMode;
 /// and AuthenticationOk is the first thing it reads, so it needs no method
 /// of its own. The connection task is spawned on the current runtime.
 pub async fn connect_client(target: &ConnTarget) -> Result<tokio_postgres::Client, String> {
-    let fail = |e: &dyn std::fmt::Display| format!("cannot connect to {}: {e}", target.describe());
+    let fail = |e: &dyn std::fmt::Display| {
+        format!(
+            "cannot connect to {}: {e}{}",
+            target.describe(),
+            target.passfile_note()
+        )
+    };
     let timeout = target
         .config()
         .get_connect_timeout()
@@ -375,6 +381,6 @@ pub fn describe_error(e: &tokio_postgres::Error) -> String {
 /// Connects (tokio-postgres, for everything but the measured loop); a
 /// refused connection names host and port, never a password.
 pub async fn connect(conninfo: &str) -> Result<Client, DbError> {
-    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(DbError)?;
+    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(|e| DbError(e.message))?;
     connect_client(&target).await.map_err(DbError)
 }

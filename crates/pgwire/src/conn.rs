@@ -38,6 +38,55 @@ impl Transport {
 pub struct ConnTarget {
     config: tokio_postgres::Config,
     tls: crate::tls::TlsSettings,
+    /// Why a password file that applies was not read (libpq warns and goes
+    /// on without it), said again when the login fails.
+    passfile_ignored: Option<String>,
+}
+
+/// A connection string, or a libpq environment variable filling it, that
+/// csdchar cannot use: bad input, refused before anything connects.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TargetError {
+    /// The libpq environment variable at fault (`PGSSLMODE`, `PGPORT`, …);
+    /// None: the connection string itself (or libpq's default files).
+    pub variable: Option<String>,
+    /// What is wrong, naming the key or variable and its value.
+    pub message: String,
+}
+
+impl TargetError {
+    /// A message about the connection string itself.
+    fn conninfo(message: String) -> TargetError {
+        TargetError {
+            variable: None,
+            message,
+        }
+    }
+
+    /// The one line for a user who gave the connection string as `option`
+    /// (`--url`): the option named, unless a variable is at fault, which
+    /// the message names instead.
+    pub fn for_option(&self, option: &str) -> String {
+        match self.variable {
+            Some(_) => self.message.clone(),
+            None => format!("{option}: {}", self.message),
+        }
+    }
+}
+
+impl From<TargetError> for String {
+    fn from(e: TargetError) -> String {
+        e.message
+    }
+}
+
+/// Checks the libpq environment variables that apply to a managed cluster's
+/// connections (a Unix socket, every other key given): their values must
+/// be usable, as libpq refuses `PGSSLMODE=bogus` on any connection. TLS
+/// files are not read: the socket never uses TLS.
+pub fn check_environment(env: &dyn Env) -> Result<(), TargetError> {
+    ConnTarget::parse("host=/ port=5432 user=postgres dbname=postgres", env).map(drop)
 }
 
 /// Default socket directories of libpq builds (Debian's first).
@@ -48,15 +97,14 @@ impl ConnTarget {
     /// leaves out from PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE,
     /// PGAPPNAME, PGOPTIONS and PGCONNECT_TIMEOUT, then libpq's defaults
     /// (Unix socket, the OS user, database = user).
-    pub fn parse(conninfo: &str, env: &dyn Env) -> Result<ConnTarget, String> {
+    pub fn parse(conninfo: &str, env: &dyn Env) -> Result<ConnTarget, TargetError> {
         // TLS is ours (libpq's six modes and its files); the rest is
         // tokio-postgres's parser, whose message quotes no values, so no
         // password can leak through it.
-        let (rest, ssl) = split_ssl(conninfo)?;
-        let tls = crate::tls::TlsSettings::resolve(&ssl, env)?;
-        let mut c: tokio_postgres::Config = rest
-            .parse()
-            .map_err(|e| format!("not a connection string or postgres:// URL ({e})"))?;
+        let (rest, ssl) = split_ssl(conninfo).map_err(TargetError::conninfo)?;
+        let mut c: tokio_postgres::Config = rest.parse().map_err(|e| {
+            TargetError::conninfo(format!("not a connection string or postgres:// URL ({e})"))
+        })?;
         if c.get_hosts().is_empty() {
             match env.get("PGHOST") {
                 Some(hosts) => {
@@ -80,11 +128,15 @@ impl ConnTarget {
         if c.get_ports().is_empty()
             && let Some(p) = env.get("PGPORT")
         {
-            let port = p
-                .parse()
-                .map_err(|_| format!("PGPORT '{p}' is not a port number"))?;
+            let port = p.parse().map_err(|_| TargetError {
+                variable: Some("PGPORT".into()),
+                message: format!("PGPORT '{p}' is not a port number"),
+            })?;
             c.port(port);
         }
+        // libpq uses TLS (and reads its files) only on TCP.
+        let tcp = c.get_hosts().iter().any(|h| matches!(h, Host::Tcp(_)));
+        let tls = crate::tls::TlsSettings::resolve(&ssl, env, tcp)?;
         if c.get_user().is_none() {
             let user = env
                 .get("PGUSER")
@@ -103,6 +155,16 @@ impl ConnTarget {
                 .unwrap_or_else(|| c.get_user().unwrap_or("postgres").to_string());
             c.dbname(&db);
         }
+        let mut passfile_ignored = None;
+        if c.get_password().is_none() {
+            match password_from_file(&c, env) {
+                Ok(Some(p)) => {
+                    c.password(p);
+                }
+                Ok(None) => {}
+                Err(why) => passfile_ignored = Some(why),
+            }
+        }
         if c.get_application_name().is_none() {
             c.application_name(env.get("PGAPPNAME").unwrap_or_else(|| "csdchar".into()));
         }
@@ -116,7 +178,11 @@ impl ConnTarget {
         {
             c.connect_timeout(Duration::from_secs(t));
         }
-        Ok(ConnTarget { config: c, tls })
+        Ok(ConnTarget {
+            config: c,
+            tls,
+            passfile_ignored,
+        })
     }
 
     /// The host name TLS checks the certificate against and sends as SNI: the
@@ -173,6 +239,14 @@ impl ConnTarget {
             .unwrap_or(5432)
     }
 
+    /// Why a password file was not read, as a clause to add to a failed
+    /// login's message ("" when there is none to tell).
+    pub fn passfile_note(&self) -> String {
+        self.passfile_ignored
+            .as_ref()
+            .map_or(String::new(), |why| format!(" ({why})"))
+    }
+
     /// `host:port` of the first host, for messages; never credentials.
     pub fn describe(&self) -> String {
         match self.config.get_hosts().first() {
@@ -181,6 +255,114 @@ impl ConnTarget {
             None => "the server".into(),
         }
     }
+}
+
+/// The socket directory libpq matches as `localhost` in a password file
+/// (Debian's libpq's DEFAULT_PGSOCKET_DIR; upstream's is /tmp).
+const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
+
+/// The password a libpq password file gives the connection `c` has no
+/// password for, as libpq looks it up: the file `PGPASSFILE` names, else
+/// `~/.pgpass`; lines `host:port:database:user:password` (`*` matches any
+/// value, `\:` and `\\` escape, `#` starts a comment line), the first line
+/// matching a host of `c` (in order; a Unix socket's directory is its host,
+/// the default one `localhost`), its port (default 5432), database and
+/// user. A missing file is no password; a file that is not a plain file or
+/// that its group or others may read is not read (libpq warns and goes on
+/// without it): the error says why.
+fn password_from_file(c: &tokio_postgres::Config, env: &dyn Env) -> Result<Option<String>, String> {
+    use std::os::unix::fs::MetadataExt;
+    let path = match env.get("PGPASSFILE") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => match env.get("HOME") {
+            Some(h) => std::path::Path::new(&h).join(".pgpass"),
+            None => return Ok(None),
+        },
+    };
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return Ok(None);
+    };
+    if !meta.is_file() {
+        return Err(format!(
+            "password file \"{}\" is not a plain file (not read)",
+            path.display()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "password file \"{}\" has group or world access; permissions should be u=rw (0600) or less (not read)",
+            path.display()
+        ));
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let user = c.get_user().unwrap_or("");
+    let db = c.get_dbname().unwrap_or("");
+    let ports = c.get_ports();
+    for (i, host) in c.get_hosts().iter().enumerate() {
+        let host = match host {
+            Host::Tcp(h) => h.clone(),
+            Host::Unix(p) if p == std::path::Path::new(DEFAULT_SOCKET_DIR) => "localhost".into(),
+            Host::Unix(p) => p.display().to_string(),
+        };
+        let port = ports
+            .get(i)
+            .or(ports.first())
+            .copied()
+            .unwrap_or(5432)
+            .to_string();
+        let wanted = [host.as_str(), port.as_str(), db, user];
+        for line in text.lines() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.starts_with('#') {
+                continue;
+            }
+            if let Some(pw) = passfile_match(line, &wanted) {
+                return Ok((!pw.is_empty()).then_some(pw));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The password of a password-file `line` whose first four fields match
+/// `wanted` (host, port, database, user); None when it does not match.
+fn passfile_match(line: &str, wanted: &[&str; 4]) -> Option<String> {
+    let mut rest = line;
+    for want in wanted {
+        // A field is `*` or the value, backslash-escaped, ended by ':'.
+        if let Some(after) = rest.strip_prefix("*:") {
+            rest = after;
+            continue;
+        }
+        let mut chars = rest.char_indices();
+        let mut value = String::new();
+        let mut end = None;
+        while let Some((i, ch)) = chars.next() {
+            match ch {
+                '\\' => value.extend(chars.next().map(|(_, c)| c)),
+                ':' => {
+                    end = Some(i + 1);
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        if value != *want {
+            return None;
+        }
+        rest = &rest[end?..];
+    }
+    let mut pw = String::new();
+    let mut chars = rest.chars();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\\' => pw.extend(chars.next()),
+            c => pw.push(c),
+        }
+    }
+    Some(pw)
 }
 
 /// Takes libpq's ssl* keys ([`crate::tls::SSL_KEYS`]) out of a connection
@@ -394,7 +576,8 @@ mod tests {
         assert_eq!(t.config().get_dbname(), Some("alice"));
         assert!(t.describe().ends_with("/.s.PGSQL.5432"), "{}", t.describe());
         let err = ConnTarget::parse("port=x", &env).unwrap_err();
-        assert!(err.contains("not a connection string"), "{err}");
+        assert!(err.message.contains("not a connection string"), "{err}");
+        assert_eq!(err.variable, None);
         let (rest, ssl) =
             split_ssl("host=h sslmode=require password='a b\\' c' sslrootcert=/r.crt").unwrap();
         assert_eq!(rest, "host=h password='a b\\' c'");
@@ -414,10 +597,70 @@ mod tests {
         let t = ConnTarget::parse("host=h sslmode=require", &env).unwrap();
         assert_eq!(t.tls().mode, crate::tls::SslMode::Require);
         let bad_port = MapEnv(HashMap::from([("PGPORT", "abc")]));
+        let err = ConnTarget::parse("", &bad_port).unwrap_err();
+        assert_eq!(err.variable.as_deref(), Some("PGPORT"));
+        assert_eq!(err.for_option("--url"), "PGPORT 'abc' is not a port number");
+    }
+
+    /// Issue 38 row 18: libpq's password file, as libpq reads it.
+    #[test]
+    fn the_password_file_fills_a_missing_password() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("pgpass");
+        std::fs::write(
+            &file,
+            "# comment\n\
+             db1:5433:*:bench:wrong-port\n\
+             db1:5432:other:bench:wrong-db\n\
+             db1:5432:*:bench:p\\:w\\\\d\n\
+             localhost:*:*:*:socket-pw\n\
+             *:*:*:*:fallback\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let leaked: &'static str = Box::leak(file.display().to_string().into_boxed_str());
+        let env = MapEnv(HashMap::from([("PGPASSFILE", leaked)]));
+        let pw = |conninfo: &str| {
+            ConnTarget::parse(conninfo, &env)
+                .unwrap()
+                .config()
+                .get_password()
+                .map(|p| String::from_utf8(p.to_vec()).unwrap())
+        };
+        assert_eq!(
+            pw("host=db1 user=bench dbname=sb").as_deref(),
+            Some("p:w\\d")
+        );
+        assert_eq!(
+            pw("host=db1 port=5433 user=bench").as_deref(),
+            Some("wrong-port")
+        );
+        assert_eq!(
+            pw("host=/var/run/postgresql user=x").as_deref(),
+            Some("socket-pw")
+        );
+        assert_eq!(pw("host=elsewhere user=x").as_deref(), Some("fallback"));
+        // A password given wins; PGPASSWORD too.
+        assert_eq!(
+            pw("host=db1 user=bench password=given").as_deref(),
+            Some("given")
+        );
+        // A file others may read is not read, as libpq warns; the reason is kept.
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let t = ConnTarget::parse("host=db1 user=bench", &env).unwrap();
+        assert_eq!(t.config().get_password(), None);
         assert!(
-            ConnTarget::parse("", &bad_port)
-                .unwrap_err()
-                .contains("PGPORT")
+            t.passfile_note().contains("group or world access"),
+            "{}",
+            t.passfile_note()
+        );
+        // No file, no password, no note.
+        let none = MapEnv(HashMap::from([("PGPASSFILE", "/nonexistent/pgpass")]));
+        let t = ConnTarget::parse("host=db1 user=bench", &none).unwrap();
+        assert_eq!(
+            (t.config().get_password(), t.passfile_note().as_str()),
+            (None, "")
         );
     }
 

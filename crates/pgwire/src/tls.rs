@@ -21,12 +21,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::pem::{PemObject, SectionKind};
 use rustls::pki_types::{
     CertificateDer, CertificateRevocationListDer, PrivateKeyDer, ServerName, UnixTime,
 };
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 
+use crate::conn::TargetError;
 use crate::env::Env;
 
 /// libpq's `sslmode`.
@@ -96,6 +97,41 @@ pub const SSL_KEYS: [&str; 8] = [
     "sslpassword",
 ];
 
+/// Where a file setting came from, for messages: a connection-string key,
+/// a libpq environment variable, or libpq's default under `~/.postgresql/`.
+#[derive(Debug, Clone, Default)]
+struct Origin {
+    /// The key (`sslrootcert`) or variable (`PGSSLROOTCERT`); None: the default file.
+    name: Option<String>,
+    /// The connection-string key it stands for.
+    key: &'static str,
+}
+
+impl Origin {
+    /// `what` about `path`, naming where it came from.
+    fn error(&self, path: &Path, what: &str) -> TargetError {
+        match &self.name {
+            Some(n) => TargetError {
+                variable: n.starts_with("PG").then(|| n.clone()),
+                message: format!("{n}={}: {what}", path.display()),
+            },
+            None => TargetError {
+                variable: None,
+                message: format!("{} (libpq's default {}): {what}", path.display(), self.key),
+            },
+        }
+    }
+}
+
+/// Where each file setting came from.
+#[derive(Debug, Clone, Default)]
+struct Origins {
+    rootcert: Origin,
+    cert: Origin,
+    key: Origin,
+    crl: Origin,
+}
+
 /// What TLS a connection uses, resolved from the connection string, the
 /// environment and `~/.postgresql/`.
 #[derive(Debug, Clone)]
@@ -110,6 +146,7 @@ pub struct TlsSettings {
     pub crl: Option<PathBuf>,
     /// Send the host name in the handshake (SNI).
     pub sni: bool,
+    origins: Origins,
     config: Arc<std::sync::OnceLock<Result<Arc<ClientConfig>, String>>>,
 }
 
@@ -122,14 +159,26 @@ impl TlsSettings {
             client: None,
             crl: None,
             sni: true,
+            origins: Origins::default(),
             config: Default::default(),
         }
     }
 
     /// Resolves the settings from the connection string's ssl* keys, then the
-    /// environment, then libpq's defaults. A bad value or a file a mode needs
-    /// but cannot have is an error naming the key.
-    pub fn resolve(params: &[(String, String)], env: &dyn Env) -> Result<TlsSettings, String> {
+    /// environment, then libpq's defaults. A bad value is an error naming the
+    /// key or variable. `tcp`: whether a host of the connection is reached
+    /// over TCP; without one libpq uses no TLS and reads none of its files
+    /// (the values are still checked, as libpq checks `sslmode`'s), and
+    /// neither does csdchar. With one, every file in use is read and checked
+    /// now: a root certificate file, client certificate or key, or CRL that
+    /// holds nothing usable (a directory, another kind of PEM, garbage) is
+    /// refused with the cause, before anything connects — where libpq
+    /// skips a CRL it cannot load without a word and checks no revocation.
+    pub fn resolve(
+        params: &[(String, String)],
+        env: &dyn Env,
+        tcp: bool,
+    ) -> Result<TlsSettings, TargetError> {
         let get = |k: &str, var: &str| -> Option<(String, String)> {
             params
                 .iter()
@@ -138,118 +187,178 @@ impl TlsSettings {
                 .map(|(_, v)| (v.clone(), k.to_string()))
                 .or_else(|| env.get(var).map(|v| (v, var.to_string())))
         };
+        // A message about the value of `from` (a key, or a PG* variable).
+        let bad = |from: &str, message: String| TargetError {
+            variable: from.starts_with("PG").then(|| from.to_string()),
+            message,
+        };
         let mode = match get("sslmode", "PGSSLMODE") {
-            Some((v, from)) => SslMode::parse(&v, &from)?,
+            Some((v, from)) => SslMode::parse(&v, &from).map_err(|m| bad(&from, m))?,
             None => SslMode::Prefer,
         };
-        if let Some((v, _)) = get("sslnegotiation", "PGSSLNEGOTIATION")
+        if let Some((v, from)) = get("sslnegotiation", "PGSSLNEGOTIATION")
             && v != "postgres"
         {
-            return Err(format!(
-                "sslnegotiation={v}: csdchar negotiates TLS the PostgreSQL way (sslnegotiation=postgres)"
+            return Err(bad(
+                &from,
+                format!(
+                    "{from}={v}: csdchar negotiates TLS the PostgreSQL way (sslnegotiation=postgres)"
+                ),
             ));
         }
         if get("sslpassword", "").is_some() {
-            return Err(
+            return Err(bad(
+                "sslpassword",
                 "sslpassword: encrypted client keys are not supported; give an unencrypted sslkey (0600)"
                     .into(),
-            );
+            ));
         }
         let sni = match get("sslsni", "PGSSLSNI") {
             Some((v, _)) if v == "0" => false,
             Some((v, _)) if v == "1" => true,
-            Some((v, from)) => return Err(format!("{from}={v}: 0 or 1")),
+            Some((v, from)) => return Err(bad(&from, format!("{from}={v}: 0 or 1"))),
             None => true,
         };
+        // libpq reads no file for a connection without TLS.
+        if !tcp || mode == SslMode::Disable {
+            return Ok(TlsSettings {
+                mode,
+                sni,
+                ..TlsSettings::disabled()
+            });
+        }
         let home = env.get("HOME").map(PathBuf::from);
         let default = |name: &str| home.as_ref().map(|h| h.join(".postgresql").join(name));
-        let file = |key: &str, var: &str, name: &str| -> (Option<PathBuf>, bool) {
+        let file = |key: &'static str, var: &str, name: &str| -> (Option<PathBuf>, Origin) {
             match get(key, var) {
-                Some((v, _)) => (Some(PathBuf::from(v)), true),
-                None => (default(name), false),
+                Some((v, from)) => (
+                    Some(PathBuf::from(v)),
+                    Origin {
+                        name: Some(from),
+                        key,
+                    },
+                ),
+                None => (default(name), Origin { name: None, key }),
             }
         };
-        let (rootcert, named) = file("sslrootcert", "PGSSLROOTCERT", "root.crt");
+        let mut origins = Origins::default();
+        let (rootcert, origin) = file("sslrootcert", "PGSSLROOTCERT", "root.crt");
+        let named = origin.name.is_some();
+        origins.rootcert = origin;
         let rootcert_exists = rootcert.as_deref().is_some_and(Path::exists);
         if matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull) && !rootcert_exists {
             let shown = rootcert
                 .as_deref()
                 .map_or("~/.postgresql/root.crt".into(), |p| p.display().to_string());
-            return Err(format!(
+            let message = format!(
                 "sslmode={}: root certificate file \"{shown}\" does not exist; give the server's CA with sslrootcert=FILE, or use sslmode=require",
                 mode.name()
-            ));
+            );
+            // Named by whichever of the two the user can change.
+            return Err(
+                match (&origins.rootcert.name, get("sslmode", "PGSSLMODE")) {
+                    (Some(n), _) if n.starts_with("PG") => bad(n, message),
+                    (_, Some((_, from))) => bad(&from, message),
+                    _ => bad("sslmode", message),
+                },
+            );
         }
-        if let Some(r) = rootcert.as_deref().filter(|_| named && !rootcert_exists)
-            && mode != SslMode::Disable
-        {
-            return Err(format!("sslrootcert={}: no such file", r.display()));
+        if let Some(r) = rootcert.as_deref().filter(|_| named && !rootcert_exists) {
+            return Err(origins.rootcert.error(r, "no such file"));
         }
-        let (cert, cert_named) = file("sslcert", "PGSSLCERT", "postgresql.crt");
-        let (key, _) = file("sslkey", "PGSSLKEY", "postgresql.key");
+        let (cert, cert_origin) = file("sslcert", "PGSSLCERT", "postgresql.crt");
+        let (key, key_origin) = file("sslkey", "PGSSLKEY", "postgresql.key");
+        let cert_named = cert_origin.name.is_some();
+        origins.cert = cert_origin;
+        origins.key = key_origin;
         let client = match (cert, key) {
             (Some(c), Some(k)) if c.exists() => {
-                check_key_file(&k)?;
+                check_key_file(&k).map_err(|why| origins.key.error(&k, &why))?;
                 Some((c, k))
             }
-            (Some(c), _) if cert_named && mode != SslMode::Disable => {
-                return Err(format!("sslcert={}: no such file", c.display()));
+            (Some(c), _) if cert_named => {
+                return Err(origins.cert.error(&c, "no such file"));
             }
             _ => None,
         };
-        let (crl, crl_named) = file("sslcrl", "PGSSLCRL", "root.crl");
+        let (crl, crl_origin) = file("sslcrl", "PGSSLCRL", "root.crl");
+        let crl_named = crl_origin.name.is_some();
+        origins.crl = crl_origin;
         let crl = match crl {
             Some(c) if c.exists() => Some(c),
-            Some(c) if crl_named && mode != SslMode::Disable => {
-                return Err(format!("sslcrl={}: no such file", c.display()));
+            Some(c) if crl_named => {
+                return Err(origins.crl.error(&c, "no such file"));
             }
             _ => None,
         };
-        Ok(TlsSettings {
+        let settings = TlsSettings {
             mode,
             rootcert: rootcert.filter(|_| rootcert_exists),
             client,
             crl,
             sni,
+            origins,
             config: Default::default(),
-        })
+        };
+        // Every file in use read and checked now, once: a bad one is bad
+        // input, not a failed connection later (or, for prefer, a silent
+        // fallback to a plain one).
+        let config = settings.build()?;
+        let _ = settings.config.set(Ok(config));
+        Ok(settings)
     }
 
     /// The rustls configuration for these settings (built once).
     pub fn client_config(&self) -> Result<Arc<ClientConfig>, String> {
-        self.config.get_or_init(|| self.build()).clone()
+        self.config
+            .get_or_init(|| self.build().map_err(|e| e.message))
+            .clone()
     }
 
-    fn build(&self) -> Result<Arc<ClientConfig>, String> {
+    fn build(&self) -> Result<Arc<ClientConfig>, TargetError> {
+        let o = &self.origins;
+        let tls_error = |e: rustls::Error| TargetError {
+            variable: None,
+            message: format!("TLS: {e}"),
+        };
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS: {e}"))?;
+            .map_err(tls_error)?;
+        // A CRL is checked whether or not a root file uses it: a bad one named is bad input.
+        let crls = match &self.crl {
+            Some(crl) => {
+                let crls: Vec<CertificateRevocationListDer<'static>> =
+                    pem_sections(crl, &o.crl, SectionKind::Crl, "certificate revocation list")?
+                        .into_iter()
+                        .map(CertificateRevocationListDer::from)
+                        .collect();
+                crls
+            }
+            None => Vec::new(),
+        };
         let verifier: Arc<dyn ServerCertVerifier> = match &self.rootcert {
             None => Arc::new(AnyCertificate(provider)),
             Some(root) => {
                 let mut roots = rustls::RootCertStore::empty();
-                let certs = CertificateDer::pem_file_iter(root)
-                    .map_err(|e| format!("sslrootcert={}: {e}", root.display()))?;
-                for c in certs {
-                    let c = c.map_err(|e| format!("sslrootcert={}: {e}", root.display()))?;
+                for c in pem_sections(root, &o.rootcert, SectionKind::Certificate, "certificate")? {
                     roots
-                        .add(c)
-                        .map_err(|e| format!("sslrootcert={}: {e}", root.display()))?;
+                        .add(CertificateDer::from(c))
+                        .map_err(|e| o.rootcert.error(root, &format!("{e}")))?;
                 }
                 let mut b = rustls::client::WebPkiServerVerifier::builder_with_provider(
                     Arc::new(roots),
                     provider,
                 );
-                if let Some(crl) = &self.crl {
-                    let crls: Result<Vec<_>, _> = CertificateRevocationListDer::pem_file_iter(crl)
-                        .map_err(|e| format!("sslcrl={}: {e}", crl.display()))?
-                        .collect();
-                    b = b.with_crls(crls.map_err(|e| format!("sslcrl={}: {e}", crl.display()))?);
+                if !crls.is_empty() {
+                    b = b.with_crls(crls);
                 }
-                let inner = b
-                    .build()
-                    .map_err(|e| format!("sslrootcert={}: {e}", root.display()))?;
+                let inner = b.build().map_err(|e| match (e, &self.crl) {
+                    (rustls::client::VerifierBuilderError::InvalidCrl(e), Some(crl)) => o
+                        .crl
+                        .error(crl, &format!("not a certificate revocation list ({e:?})")),
+                    (e, _) => o.rootcert.error(root, &e.to_string()),
+                })?;
                 if self.mode == SslMode::VerifyFull {
                     inner
                 } else {
@@ -263,15 +372,25 @@ impl TlsSettings {
         let mut config = match &self.client {
             None => builder.with_no_client_auth(),
             Some((cert, key)) => {
-                let chain: Result<Vec<_>, _> = CertificateDer::pem_file_iter(cert)
-                    .map_err(|e| format!("sslcert={}: {e}", cert.display()))?
-                    .collect();
-                let chain = chain.map_err(|e| format!("sslcert={}: {e}", cert.display()))?;
-                let key = PrivateKeyDer::from_pem_file(key)
-                    .map_err(|e| format!("sslkey={}: {e}", key.display()))?;
+                let chain: Vec<CertificateDer<'static>> =
+                    pem_sections(cert, &o.cert, SectionKind::Certificate, "certificate")?
+                        .into_iter()
+                        .map(CertificateDer::from)
+                        .collect();
+                let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+                    o.key.error(
+                        key,
+                        &match e {
+                            rustls::pki_types::pem::Error::NoItemsFound => {
+                                "holds no private key (PEM \"BEGIN PRIVATE KEY\")".to_string()
+                            }
+                            e => e.to_string(),
+                        },
+                    )
+                })?;
                 builder
-                    .with_client_auth_cert(chain, key)
-                    .map_err(|e| format!("sslcert/sslkey: {e}"))?
+                    .with_client_auth_cert(chain, key_der)
+                    .map_err(|e| o.cert.error(cert, &format!("with sslkey: {e}")))?
             }
         };
         config.enable_sni = self.sni;
@@ -279,18 +398,83 @@ impl TlsSettings {
     }
 }
 
+/// The DER contents of the `kind` sections of the PEM file `path`; an error
+/// naming the file's origin when it is not a readable file or holds no
+/// such section (saying what it holds instead).
+fn pem_sections(
+    path: &Path,
+    origin: &Origin,
+    kind: SectionKind,
+    what: &str,
+) -> Result<Vec<Vec<u8>>, TargetError> {
+    let fail = |why: &str| origin.error(path, why);
+    let meta = std::fs::metadata(path).map_err(|e| fail(&e.to_string()))?;
+    if meta.is_dir() {
+        return Err(fail(&format!("is a directory, not a PEM file of a {what}")));
+    }
+    let file = std::fs::File::open(path).map_err(|e| fail(&e.to_string()))?;
+    let mut rd = std::io::BufReader::new(file);
+    let mut wanted = Vec::new();
+    let mut other: Vec<SectionKind> = Vec::new();
+    loop {
+        match rustls::pki_types::pem::from_buf(&mut rd) {
+            Ok(Some((k, der))) if k == kind => wanted.push(der),
+            Ok(Some((k, _))) => {
+                if !other.contains(&k) {
+                    other.push(k);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(fail(&format!("not a PEM file of a {what} ({e})"))),
+        }
+    }
+    if wanted.is_empty() {
+        let holds = if other.is_empty() {
+            "no PEM section at all".to_string()
+        } else {
+            other
+                .iter()
+                .map(|k| match k {
+                    SectionKind::Certificate => "a certificate".to_string(),
+                    SectionKind::Crl => "a certificate revocation list".to_string(),
+                    SectionKind::PrivateKey
+                    | SectionKind::RsaPrivateKey
+                    | SectionKind::EcPrivateKey => "a private key".to_string(),
+                    SectionKind::PublicKey => "a public key".to_string(),
+                    SectionKind::Csr => "a certificate request".to_string(),
+                    k => format!("{k:?}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let label = match kind {
+            SectionKind::Crl => "X509 CRL",
+            _ => "CERTIFICATE",
+        };
+        return Err(fail(&format!(
+            "holds no {what} (PEM \"BEGIN {label}\"; it holds {holds})"
+        )));
+    }
+    Ok(wanted)
+}
+
 /// libpq refuses a private key others may read.
 fn check_key_file(key: &Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(key).map_err(|e| format!("sslkey={}: {e}", key.display()))?;
+    let m = std::fs::metadata(key).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            "certificate present, but not this private key file; give sslkey=FILE".to_string()
+        }
+        _ => e.to_string(),
+    })?;
     // Safety: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
     let limit = if m.uid() == uid { 0o077 } else { 0o037 };
     if m.mode() & limit != 0 {
-        return Err(format!(
-            "sslkey={}: the private key may be read by others; it must be mode 0600 (or 0640 owned by root)",
-            key.display()
-        ));
+        return Err(
+            "the private key may be read by others; it must be mode 0600 (or 0640 owned by root)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -475,63 +659,172 @@ mod tests {
             .collect()
     }
 
+    /// A CA certificate, and a client certificate with its key that it signs.
+    fn pems() -> (String, String, String) {
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let client = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = client.signed_by(&key, &ca_cert, &ca_key).unwrap();
+        (ca_cert.pem(), cert.pem(), key.serialize_pem())
+    }
+
+    fn resolve(params: &[(String, String)], env: &dyn Env) -> Result<TlsSettings, String> {
+        TlsSettings::resolve(params, env, true).map_err(|e| e.message)
+    }
+
     #[test]
     fn modes_env_and_defaults_follow_libpq() {
+        let (ca, cert, key) = pems();
         let home = tempfile::tempdir().unwrap();
         let env = Map(vec![("HOME", home.path().display().to_string())]);
-        let s = TlsSettings::resolve(&[], &env).unwrap();
+        let s = resolve(&[], &env).unwrap();
         assert_eq!(s.mode, SslMode::Prefer);
         assert!(s.rootcert.is_none() && s.client.is_none());
         let env2 = Map(vec![
             ("HOME", home.path().display().to_string()),
             ("PGSSLMODE", "require".into()),
         ]);
-        assert_eq!(
-            TlsSettings::resolve(&[], &env2).unwrap().mode,
-            SslMode::Require
-        );
+        assert_eq!(resolve(&[], &env2).unwrap().mode, SslMode::Require);
         // The connection string wins over the environment.
-        let s = TlsSettings::resolve(&p(&[("sslmode", "disable")]), &env2).unwrap();
+        let s = resolve(&p(&[("sslmode", "disable")]), &env2).unwrap();
         assert_eq!(s.mode, SslMode::Disable);
-        let e = TlsSettings::resolve(&p(&[("sslmode", "sometimes")]), &env).unwrap_err();
+        let e = resolve(&p(&[("sslmode", "sometimes")]), &env).unwrap_err();
         assert!(
             e.contains("sslmode=sometimes") && e.contains("verify-full"),
             "{e}"
         );
-        let e = TlsSettings::resolve(&[], &Map(vec![("PGSSLMODE", "x".into())])).unwrap_err();
-        assert!(e.starts_with("PGSSLMODE=x"), "{e}");
+        let e = TlsSettings::resolve(&[], &Map(vec![("PGSSLMODE", "x".into())]), true).unwrap_err();
+        assert!(e.message.starts_with("PGSSLMODE=x"), "{e}");
+        assert_eq!(e.variable.as_deref(), Some("PGSSLMODE"));
         // verify-* need a root file; the default one counts when it exists.
-        let e = TlsSettings::resolve(&p(&[("sslmode", "verify-full")]), &env).unwrap_err();
+        let e = resolve(&p(&[("sslmode", "verify-full")]), &env).unwrap_err();
         assert!(
             e.contains("root certificate file") && e.contains("root.crt"),
             "{e}"
         );
         std::fs::create_dir(home.path().join(".postgresql")).unwrap();
-        std::fs::write(home.path().join(".postgresql/root.crt"), "x").unwrap();
-        let s = TlsSettings::resolve(&p(&[("sslmode", "verify-full")]), &env).unwrap();
+        std::fs::write(home.path().join(".postgresql/root.crt"), &ca).unwrap();
+        let s = resolve(&p(&[("sslmode", "verify-full")]), &env).unwrap();
         assert!(s.rootcert.is_some());
         // A client key others may read is refused, as libpq does.
         let d = home.path().join(".postgresql");
-        std::fs::write(d.join("postgresql.crt"), "x").unwrap();
-        std::fs::write(d.join("postgresql.key"), "x").unwrap();
+        std::fs::write(d.join("postgresql.crt"), &cert).unwrap();
+        std::fs::write(d.join("postgresql.key"), &key).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(
             d.join("postgresql.key"),
             std::fs::Permissions::from_mode(0o644),
         )
         .unwrap();
-        let e = TlsSettings::resolve(&[], &env).unwrap_err();
-        assert!(e.contains("0600"), "{e}");
+        let e = resolve(&[], &env).unwrap_err();
+        assert!(
+            e.contains("0600") && e.contains("libpq's default sslkey"),
+            "{e}"
+        );
         std::fs::set_permissions(
             d.join("postgresql.key"),
             std::fs::Permissions::from_mode(0o600),
         )
         .unwrap();
-        assert!(TlsSettings::resolve(&[], &env).unwrap().client.is_some());
-        let e = TlsSettings::resolve(&p(&[("sslrootcert", "/nonexistent.crt")]), &env).unwrap_err();
+        assert!(resolve(&[], &env).unwrap().client.is_some());
+        let e = resolve(&p(&[("sslrootcert", "/nonexistent.crt")]), &env).unwrap_err();
         assert!(e.contains("sslrootcert=/nonexistent.crt"), "{e}");
-        let e = TlsSettings::resolve(&p(&[("sslnegotiation", "direct")]), &env).unwrap_err();
+        let e = resolve(&p(&[("sslnegotiation", "direct")]), &env).unwrap_err();
         assert!(e.contains("sslnegotiation=direct"), "{e}");
+    }
+
+    /// Issue 38 rows 4 and 17: a file in use that holds nothing usable is
+    /// refused with the cause, named by the key or variable that gave it.
+    #[test]
+    fn files_that_hold_nothing_usable_are_refused_with_the_cause() {
+        let (ca, cert, key) = pems();
+        let d = tempfile::tempdir().unwrap();
+        let env = Map(vec![("HOME", d.path().display().to_string())]);
+        let write = |name: &str, text: &str| {
+            let f = d.path().join(name);
+            std::fs::write(&f, text).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+            f.display().to_string()
+        };
+        let root = write("root.crt", &ca);
+        let garbage = write("garbage", "not a certificate\n");
+        let cert_file = write("client.crt", &cert);
+        let key_file = write("client.key", &key);
+        let dir = d.path().join("sub");
+        std::fs::create_dir(&dir).unwrap();
+        let dir = dir.display().to_string();
+        let full = |extra: &[(&str, &str)]| {
+            let mut kv = vec![("sslmode", "verify-full"), ("sslrootcert", root.as_str())];
+            kv.extend_from_slice(extra);
+            resolve(&p(&kv), &env)
+        };
+        assert!(full(&[]).is_ok());
+        for (key_name, value, says) in [
+            (
+                "sslcrl",
+                garbage.as_str(),
+                "holds no certificate revocation list",
+            ),
+            // libpq takes a certificate here and then fails every verification.
+            ("sslcrl", root.as_str(), "it holds a certificate"),
+            ("sslcrl", dir.as_str(), "is a directory"),
+            ("sslcert", garbage.as_str(), "holds no certificate"),
+            ("sslkey", garbage.as_str(), "holds no private key"),
+        ] {
+            let mut extra = vec![(key_name, value)];
+            match key_name {
+                "sslkey" => extra.push(("sslcert", cert_file.as_str())),
+                "sslcert" => extra.push(("sslkey", key_file.as_str())),
+                _ => {}
+            }
+            let e = full(&extra).unwrap_err();
+            assert!(
+                e.starts_with(&format!("{key_name}={value}: ")) && e.contains(says),
+                "{key_name}={value}: {e}"
+            );
+        }
+        assert!(full(&[("sslcert", &cert_file), ("sslkey", &key_file)]).is_ok());
+        for (value, says) in [
+            (garbage.as_str(), "holds no certificate"),
+            (dir.as_str(), "is a directory"),
+        ] {
+            let e =
+                resolve(&p(&[("sslmode", "require"), ("sslrootcert", value)]), &env).unwrap_err();
+            assert!(
+                e.starts_with(&format!("sslrootcert={value}: ")) && e.contains(says),
+                "{e}"
+            );
+        }
+        // From the environment: the variable is named.
+        let env_crl = Map(vec![
+            ("HOME", d.path().display().to_string()),
+            ("PGSSLCRL", garbage.clone()),
+        ]);
+        let e = TlsSettings::resolve(&p(&[("sslrootcert", root.as_str())]), &env_crl, true)
+            .unwrap_err();
+        assert_eq!(e.variable.as_deref(), Some("PGSSLCRL"), "{e}");
+        assert!(e.message.starts_with("PGSSLCRL="), "{e}");
+    }
+
+    /// Issue 38 row 14: libpq uses no TLS on a Unix socket and reads none of
+    /// its files there; a bad value is still refused.
+    #[test]
+    fn a_unix_socket_ignores_sslmode_as_libpq_does() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Map(vec![
+            ("HOME", d.path().display().to_string()),
+            ("PGSSLMODE", "verify-full".into()),
+            ("PGSSLROOTCERT", "/nonexistent/root.crt".into()),
+        ]);
+        assert!(TlsSettings::resolve(&[], &env, false).is_ok());
+        assert!(TlsSettings::resolve(&[], &env, true).is_err());
+        let bogus = Map(vec![("PGSSLMODE", "bogus".into())]);
+        let e = TlsSettings::resolve(&[], &bogus, false).unwrap_err();
+        assert_eq!(e.variable.as_deref(), Some("PGSSLMODE"));
     }
 
     #[test]

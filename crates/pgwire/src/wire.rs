@@ -141,7 +141,11 @@ impl WireConn {
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<WireConn, WireError> {
         let fail = |e: &dyn std::fmt::Display| {
-            WireError::Setup(format!("cannot connect to {}: {e}", target.describe()))
+            WireError::Setup(format!(
+                "cannot connect to {}: {e}{}",
+                target.describe(),
+                target.passfile_note()
+            ))
         };
         let mut protocol = auth::protocol_for(&target.describe());
         let mode = target.tls().mode;

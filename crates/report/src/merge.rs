@@ -564,6 +564,45 @@ pub fn merge_inputs(
                 ));
             }
         }
+        if let LoadedResult::Db(_) = &inputs[i].result {
+            let dbs: Vec<(usize, &DbResult)> = members
+                .iter()
+                .filter_map(|&m| match &inputs[m].result {
+                    LoadedResult::Db(d) => Some((m, d.as_ref())),
+                    _ => None,
+                })
+                .collect();
+            // The hosts of one run drive one server: its snapshots are taken once.
+            let (a, first) = dbs[0];
+            if let Some(&(b, other)) = dbs
+                .iter()
+                .find(|(_, d)| d.server_version != first.server_version)
+            {
+                return Err(ReportError::input(
+                    &inputs[b].path,
+                    &format!(
+                        "--merge: not the same run as {} (server '{}' vs '{}'): the hosts of one run drive one server",
+                        inputs[a].path.display(),
+                        other.server_version,
+                        first.server_version
+                    ),
+                ));
+            }
+            let described: Vec<(usize, String)> =
+                dbs.iter().map(|&(m, d)| (m, connections(d))).collect();
+            if described.iter().any(|(_, c)| *c != described[0].1) {
+                notes.push(format!(
+                    "merged '{}' from hosts that connected differently ({}): the merged steps record \
+                     no transport or TLS where theirs differ, and the figures mix them",
+                    inputs[i].label,
+                    described
+                        .iter()
+                        .map(|(m, c)| format!("{}: {c}", inputs[*m].path.display()))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
+            }
+        }
         let fail = |f: MergeFailure| {
             let input = &inputs[members[f.part]];
             ReportError::input(&input.path, &format!("--merge: {}", f.message))
@@ -613,6 +652,31 @@ pub fn merge_inputs(
         });
     }
     Ok((out, notes))
+}
+
+/// How a db result's clients connected, for a note: each distinct
+/// transport (with the TLS protocol and cipher) of its steps.
+fn connections(d: &DbResult) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for s in &d.steps {
+        let mut c = s.transport.clone().unwrap_or_else(|| "unrecorded".into());
+        if let Some(p) = &s.tls_protocol {
+            c.push_str(&format!(
+                " {p}{}",
+                s.tls_cipher
+                    .as_ref()
+                    .map_or(String::new(), |c| format!(" {c}"))
+            ));
+        }
+        if !seen.contains(&c) {
+            seen.push(c);
+        }
+    }
+    if seen.is_empty() {
+        "no steps".into()
+    } else {
+        seen.join(", ")
+    }
 }
 
 /// Whether two results are one run's, not two hosts' shares of it: the same

@@ -41,6 +41,11 @@ pub struct StudyResult {
     pub rows: Vec<StudyRow>,
     /// Every run step in full (intervals, snapshots), per fillfactor.
     pub runs: Vec<StudyRun>,
+    /// The fillfactor the study stopped in before its rows (Ctrl-C or an error during its loads
+    /// or its run step): every load of it that finished, measured in full, and what was cut
+    /// short; absent when the study stopped between fillfactors, or did not stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished: Option<StudyUnfinished>,
     /// Whether the study stopped early (Ctrl-C or an error).
     pub interrupted: bool,
     /// The error that stopped it, if any.
@@ -111,6 +116,19 @@ pub struct StudyRow {
     pub logical_growth: f64,
     /// physical_bytes relative to the first row, minus 1; null when either is unknown.
     pub physical_growth: Option<f64>,
+}
+
+/// A fillfactor the study stopped in before its rows: the loads that finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StudyUnfinished {
+    /// The fillfactor.
+    pub fillfactor: u8,
+    /// Measured loads asked for (`--repeat`).
+    pub loads_planned: u32,
+    /// The loads that finished, in order, each measured as a row's `loads` are.
+    pub loads: Vec<StudyLoad>,
+    /// What was cut short, e.g. "load 3 of 3 (interrupted)" or "the run step (interrupted)".
+    pub stopped_in: String,
 }
 
 /// One measured load of a fillfactor (a study repeats it with `--repeat`).

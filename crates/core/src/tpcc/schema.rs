@@ -84,7 +84,7 @@ pub fn table_fillfactor(table: &str, over: Option<u8>) -> Option<u8> {
 
 /// Column definitions as in BenchmarkSQL's `tableCreates.sql`; the COPY rows
 /// below follow this column order.
-pub(super) fn columns(table: &str) -> &'static str {
+pub fn columns(table: &str) -> &'static str {
     match table {
         "bmsql_config" => "cfg_name varchar(30) primary key, cfg_value varchar(50)",
         "bmsql_warehouse" => {

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-
 use crate::ReportError;
 use crate::model::{DbKey, Flattened, IntervalRow, IoStepRow, SpaceRow};
 use crate::tables::{GroupLatency, human_bytes, slug};

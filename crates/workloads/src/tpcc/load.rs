@@ -94,6 +94,8 @@ pub async fn prepare_with(
     let data = Arc::new(TpccData::new(spec.seed, &now));
     let mut todo: Vec<Job> = Vec::new();
     let config_warehouses;
+    // A resume on a load whose bmsql_config is unusable writes it anew.
+    let mut rewrite_config = false;
     match warehouse_range {
         None => {
             if spec.warehouses == 0 {
@@ -130,7 +132,16 @@ pub async fn prepare_with(
                         .into(),
                 ));
             }
-            if found.len() != names.len() {
+            // bmsql_config alone missing: recreated, and written after the load.
+            if found.len() + 1 == names.len() && !found.iter().any(|t| t == "bmsql_config") {
+                admin
+                    .batch_execute(&format!(
+                        "create table bmsql_config ({})",
+                        tpcc::columns("bmsql_config")
+                    ))
+                    .await
+                    .map_err(|e| db_err("creating bmsql_config", e))?;
+            } else if found.len() != names.len() {
                 return Err(DbError(format!(
                     "a warehouse range resumes a load into existing tables, but schema {schema} has {} of \
                      BenchmarkSQL's {} tables; run prepare without a range",
@@ -150,7 +161,12 @@ pub async fn prepare_with(
                     ranges(&to_load.iter().copied().collect())
                 )));
             }
-            if state.item_loaded {
+            if state.item_loaded && state.config_problem.is_some() {
+                // Missing or bad values: the count comes from the tables, the
+                // constants from this seed (those of the first load's, as a
+                // resume needs anyway).
+                rewrite_config = true;
+            } else if state.item_loaded {
                 let cfg = read_config(&admin, schema).await?;
                 if cfg.constants != data.constants() {
                     return Err(DbError(format!(
@@ -161,6 +177,11 @@ pub async fn prepare_with(
                     )));
                 }
             } else {
+                // The item job writes bmsql_config with the items: whatever is there goes.
+                admin
+                    .batch_execute("delete from bmsql_config")
+                    .await
+                    .map_err(|e| db_err("emptying bmsql_config", e))?;
                 todo.push(Job::Item);
             }
             todo.extend(to_load.into_iter().map(Job::Warehouse));
@@ -271,6 +292,18 @@ pub async fn prepare_with(
         )));
     }
     times.load_s = lap();
+    if rewrite_config {
+        let c = data.constants();
+        admin
+            .batch_execute(&format!(
+                "delete from bmsql_config; insert into bmsql_config values \
+                 ('warehouses', '0'), ('nURandCLast', '{}'), ('nURandCC_ID', '{}'), ('nURandCI_ID', '{}')",
+                c.c_last, c.c_id, c.ol_i_id
+            ))
+            .await
+            .map_err(|e| db_err("rewriting bmsql_config", e))?;
+        times.config_rewritten = true;
+    }
     // The warehouses count BenchmarkSQL's run reads.
     admin
         .batch_execute(

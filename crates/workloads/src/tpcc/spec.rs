@@ -90,6 +90,9 @@ pub struct TpccLoadTimes {
     pub warehouses_loaded: Vec<u32>,
     /// Whether this call loaded the item table (and `bmsql_config`).
     pub item_loaded: bool,
+    /// Whether a resume wrote an unusable `bmsql_config` anew (the
+    /// warehouses from the tables, the NURand constants of the seed).
+    pub config_rewritten: bool,
 }
 
 /// What `bmsql_config` says about a loaded database.

@@ -91,6 +91,9 @@ pub struct TpccLoadState {
     pub item_loaded: bool,
     /// The warehouses `bmsql_config` records, if it holds a valid count.
     pub config_warehouses: Option<u32>,
+    /// Why `bmsql_config` cannot serve a run (the table missing, a key
+    /// missing or holding a bad value, named with it); None when it can.
+    pub config_problem: Option<String>,
     /// Keys and indexes built, by name, of [`tpcc::INDEXES`].
     pub indexes: BTreeSet<String>,
     /// Foreign keys built, by name, of [`FOREIGN_KEYS`].
@@ -103,18 +106,24 @@ impl TpccLoadState {
     /// Reads the state of the load in `schema`.
     pub async fn read(client: &Client, schema: &str) -> Result<TpccLoadState, DbError> {
         let names = table_names();
-        let tables = existing_tables(client, schema, &names).await?.len();
+        let found = existing_tables(client, schema, &names).await?;
+        let tables = found.len();
+        // bmsql_config alone missing: the data is read all the same, so what
+        // is said about the load (and advised) is about the data.
+        let config_missing =
+            tables + 1 == names.len() && !found.iter().any(|t| t == "bmsql_config");
         let q = quote_ident(schema);
         let mut state = TpccLoadState {
             tables,
             warehouses: BTreeSet::new(),
             item_loaded: false,
             config_warehouses: None,
+            config_problem: None,
             indexes: BTreeSet::new(),
             foreign_keys: BTreeSet::new(),
             history_key: false,
         };
-        if tables < names.len() {
+        if tables < names.len() && !config_missing {
             return Ok(state);
         }
         state.warehouses = client
@@ -129,7 +138,14 @@ impl TpccLoadState {
             .await
             .map_err(|e| db_err("looking at bmsql_item", e))?
             .is_some();
-        state.config_warehouses = read_config(client, schema).await.ok().map(|c| c.warehouses);
+        if config_missing {
+            state.config_problem = Some("the table bmsql_config is missing".into());
+        } else {
+            let rows = config_rows(client, schema).await?;
+            state.config_warehouses =
+                config_value(&rows, "warehouses", 1..=u32::MAX, CONFIG_WAREHOUSES).ok();
+            state.config_problem = parse_config(&rows).err();
+        }
         let index_names: Vec<String> = tpcc::INDEXES
             .iter()
             .map(|(n, _)| n.to_string())
@@ -204,7 +220,7 @@ impl TpccLoadState {
         if self.tables == 0 {
             return vec!["BenchmarkSQL's tables".into()];
         }
-        if self.tables < names.len() {
+        if self.tables < names.len() && self.config_problem.is_none() {
             return vec![format!(
                 "{} of BenchmarkSQL's {} tables",
                 names.len() - self.tables,
@@ -215,8 +231,8 @@ impl TpccLoadState {
         if !self.item_loaded {
             out.push("the item table".into());
         }
-        if self.config_warehouses.is_none() {
-            out.push("bmsql_config's warehouse count".into());
+        if let Some(p) = &self.config_problem {
+            out.push(p.clone());
         }
         let missing = self.missing_warehouses(intended);
         if !missing.is_empty() {
@@ -261,8 +277,28 @@ impl TpccLoadState {
         let seed = seed.map_or("the first load's --seed".to_string(), |s| {
             format!("--seed {s}")
         });
+        // Only bmsql_config is wrong: the rows are all there, and starting
+        // over (--force) would drop a complete load to mend four values.
+        if let Some(problem) = &self.config_problem
+            && missing.len() == 1
+            && self.item_loaded
+        {
+            let n = self.warehouses.len();
+            return format!(
+                "the data is complete (warehouses {}, items{}), but {problem}: mend it with \
+                 `csdchar db prepare --workload tpcc --warehouses {n} --warehouse-range 1-{n}` and {seed} \
+                 (loads nothing, rewrites bmsql_config from the tables and the seed's NURand constants), \
+                 or restore its rows (warehouses = {n}, nURandCLast, nURandCC_ID, nURandCI_ID) as the load wrote them",
+                ranges(&self.warehouses),
+                if self.indexes.len() == tpcc::INDEXES.len() {
+                    ", keys"
+                } else {
+                    ""
+                }
+            );
+        }
         let resume = match self.intended(intended) {
-            _ if self.tables < table_names().len() => {
+            _ if self.tables < table_names().len() && self.config_problem.is_none() => {
                 "run prepare again with --force to start over".to_string()
             }
             Some(n) => format!(
@@ -325,9 +361,18 @@ pub async fn describe_stopped_load(
     Some(state.describe(Some(intended), Some(spec.seed)))
 }
 
-/// Reads `bmsql_config` (BenchmarkSQL will not run without it either).
+/// Reads `bmsql_config` (BenchmarkSQL will not run without it either); a
+/// key missing or holding a bad value is an error naming both.
 pub async fn read_config(client: &Client, schema: &str) -> Result<TpccConfig, DbError> {
-    let rows = client
+    parse_config(&config_rows(client, schema).await?).map_err(DbError)
+}
+
+/// `bmsql_config`'s rows, name and value (NULL: None).
+async fn config_rows(
+    client: &Client,
+    schema: &str,
+) -> Result<Vec<(String, Option<String>)>, DbError> {
+    Ok(client
         .query(
             &format!(
                 "select cfg_name::text, cfg_value::text from {}.bmsql_config",
@@ -336,26 +381,65 @@ pub async fn read_config(client: &Client, schema: &str) -> Result<TpccConfig, Db
             &[],
         )
         .await
-        .map_err(|e| db_err("reading bmsql_config", e))?;
-    let get = |k: &str| -> Result<u32, DbError> {
-        rows.iter()
-            .find(|r| r.get::<_, String>(0) == k)
-            .and_then(|r| r.get::<_, String>(1).trim().parse().ok())
-            .ok_or_else(|| {
-                DbError(format!(
-                    "bmsql_config has no valid {k} (was the load completed?)"
-                ))
-            })
+        .map_err(|e| db_err("reading bmsql_config", e))?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect())
+}
+
+/// One value of `bmsql_config`: `key`'s, an integer in `range` (`what` it
+/// is, for the message naming the key and what it holds instead).
+fn config_value(
+    rows: &[(String, Option<String>)],
+    key: &str,
+    range: std::ops::RangeInclusive<u32>,
+    what: &str,
+) -> Result<u32, String> {
+    let Some((_, value)) = rows.iter().find(|(k, _)| k == key) else {
+        return Err(format!("bmsql_config has no {key} row ({what})"));
     };
+    let Some(value) = value else {
+        return Err(format!("bmsql_config's {key} is NULL, not {what}"));
+    };
+    match value.trim().parse::<u32>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ => Err(format!(
+            "bmsql_config's {key} is '{}', not {what}",
+            value.escape_debug()
+        )),
+    }
+}
+
+/// The load's warehouses and NURand constants from `bmsql_config`'s rows,
+/// or the first key missing or bad, named with its value.
+fn parse_config(rows: &[(String, Option<String>)]) -> Result<TpccConfig, String> {
     Ok(TpccConfig {
-        warehouses: get("warehouses")?,
+        warehouses: config_value(rows, "warehouses", 1..=u32::MAX, CONFIG_WAREHOUSES)?,
         constants: NurandC {
-            c_last: get("nURandCLast")?,
-            c_id: get("nURandCC_ID")?,
-            ol_i_id: get("nURandCI_ID")?,
+            c_last: config_value(
+                rows,
+                "nURandCLast",
+                0..=255,
+                "a NURand C for C_LAST (0-255)",
+            )?,
+            c_id: config_value(
+                rows,
+                "nURandCC_ID",
+                0..=1023,
+                "a NURand C for C_ID (0-1023)",
+            )?,
+            ol_i_id: config_value(
+                rows,
+                "nURandCI_ID",
+                0..=8191,
+                "a NURand C for OL_I_ID (0-8191)",
+            )?,
         },
     })
 }
+
+/// What `bmsql_config`'s warehouses must be.
+const CONFIG_WAREHOUSES: &str = "a warehouse count (1 or more)";
 
 /// Runs consistency conditions 1–4 (TPC-C 3.3.2.1–3.3.2.4).
 pub async fn check(conninfo: &str, schema: &str) -> Result<Vec<CheckOutcome>, DbError> {
