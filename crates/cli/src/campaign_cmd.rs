@@ -110,7 +110,8 @@ impl StepRunner for CliSteps {
         let mut log = format!("$ {}\n", step.command_line()).into_bytes();
         log.extend_from_slice(&stdout);
         log.extend_from_slice(&stderr);
-        let _ = std::fs::write(log_path(step, &self.out), log);
+        // The log goes where results go, under the same rule.
+        let _ = csdchar_fio_like::safety::write_output(&log_path(step, &self.out), &log);
         let stderr = String::from_utf8_lossy(&stderr);
         match code {
             0 => StepOutcome::Done,

@@ -1,6 +1,7 @@
 //! Raw command-line options (clap) and their validation into the spec the
 //! engine runs. Nothing here writes; [`check_output`] only looks at the file
-//! system to refuse an `--output` that cannot or must not be written.
+//! system to refuse an `--output` that cannot or must not be written (the
+//! rule itself is `csdchar_fio_like::safety::output_refusal`).
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -184,15 +185,21 @@ pub enum OutputFormat {
 /// a usage error (exit 2, nothing written) instead of a result lost at the end.
 ///
 /// Refused: an existing directory, a file in a directory that does not exist,
-/// and a file that is one of `inputs` (the files or devices the command reads
-/// or writes: block's TARGET, estimate's paths, db's inputs), compared by
-/// canonical path and by device and inode; inputs and the output need not
-/// exist yet. `None` (no `--output`) is always fine. The error names
-/// `--output` and fits on one line.
+/// whatever the output rule of [`csdchar_fio_like::safety::output_refusal`]
+/// refuses (a block device, mounted or not; a file backing a loop device), and
+/// a file that is one of `inputs` (the files or devices the command reads
+/// or writes: block's TARGET and a job file's targets, estimate's paths, db's
+/// inputs), compared by canonical path and by device and inode; inputs and the
+/// output need not exist yet. `None` (no `--output`) is always fine. The error
+/// names `--output` and fits on one line. [`crate::emit`] applies the same
+/// rule again to what it opens.
 pub fn check_output(output: Option<&Path>, inputs: &[&Path]) -> Result<(), UsageError> {
     let Some(out) = output else {
         return Ok(());
     };
+    if let Some(why) = csdchar_fio_like::safety::output_refusal(out) {
+        return Err(UsageError(format!("--output: {why}")));
+    }
     if out.is_dir() {
         return Err(UsageError(format!(
             "--output: {} is a directory; give a file name (e.g. {})",

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use csdchar_fio_like::safety::OutputError;
 use csdchar_report::{InputSpec, ReportOptions, build_report_with};
 
 use crate::opts::ReportOpts;
@@ -41,16 +42,28 @@ pub fn input_specs(opts: &ReportOpts) -> Result<Vec<InputSpec>, String> {
     Ok(specs)
 }
 
-/// Writes the report's files under `dir`.
-pub fn write_files(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), String> {
+/// Writes the report's files under `dir`, each under the output rule every
+/// `--output` follows ([`csdchar_fio_like::safety::output_refusal`]); all are
+/// checked before the first is written, so a refused one (say a
+/// `report.html` that is a symlink to a block device) leaves `dir` as it was.
+pub fn write_files(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), OutputError> {
+    for (rel, _) in files {
+        if let Some(why) = csdchar_fio_like::safety::output_refusal(&dir.join(rel)) {
+            return Err(OutputError::Refused(format!("--out: {why}")));
+        }
+    }
     for (rel, bytes) in files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("--out: cannot create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|source| OutputError::Io {
+                path: parent.display().to_string(),
+                source,
+            })?;
         }
-        std::fs::write(&path, bytes)
-            .map_err(|e| format!("--out: cannot write {}: {e}", path.display()))?;
+        csdchar_fio_like::safety::write_output(&path, bytes).map_err(|e| match e {
+            OutputError::Refused(m) => OutputError::Refused(format!("--out: {m}")),
+            e => e,
+        })?;
     }
     Ok(())
 }
@@ -73,8 +86,15 @@ pub fn run_report(opts: &ReportOpts, io: &mut Io<'_>) -> Outcome {
         }
     };
     if let Err(e) = write_files(&opts.out, &report.files) {
-        let _ = writeln!(io.stderr, "error: {e}");
-        return Outcome::code(1);
+        let code = match e {
+            OutputError::Refused(_) => EXIT_USAGE,
+            OutputError::Io { .. } => 1,
+        };
+        let _ = match e {
+            OutputError::Refused(m) => writeln!(io.stderr, "error: {m}"),
+            e => writeln!(io.stderr, "error: --out: {e}"),
+        };
+        return Outcome::code(code);
     }
     if !opts.quiet {
         let _ = io.stdout.write_all(report.terminal.as_bytes());

@@ -71,6 +71,138 @@ pub fn file_write_hazards(path: &Path) -> Vec<String> {
     }
 }
 
+/// Why a result must not be written to `path` (`--output` of every command,
+/// the files `report --out` writes), or None when it may. The one rule for
+/// every output csdchar writes: a block device is always refused, mounted or
+/// not (a result belongs in a file; `--force` does not apply), so is a
+/// character device other than `/dev/null`, `/dev/zero`, `/dev/full` or a
+/// terminal, and a regular file the write-safety rules refuse as a target
+/// (one backing a loop device). A path that does not exist yet, a FIFO and a
+/// harmless regular file may be written.
+pub fn output_refusal(path: &Path) -> Option<String> {
+    fs::metadata(path)
+        .ok()
+        .and_then(|m| refusal_of(&path.display().to_string(), &m))
+}
+
+/// [`output_refusal`] for what `shown` names, as `meta` describes it.
+fn refusal_of(shown: &str, meta: &fs::Metadata) -> Option<String> {
+    let ft = meta.file_type();
+    if ft.is_block_device() {
+        let uses = write_hazards(Path::new(shown), meta.rdev());
+        let uses = if uses.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", uses.join("; "))
+        };
+        return Some(format!(
+            "{shown} is a block device{uses}; results are written to files, never to a device"
+        ));
+    }
+    if ft.is_char_device() && !harmless_char_device(meta.rdev()) {
+        return Some(format!(
+            "{shown} is a character device; results are written to files (or /dev/null, a terminal)"
+        ));
+    }
+    if ft.is_file() {
+        let uses = Graph::system().file_hazards(shown, meta.dev(), meta.ino());
+        if !uses.is_empty() {
+            return Some(format!(
+                "{}; a result written there would land in that device",
+                uses.join("; ")
+            ));
+        }
+    }
+    None
+}
+
+/// /dev/null, /dev/zero and /dev/full (major 1, minors 3, 5, 7), and
+/// terminals: ttys (4), /dev/tty and the console (5), pseudo-terminals (136-143).
+fn harmless_char_device(rdev: u64) -> bool {
+    match libc::major(rdev) {
+        1 => matches!(libc::minor(rdev), 3 | 5 | 7),
+        4 | 5 | 136..=143 => true,
+        _ => false,
+    }
+}
+
+/// Why an output was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// The path is one [`output_refusal`] refuses (bad input).
+    #[error("{0}")]
+    Refused(String),
+    /// Opening or writing failed.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The path as given.
+        path: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
+/// Writes `bytes` to `path` under [`output_refusal`]'s rule, checked on what
+/// is actually opened: a new file is created exclusively (a symlink planted
+/// meanwhile is not followed), an existing one is opened without truncation
+/// and truncated only after the opened file proved to be the one checked and
+/// allowed. Nothing is written to a refused path.
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display().to_string();
+    let io = |source| OutputError::Io {
+        path: shown.clone(),
+        source,
+    };
+    // A path that changes between the look and the open is looked at again.
+    for _ in 0..8 {
+        let before = match fs::metadata(path) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io(e)),
+        };
+        if let Some(why) = before.as_ref().and_then(|m| refusal_of(&shown, m)) {
+            return Err(OutputError::Refused(why));
+        }
+        let mut opts = fs::OpenOptions::new();
+        opts.write(true)
+            .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC);
+        if before.is_none() {
+            opts.create_new(true).mode(0o666);
+        }
+        let mut f = match opts.open(path) {
+            Ok(f) => f,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotFound
+                ) =>
+            {
+                continue;
+            }
+            Err(e) => return Err(io(e)),
+        };
+        if let Some(before) = &before {
+            let now = f.metadata().map_err(io)?;
+            if (now.dev(), now.ino()) != (before.dev(), before.ino()) {
+                continue;
+            }
+            if let Some(why) = refusal_of(&shown, &now) {
+                return Err(OutputError::Refused(why));
+            }
+            if now.is_file() {
+                f.set_len(0).map_err(io)?;
+            }
+        }
+        f.write_all(bytes).map_err(io)?;
+        return f.flush().map_err(io);
+    }
+    Err(OutputError::Refused(format!(
+        "{shown} kept changing while it was opened; write the result elsewhere"
+    )))
+}
+
 /// What a loop device reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Backing {
