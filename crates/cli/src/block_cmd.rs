@@ -27,35 +27,58 @@ fn render(results: &[BlockResult], globals: &[(String, String)], f: BlockOutputF
 }
 
 fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_>) -> Outcome {
-    if let Err(e) = crate::opts::check_output(opts.output.as_deref(), &[path]) {
+    let usage = |io: &mut Io<'_>, e: &dyn std::fmt::Display| {
         let _ = writeln!(io.stderr, "error: {e}");
-        return Outcome::code(EXIT_USAGE);
-    }
-    let plan = match load_job_file(path, opts.ignore_unsupported) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            return Outcome::code(EXIT_USAGE);
-        }
+        Outcome::code(EXIT_USAGE)
     };
+    if opts.log_interval < crate::opts::MIN_INTERVAL {
+        return usage(io, &"--log-interval: must be at least 10ms");
+    }
+    if let Err(e) = crate::opts::check_output(opts.output.as_deref(), &[path]) {
+        return usage(io, &e);
+    }
+    let mut plan = match load_job_file(path, opts.ignore_unsupported) {
+        Ok(p) => p,
+        Err(e) => return usage(io, &e),
+    };
+    // The job file has no interval of its own: --log-interval is every job's.
+    for j in &mut plan.jobs {
+        j.spec.log_interval_ms = opts.log_interval.as_millis() as u64;
+    }
+    // The result must not land on a file a job reads or writes.
+    let mut inputs: Vec<&std::path::Path> = vec![path];
+    inputs.extend(
+        plan.jobs
+            .iter()
+            .filter_map(|j| j.spec.target.as_deref().map(std::path::Path::new)),
+    );
+    if let Err(e) = crate::opts::check_output(opts.output.as_deref(), &inputs) {
+        return usage(io, &e);
+    }
     for n in csdchar_fio_like::jobfile::notes(&plan) {
         let _ = writeln!(io.stderr, "note: {n}");
     }
     if opts.parse_only {
-        let _ = io
-            .stdout
-            .write_all(csdchar_fio_like::jobfile::describe(&plan).as_bytes());
-        return Outcome::code(0);
+        let text = csdchar_fio_like::jobfile::describe(&plan);
+        return match emit(text.as_bytes(), opts.output.as_deref(), io.stdout) {
+            Ok(()) => Outcome::code(0),
+            Err(e) => {
+                let _ = writeln!(io.stderr, "error: {e}");
+                Outcome::code(1)
+            }
+        };
     }
+    let stderr = &mut *io.stderr;
     let run = run_job_file(
         &plan,
         &path.display().to_string(),
         opts.force,
         &Arc::clone(&io.interrupt),
+        &mut |line| {
+            let _ = writeln!(stderr, "{line}");
+            let _ = stderr.flush();
+        },
     );
-    for line in &run.lines {
-        let _ = writeln!(io.stderr, "{line}");
-    }
     let (results, mut exit_code) = (run.results, run.exit_code);
     if !results.is_empty() {
         let bytes = render(&results, &plan.global_options, opts.output_format);
@@ -90,8 +113,17 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         }
     };
     if opts.print_job {
-        let command: Vec<String> = std::env::args().collect();
-        let text = csdchar_core::fio_job::print_job(&spec, &command.join(" "));
+        // args_os: an argument that is not UTF-8 must not panic the command.
+        let command: Vec<String> = std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let text = match csdchar_core::fio_job::print_job(&spec, &command.join(" ")) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = writeln!(io.stderr, "error: {e}");
+                return Outcome::code(EXIT_USAGE);
+            }
+        };
         return match emit(text.as_bytes(), opts.output.as_deref(), io.stdout) {
             Ok(()) => Outcome::code(0),
             Err(e) => {

@@ -332,7 +332,8 @@ pub struct BlockOpts {
     /// % of chunks that are identical copies of earlier chunks (0-100).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub dedupe: u8,
-    /// Interval of the time series and of the live lines (at least 10ms, e.g. 1s).
+    /// Interval of the time series and of the live lines (at least 10ms, e.g. 1s); with
+    /// --job-file, every job's.
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub log_interval: std::time::Duration,
     /// Most I/Os per submit call, 0 to --iodepth; 0 submits all that are ready.
@@ -347,7 +348,7 @@ pub struct BlockOpts {
     pub verify: Option<VerifyArg>,
     /// Only read back and check blocks written earlier with --verify and the same
     /// --seed/--bs/--offset/--size (TARGET must exist and hold that region).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "job_file")]
     pub verify_only: bool,
     /// Write even to a device that is mounted, in use or carries a signature.
     #[arg(long)]
@@ -374,12 +375,12 @@ pub struct BlockOpts {
     #[arg(long, requires = "job_file")]
     pub parse_only: bool,
     /// Print the fio job file this command line means (for fio users) and exit.
-    #[arg(long, conflicts_with = "job_file")]
+    #[arg(long, conflicts_with_all = ["job_file", "verify_only", "start_at"])]
     pub print_job: bool,
     /// Start the measured run at TIME: RFC 3339 (2026-05-01T14:30:00Z) or HH:MM[:SS] local time
     /// today, within the next 24 hours. The target and jobs are set up first, then wait (Ctrl-C
-    /// ends the wait), so runs on several hosts start at the same instant.
-    #[arg(long, value_name = "TIME", value_parser = start_at_arg)]
+    /// ends the wait), so runs on several hosts start at the same instant. Not with --job-file.
+    #[arg(long, value_name = "TIME", value_parser = start_at_arg, conflicts_with = "job_file")]
     pub start_at: Option<std::time::SystemTime>,
 }
 
@@ -535,6 +536,19 @@ impl BlockOpts {
     /// Checks option combinations and builds the engine's spec.
     pub fn validate(&self) -> Result<BlockSpec, UsageError> {
         let bad = |m: &str| Err(UsageError(m.to_string()));
+        // clap's `requires` is waived when the required option conflicts with
+        // one given (every option a job file sets does), so these are checked here.
+        if self.parse_only {
+            return bad("--parse-only: reads a job file; give --job-file FILE");
+        }
+        if self.ignore_unsupported {
+            return bad("--ignore-unsupported: applies to a job file; give --job-file FILE");
+        }
+        if self.print_job && self.output_format != BlockOutputFormat::Normal {
+            return bad(
+                "--output-format: --print-job prints a fio job file; leave --output-format out",
+            );
+        }
         if self.bs == 0 || self.bs > MAX_BS {
             return bad("--bs: must be between 1 byte and 256m");
         }
@@ -571,6 +585,13 @@ impl BlockOpts {
         if self.target.is_none() && self.engine != EngineArg::Null {
             return bad(
                 "TARGET: a block device or file is required (only --engine null runs without one)",
+            );
+        }
+        if self.target.as_ref().is_some_and(|t| t.to_str().is_none()) {
+            // The spec and the result carry the target as text: a lossy
+            // conversion would name (and open) another file.
+            return bad(
+                "TARGET: the path is not valid UTF-8; give it a UTF-8 name (or a symlink with one)",
             );
         }
         if let Some(p) = &self.percentile_list
