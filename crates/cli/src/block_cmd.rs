@@ -26,6 +26,16 @@ fn render(results: &[BlockResult], globals: &[(String, String)], f: BlockOutputF
     }
 }
 
+/// Writes what --parse-only or --print-job prints: exit 0, or 1 when it
+/// cannot be written.
+fn print(bytes: &[u8], opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
+    let written = emit(bytes, opts.output.as_deref(), io.stdout);
+    if let Err(e) = &written {
+        let _ = writeln!(io.stderr, "error: {e}");
+    }
+    Outcome::code(if written.is_ok() { 0 } else { 1 })
+}
+
 fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_>) -> Outcome {
     let usage = |io: &mut Io<'_>, e: &dyn std::fmt::Display| {
         let _ = writeln!(io.stderr, "error: {e}");
@@ -33,9 +43,6 @@ fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_
     };
     if opts.log_interval < crate::opts::MIN_INTERVAL {
         return usage(io, &"--log-interval: must be at least 10ms");
-    }
-    if let Err(e) = crate::opts::check_output(opts.output.as_deref(), &[path]) {
-        return usage(io, &e);
     }
     let mut plan = match load_job_file(path, opts.ignore_unsupported) {
         Ok(p) => p,
@@ -45,13 +52,8 @@ fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_
     for j in &mut plan.jobs {
         j.spec.log_interval_ms = opts.log_interval.as_millis() as u64;
     }
-    // The result must not land on a file a job reads or writes.
-    let mut inputs: Vec<&std::path::Path> = vec![path];
-    inputs.extend(
-        plan.jobs
-            .iter()
-            .filter_map(|j| j.spec.target.as_deref().map(std::path::Path::new)),
-    );
+    // The result must not land on the job file or a file a job reads or writes.
+    let inputs = csdchar_fio_like::jobfile::files(path, &plan);
     if let Err(e) = crate::opts::check_output(opts.output.as_deref(), &inputs) {
         return usage(io, &e);
     }
@@ -60,13 +62,7 @@ fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_
     }
     if opts.parse_only {
         let text = csdchar_fio_like::jobfile::describe(&plan);
-        return match emit(text.as_bytes(), opts.output.as_deref(), io.stdout) {
-            Ok(()) => Outcome::code(0),
-            Err(e) => {
-                let _ = writeln!(io.stderr, "error: {e}");
-                Outcome::code(1)
-            }
-        };
+        return print(text.as_bytes(), opts, io);
     }
     let stderr = &mut *io.stderr;
     let run = run_job_file(
@@ -124,13 +120,7 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
                 return Outcome::code(EXIT_USAGE);
             }
         };
-        return match emit(text.as_bytes(), opts.output.as_deref(), io.stdout) {
-            Ok(()) => Outcome::code(0),
-            Err(e) => {
-                let _ = writeln!(io.stderr, "error: {e}");
-                Outcome::code(1)
-            }
-        };
+        return print(text.as_bytes(), opts, io);
     }
     let live = opts.output_format == BlockOutputFormat::Normal && opts.output.is_none();
     let stdout = &mut *io.stdout;

@@ -246,7 +246,7 @@ fn report(by_target: &[(String, Vec<PathBuf>)], dir: &std::path::Path, io: &mut 
             return 1;
         }
     };
-    if let Err(e) = crate::report_cmd::write_files(dir, &report.files) {
+    if let Err(e) = csdchar_fio_like::safety::write_outputs(dir, &report.files) {
         let _ = writeln!(io.stderr, "error: {e}");
         return 1;
     }

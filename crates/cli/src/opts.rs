@@ -1,9 +1,8 @@
 //! Raw command-line options (clap) and their validation into the spec the
 //! engine runs. Nothing here writes; [`check_output`] only looks at the file
 //! system to refuse an `--output` that cannot or must not be written (the
-//! rule itself is `csdchar_fio_like::safety::output_refusal`).
+//! rules are `csdchar_fio_like::safety`'s).
 
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -184,78 +183,18 @@ pub enum OutputFormat {
 /// Checks an `--output FILE` before a command does any work, so a bad one is
 /// a usage error (exit 2, nothing written) instead of a result lost at the end.
 ///
-/// Refused: an existing directory, a file in a directory that does not exist,
-/// whatever the output rule of [`csdchar_fio_like::safety::output_refusal`]
-/// refuses (a block device, mounted or not; a file backing a loop device), and
-/// a file that is one of `inputs` (the files or devices the command reads
-/// or writes: block's TARGET and a job file's targets, estimate's paths, db's
-/// inputs), compared by canonical path and by device and inode; inputs and the
-/// output need not exist yet. `None` (no `--output`) is always fine. The error
-/// names `--output` and fits on one line. [`crate::emit`] applies the same
+/// What is refused is [`csdchar_fio_like::safety::output_problem`]'s: a
+/// directory, a file in a missing directory, what the output rule refuses (a
+/// block device, mounted or not), one of `inputs` (the files or devices the
+/// command reads or writes: block's TARGET and a job file's, estimate's
+/// paths, db's inputs). `None` (no `--output`) is always fine. The error
+/// names `--output` and fits on one line; [`crate::emit`] applies the output
 /// rule again to what it opens.
 pub fn check_output(output: Option<&Path>, inputs: &[&Path]) -> Result<(), UsageError> {
-    let Some(out) = output else {
-        return Ok(());
-    };
-    if let Some(why) = csdchar_fio_like::safety::output_refusal(out) {
-        return Err(UsageError(format!("--output: {why}")));
+    match output.and_then(|out| csdchar_fio_like::safety::output_problem(out, inputs)) {
+        Some(why) => Err(UsageError(format!("--output: {why}"))),
+        None => Ok(()),
     }
-    if out.is_dir() {
-        return Err(UsageError(format!(
-            "--output: {} is a directory; give a file name (e.g. {})",
-            out.display(),
-            out.join("result.json").display()
-        )));
-    }
-    let dir = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        return Err(UsageError(format!(
-            "--output: directory {} does not exist",
-            dir.display()
-        )));
-    }
-    if let Some(input) = inputs.iter().find(|i| same_file(out, i)) {
-        return Err(UsageError(format!(
-            "--output: {} is the same file as {}, which the command reads or writes; write the result to another file",
-            out.display(),
-            input.display()
-        )));
-    }
-    Ok(())
-}
-
-/// Whether `a` and `b` name the same file: same inode (hard links, bind
-/// mounts), same device node number, or the same canonical path.
-fn same_file(a: &Path, b: &Path) -> bool {
-    if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-        if ma.dev() == mb.dev() && ma.ino() == mb.ino() {
-            return true;
-        }
-        let device = |m: &std::fs::Metadata| {
-            m.file_type().is_block_device() || m.file_type().is_char_device()
-        };
-        if device(&ma) && device(&mb) && ma.rdev() == mb.rdev() {
-            return true;
-        }
-    }
-    matches!((canonical(a), canonical(b)), (Some(x), Some(y)) if x == y)
-}
-
-/// The canonical path of `p`, which may not exist yet: then its directory's
-/// canonical path joined with its name.
-fn canonical(p: &Path) -> Option<PathBuf> {
-    if let Ok(c) = p.canonicalize() {
-        return Some(c);
-    }
-    let name = p.file_name()?;
-    let dir = p
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    Some(dir.canonicalize().ok()?.join(name))
 }
 
 /// Engines, with fio's spellings accepted.

@@ -1,7 +1,7 @@
 //! `csdchar report`: options to inputs, the report built in memory, then
 //! written under `--out` (the one place that writes its files).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use csdchar_fio_like::safety::OutputError;
 use csdchar_report::{InputSpec, ReportOptions, build_report_with};
@@ -42,32 +42,6 @@ pub fn input_specs(opts: &ReportOpts) -> Result<Vec<InputSpec>, String> {
     Ok(specs)
 }
 
-/// Writes the report's files under `dir`, each under the output rule every
-/// `--output` follows ([`csdchar_fio_like::safety::output_refusal`]); all are
-/// checked before the first is written, so a refused one (say a
-/// `report.html` that is a symlink to a block device) leaves `dir` as it was.
-pub fn write_files(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), OutputError> {
-    for (rel, _) in files {
-        if let Some(why) = csdchar_fio_like::safety::output_refusal(&dir.join(rel)) {
-            return Err(OutputError::Refused(format!("--out: {why}")));
-        }
-    }
-    for (rel, bytes) in files {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| OutputError::Io {
-                path: parent.display().to_string(),
-                source,
-            })?;
-        }
-        csdchar_fio_like::safety::write_output(&path, bytes).map_err(|e| match e {
-            OutputError::Refused(m) => OutputError::Refused(format!("--out: {m}")),
-            e => e,
-        })?;
-    }
-    Ok(())
-}
-
 /// Runs `csdchar report`.
 pub fn run_report(opts: &ReportOpts, io: &mut Io<'_>) -> Outcome {
     let specs = match input_specs(opts) {
@@ -85,16 +59,11 @@ pub fn run_report(opts: &ReportOpts, io: &mut Io<'_>) -> Outcome {
             return Outcome::code(code);
         }
     };
-    if let Err(e) = write_files(&opts.out, &report.files) {
-        let code = match e {
-            OutputError::Refused(_) => EXIT_USAGE,
-            OutputError::Io { .. } => 1,
-        };
-        let _ = match e {
-            OutputError::Refused(m) => writeln!(io.stderr, "error: {m}"),
-            e => writeln!(io.stderr, "error: --out: {e}"),
-        };
-        return Outcome::code(code);
+    // The output rule of every --output, for each file (refused: exit 2, nothing written).
+    if let Err(e) = csdchar_fio_like::safety::write_outputs(&opts.out, &report.files) {
+        let _ = writeln!(io.stderr, "error: --out: {e}");
+        let refused = matches!(e, OutputError::Refused(_));
+        return Outcome::code(if refused { EXIT_USAGE } else { 1 });
     }
     if !opts.quiet {
         let _ = io.stdout.write_all(report.terminal.as_bytes());

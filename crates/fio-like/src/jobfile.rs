@@ -212,9 +212,9 @@ pub fn peak_together(jobs: &[JobPlan], bytes: &[u64]) -> (u64, usize, usize) {
     for i in 0..n {
         let mut sum = 0u64;
         let mut count = 0;
-        for k in 0..n {
+        for (k, b) in bytes.iter().enumerate() {
             if k == i || !ordered(i, k) {
-                sum = sum.saturating_add(bytes[k]);
+                sum = sum.saturating_add(*b);
                 count += 1;
             }
         }
@@ -242,8 +242,8 @@ fn release_freed_memory() {
 enum Event {
     /// The job starts its run (its start delay is over).
     Started(usize),
-    /// The job ended, with what it gave.
-    Ended(usize, JobOutcome),
+    /// The job ended, with what it gave (boxed: a result is large).
+    Ended(usize, Box<JobOutcome>),
     /// The job never ran (stopped during its start delay).
     Skipped(usize),
 }
@@ -330,7 +330,7 @@ fn run_jobs(
                         if outcome.is_err() {
                             halt.store(true, Ordering::Relaxed);
                         }
-                        let _ = tx.send(Event::Ended(i, outcome));
+                        let _ = tx.send(Event::Ended(i, Box::new(outcome)));
                     }));
                 }
             }
@@ -355,10 +355,10 @@ fn run_jobs(
                     join(i);
                     release_freed_memory();
                     states[i] = State::Done;
-                    if let Ok(r) = &outcome {
+                    if let Ok(r) = &*outcome {
                         on_line(&format!("job {}: {:?}", label(&plan.jobs[i]), r.status));
                     }
-                    outcomes[i] = Some(outcome);
+                    outcomes[i] = Some(*outcome);
                 }
             }
         }
@@ -503,6 +503,15 @@ pub fn load_job_file(
     plan(&sections, ignore_unsupported).map_err(|e| format!("--job-file {shown}: {e}"))
 }
 
+/// The files a job file's run reads or writes: the job file and every
+/// job's target (what a result must never be written over).
+pub fn files<'a>(job_file: &'a std::path::Path, plan: &'a JobFilePlan) -> Vec<&'a std::path::Path> {
+    let targets = plan.jobs.iter().filter_map(|j| j.spec.target.as_deref());
+    std::iter::once(job_file)
+        .chain(targets.map(std::path::Path::new))
+        .collect()
+}
+
 /// What `--parse-only` prints: each run, its group and what it waits for.
 pub fn describe(plan: &JobFilePlan) -> String {
     let mut text = String::new();
@@ -556,4 +565,51 @@ pub fn notes(plan: &JobFilePlan) -> Vec<String> {
         }
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use csdchar_core::fio_job::{ini, plan, value::Keywords};
+
+    fn plan_of(text: &str) -> JobFilePlan {
+        let exp = ini::Expansion {
+            var: &|_| None,
+            keywords: Keywords {
+                pagesize: 4096,
+                mb_memory: 1024,
+                ncpus: 2,
+            },
+        };
+        let sections =
+            ini::parse("t.fio", text, &exp, &mut |n, _| Err(format!("{n}: none"))).unwrap();
+        plan(&sections, false).unwrap()
+    }
+
+    #[test]
+    fn buffers_add_up_over_the_jobs_that_can_run_at_once() {
+        // a and b run together; c after both; d with c; e waits for c only.
+        let p = plan_of(
+            "[global]\nioengine=null\nsize=1m\n[a]\n[b]\n[c]\nstonewall\n[d]\n[e]\nwait_for=c\n",
+        );
+        let bytes = [1, 2, 4, 8, 16];
+        // d overlaps c and e (an upper bound: c and e never overlap).
+        assert_eq!(peak_together(&p.jobs, &bytes), (28, 3, 3));
+        let p = plan_of("[global]\nioengine=null\nsize=1m\n[a]\n[b]\n[c]\n");
+        assert_eq!(peak_together(&p.jobs, &[5, 6, 7]), (18, 0, 3));
+        // Everything stonewalled: one at a time.
+        let p = plan_of("[global]\nioengine=null\nsize=1m\nstonewall\n[a]\n[b]\n[c]\n");
+        assert_eq!(peak_together(&p.jobs, &[5, 9, 7]), (9, 1, 1));
+        // Beyond 64 jobs the sets span words.
+        let mut text = String::from("[global]\nioengine=null\nsize=1m\n");
+        for i in 0..130 {
+            text.push_str(&format!(
+                "[j{i}]\n{}",
+                if i == 70 { "stonewall\n" } else { "" }
+            ));
+        }
+        let p = plan_of(&text);
+        let (peak, _, n) = peak_together(&p.jobs, &vec![1; 130]);
+        assert_eq!((peak, n), (70, 70));
+    }
 }

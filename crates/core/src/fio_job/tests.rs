@@ -265,8 +265,11 @@ fn ordering_options_in_global_are_every_jobs() {
     assert_eq!(after, [0, 1, 2]);
     let groups: Vec<u32> = p.jobs.iter().map(|j| j.group_id).collect();
     assert_eq!(groups, [0, 1, 2]);
-    let e = plan(&sections("[a]\nioengine=null\n[global]\nwait_for=a\n[b]\n"), false)
-        .unwrap_err()
-        .to_string();
+    let e = plan(
+        &sections("[a]\nioengine=null\n[global]\nwait_for=a\n[b]\n"),
+        false,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.starts_with("wait_for=a (t.fio:4): in [global]"), "{e}");
 }
