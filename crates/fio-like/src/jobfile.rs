@@ -353,8 +353,12 @@ fn run_jobs(
                 }
                 Event::Ended(i, outcome) => {
                     join(i);
-                    release_freed_memory();
                     states[i] = State::Done;
+                    // Between runs (not while jobs run side by side, where
+                    // each trim would stall the others' allocations).
+                    if !states.contains(&State::Running) {
+                        release_freed_memory();
+                    }
                     if let Ok(r) = &*outcome {
                         on_line(&format!("job {}: {:?}", label(&plan.jobs[i]), r.status));
                     }
