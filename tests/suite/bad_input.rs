@@ -512,6 +512,398 @@ const CASES: &[Case] = &[
     },
 ];
 
+/// Issue 38's sweep: bad input to the block, job-file and output options
+/// added since issue 30 (job files, --print-job, --parse-only,
+/// --ignore-unsupported, fio-json, estimate's --output, report's --out).
+/// A job file's refusal names its FILE:LINE (`option` here) and the option
+/// (`says`); the job files are laid out by [`workdir`] in `{dir}/jobs`.
+const SWEEP: &[Case] = &[
+    // Row 2: job-file options need a job file (clap's `requires` was waived).
+    Case {
+        args: &[
+            "block",
+            "--parse-only",
+            "--rw",
+            "write",
+            "--size",
+            "1m",
+            "{dir}/new.dat",
+        ],
+        option: "--parse-only",
+        says: "--job-file",
+    },
+    Case {
+        args: &[
+            "block",
+            "--ignore-unsupported",
+            "--engine",
+            "null",
+            "--size",
+            "1m",
+        ],
+        option: "--ignore-unsupported",
+        says: "--job-file",
+    },
+    // Row 11: options a job file cannot honour are conflicts, like --compress.
+    Case {
+        args: &[
+            "block",
+            "--job-file",
+            "{dir}/jobs/reads.fio",
+            "--verify-only",
+        ],
+        option: "--verify-only",
+        says: "cannot be used with",
+    },
+    Case {
+        args: &[
+            "block",
+            "--job-file",
+            "{dir}/jobs/reads.fio",
+            "--start-at",
+            "23:59",
+        ],
+        option: "--start-at",
+        says: "cannot be used with",
+    },
+    Case {
+        args: &[
+            "block",
+            "--job-file",
+            "{dir}/jobs/reads.fio",
+            "--log-interval",
+            "5ms",
+        ],
+        option: "--log-interval",
+        says: "at least 10ms",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/reads.fio", "--print-job"],
+        option: "--print-job",
+        says: "cannot be used with",
+    },
+    // Row 3: the result never lands on a file a job reads or writes.
+    Case {
+        args: &[
+            "block",
+            "--job-file",
+            "{dir}/jobs/reads.fio",
+            "--output",
+            "{dir}/existing.dat",
+        ],
+        option: "--output",
+        says: "same file",
+    },
+    Case {
+        args: &[
+            "block",
+            "--job-file",
+            "{dir}/jobs/reads.fio",
+            "--output",
+            "{dir}/jobs/reads.fio",
+        ],
+        option: "--output",
+        says: "same file",
+    },
+    Case {
+        args: &[
+            "block",
+            "--job-file",
+            "{dir}/jobs/reads.fio",
+            "--output-format",
+            "fio-json",
+            "--output",
+            "{dir}/sub",
+        ],
+        option: "--output",
+        says: "is a directory",
+    },
+    Case {
+        args: &[
+            "block",
+            "--job-file",
+            "{dir}/jobs/reads.fio",
+            "--output-format",
+            "fio-json+",
+            "--output",
+            "{dir}/nowhere/r.json",
+        ],
+        option: "--output",
+        says: "does not exist",
+    },
+    Case {
+        args: &[
+            "block",
+            "--job-file",
+            "{dir}/jobs/reads.fio",
+            "--parse-only",
+            "--output",
+            "{dir}/sub",
+        ],
+        option: "--output",
+        says: "is a directory",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/missing.fio"],
+        option: "--job-file",
+        says: "cannot read",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/sub"],
+        option: "--job-file",
+        says: "cannot read",
+    },
+    // Row 6: --print-job prints what fio's grammar carries, or refuses.
+    Case {
+        args: &[
+            "block",
+            "--rw",
+            "randwrite",
+            "--size",
+            "1m",
+            "--print-job",
+            "{dir}/a;b.dat",
+        ],
+        option: "--print-job",
+        says: "';' or '#'",
+    },
+    Case {
+        args: &[
+            "block",
+            "--rw",
+            "read",
+            "--size",
+            "1m",
+            "--print-job",
+            "{dir}/x\n[evil]\nrw=write\nfilename={dir}/existing.dat",
+        ],
+        option: "--print-job",
+        says: "control character",
+    },
+    Case {
+        args: &[
+            "block",
+            "--rw",
+            "write",
+            "--size",
+            "1m",
+            "--print-job",
+            "--output-format",
+            "fio-json",
+            "{dir}/new.dat",
+        ],
+        option: "--output-format",
+        says: "--print-job",
+    },
+    Case {
+        args: &[
+            "block",
+            "--rw",
+            "write",
+            "--size",
+            "1m",
+            "--print-job",
+            "--verify-only",
+            "{dir}/existing.dat",
+        ],
+        option: "--print-job",
+        says: "cannot be used with",
+    },
+    Case {
+        args: &[
+            "block",
+            "--size",
+            "1m",
+            "--print-job",
+            "--output",
+            "{dir}/sub",
+            "{dir}/new.dat",
+        ],
+        option: "--output",
+        says: "is a directory",
+    },
+    // Row 7: every job's size and room before the first job starts.
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/stonewall.fio"],
+        option: "stonewall.fio:10",
+        says: "size:",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/buffers.fio"],
+        option: "buffers.fio:4",
+        says: "of I/O buffers",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/nodir.fio"],
+        option: "nodir.fio:2",
+        says: "filename: directory",
+    },
+    // Row 12: fio's job limit, clones included.
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/limit.fio"],
+        option: "limit.fio:12",
+        says: "more than 4096 jobs",
+    },
+    // Row 19: a header is [NAME].
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/header.fio"],
+        option: "header.fio:1",
+        says: "no closing ']'",
+    },
+    // Row 21: a generated file name stays in directory=.
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/escape.fio"],
+        option: "escape.fio:5",
+        says: "holds '/'",
+    },
+    // Values and combinations, each with its line.
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/value.fio"],
+        option: "value.fio:4",
+        says: "bs=abc",
+    },
+    Case {
+        args: &[
+            "block",
+            "--job-file",
+            "{dir}/jobs/value.fio",
+            "--ignore-unsupported",
+        ],
+        option: "value.fio:4",
+        says: "bs=abc",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/unsupported.fio"],
+        option: "unsupported.fio:4",
+        says: "zonemode=zbd",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/unset.fio"],
+        option: "unset.fio:2",
+        says: "filename is empty",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/direct.fio"],
+        option: "direct.fio:5",
+        says: "bs=1000",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/batch.fio"],
+        option: "batch.fio:5",
+        says: "at most iodepth",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/waitfor.fio"],
+        option: "waitfor.fio:4",
+        says: "no job named zz",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/globalwait.fio"],
+        option: "globalwait.fio:4",
+        says: "in [global]",
+    },
+    Case {
+        args: &["block", "--job-file", "{dir}/jobs/include.fio"],
+        option: "include.fio:2",
+        says: "include",
+    },
+    // estimate's --output and report's --out.
+    Case {
+        args: &[
+            "estimate",
+            "{dir}/existing.dat",
+            "--output-format",
+            "json",
+            "--output",
+            "{dir}/sub/../existing.dat",
+        ],
+        option: "--output",
+        says: "same file",
+    },
+    Case {
+        args: &[
+            "estimate",
+            "{dir}/existing.dat",
+            "--output",
+            "{dir}/nowhere/e.json",
+        ],
+        option: "--output",
+        says: "does not exist",
+    },
+    Case {
+        args: &[
+            "report",
+            "--out",
+            "{dir}/existing.dat",
+            "{dir}/missing.json",
+        ],
+        option: "--out",
+        says: "not a directory",
+    },
+    Case {
+        args: &["report", "--out", "{dir}/report", "--label", "drive"],
+        option: "--label",
+        says: "NAME=PATH",
+    },
+    Case {
+        args: &["report", "--out", "{dir}/report", "{dir}/short.dat"],
+        option: "short.dat",
+        says: "not JSON",
+    },
+];
+
+/// The job files of [`SWEEP`], `{d}` the case's directory.
+const JOB_FILES: &[(&str, &str)] = &[
+    (
+        "reads.fio",
+        "[rr]\nfilename={d}/existing.dat\nrw=read\nsize=64k\n",
+    ),
+    (
+        "stonewall.fio",
+        "[global]\nrw=write\nbs=1m\n[a]\nfilename={d}/a.dat\nsize=8m\n[b]\nstonewall\nfilename={d}/b.dat\nsize=100t\n",
+    ),
+    (
+        "buffers.fio",
+        "[j]\nioengine=null\nrw=randwrite\nbs=256m\niodepth=4096\nnumjobs=16\nsize=1g\n",
+    ),
+    (
+        "nodir.fio",
+        "[j]\nfilename={d}/nowhere/x.dat\nsize=1m\nrw=write\n",
+    ),
+    (
+        "limit.fio",
+        "[global]\nioengine=null\nsize=1m\n[a]\nnumjobs=1024\n[b]\nnumjobs=1024\n[c]\nnumjobs=1024\n[d]\nnumjobs=1024\n[e]\n",
+    ),
+    ("header.fio", "[job\nfilename={d}/new.dat\nsize=1m\n"),
+    (
+        "escape.fio",
+        "[global]\ndirectory={d}/sub\nsize=1m\nrw=write\n[../../x]\n",
+    ),
+    ("value.fio", "[j]\nfilename={d}/new.dat\nsize=1m\nbs=abc\n"),
+    (
+        "unsupported.fio",
+        "[j]\nfilename={d}/new.dat\nsize=1m\nzonemode=zbd\n",
+    ),
+    ("unset.fio", "[j]\nfilename=${CSDCHAR_TEST_NEVER_SET}\n"),
+    (
+        "direct.fio",
+        "[j]\nfilename={d}/new.dat\nsize=1m\ndirect=1\nbs=1000\n",
+    ),
+    (
+        "batch.fio",
+        "[j]\nfilename={d}/new.dat\nsize=1m\niodepth=2\niodepth_batch=4\n",
+    ),
+    (
+        "waitfor.fio",
+        "[j]\nfilename={d}/new.dat\nsize=1m\nwait_for=zz\n",
+    ),
+    (
+        "globalwait.fio",
+        "[a]\nioengine=null\n[global]\nwait_for=a\n[b]\n",
+    ),
+    ("include.fio", "[j]\ninclude {d}/missing.fio\n"),
+];
+
 /// The files every case starts from.
 fn workdir() -> tempfile::TempDir {
     let base = if Path::new("/var/tmp").is_dir() {
@@ -537,6 +929,11 @@ fn workdir() -> tempfile::TempDir {
         ),
     )
     .unwrap();
+    std::fs::create_dir(dir.path().join("jobs")).unwrap();
+    let d = dir.path().display().to_string();
+    for (name, text) in JOB_FILES {
+        std::fs::write(dir.path().join("jobs").join(name), text.replace("{d}", &d)).unwrap();
+    }
     // A directory only its owner may enter, as `mktemp -d` makes.
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir(dir.path().join("private")).unwrap();
@@ -639,7 +1036,7 @@ fn every_bad_input_exits_2_with_one_line_and_changes_nothing() {
 /// report --merge), each refused as [`check`] asserts: exit 2, one line
 /// naming the option, nothing created. `host=127.0.0.1 port=1` is never
 /// reached: a refusal comes first. The PG* variables' rows are in
-/// tests/db_env.rs (they need the process environment).
+/// tests/suite/db_env.rs (they need the process environment).
 const DB_SWEEP: &[Case] = &[
     // Row 17: a file a TLS key names that holds nothing usable.
     Case {
@@ -872,6 +1269,99 @@ fn the_db_options_added_since_refuse_bad_input() {
     for case in DB_SWEEP {
         check(case);
     }
+}
+
+/// Issue 38: the sweep's table.
+#[test]
+fn every_bad_block_job_file_and_output_input_exits_2_with_one_line_and_changes_nothing() {
+    for case in SWEEP {
+        check(case);
+    }
+}
+
+/// Issue 38's sweep, what the table cannot say: a character device as an
+/// output (only /dev/null, /dev/zero, /dev/full and terminals are), and a
+/// TARGET that is not UTF-8 (the spec would name, and open, another file).
+#[test]
+fn a_device_or_a_path_that_is_not_text_is_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileTypeExt;
+    let dir = workdir();
+    let d = dir.path().display().to_string();
+    // /dev/kmsg (1:11): writing it logs to the kernel; not an output.
+    let kmsg = Path::new("/dev/kmsg");
+    if std::fs::metadata(kmsg).is_ok_and(|m| m.file_type().is_char_device()) {
+        for args in [
+            vec![
+                "block",
+                "--engine",
+                "null",
+                "--size",
+                "1m",
+                "--output",
+                "/dev/kmsg",
+            ],
+            vec!["estimate", "{dir}/existing.dat", "--output", "/dev/kmsg"],
+            vec![
+                "block",
+                "--job-file",
+                "{dir}/jobs/reads.fio",
+                "--parse-only",
+                "--output",
+                "/dev/kmsg",
+            ],
+        ] {
+            let args: Vec<String> = args.iter().map(|a| a.replace("{dir}", &d)).collect();
+            let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+            let ran = csdchar(&argv);
+            assert_eq!(ran.outcome.exit_code, 2, "{argv:?}: {}", ran.stderr);
+            assert!(
+                ran.stderr
+                    .starts_with("error: --output: /dev/kmsg is a character device"),
+                "{}",
+                ran.stderr
+            );
+        }
+    }
+    let ran = csdchar(&[
+        "estimate",
+        &format!("{d}/existing.dat"),
+        "--output",
+        "/dev/null",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    // A TARGET that is not UTF-8.
+    let before = snapshot(dir.path());
+    let mut target = dir.path().as_os_str().to_os_string();
+    target.push(std::ffi::OsStr::from_bytes(b"/\xff.dat"));
+    for print in [false, true] {
+        let mut argv: Vec<std::ffi::OsString> =
+            ["csdchar", "block", "--rw", "write", "--size", "1m"]
+                .iter()
+                .map(Into::into)
+                .collect();
+        if print {
+            argv.push("--print-job".into());
+        }
+        argv.push(target.clone());
+        use clap::Parser;
+        let cli = csdchar_cli::Cli::try_parse_from(argv).unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut io = csdchar_cli::Io {
+            stdout: &mut out,
+            stderr: &mut err,
+            interrupt: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        };
+        let code = csdchar_cli::run(cli, &mut io).exit_code;
+        let err = String::from_utf8_lossy(&err);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.starts_with("error: TARGET: the path is not valid UTF-8"),
+            "{err}"
+        );
+        assert!(out.is_empty());
+    }
+    assert_eq!(before, snapshot(dir.path()), "nothing created");
 }
 
 /// Issue 30 row 14: as root the server runs as postgres, which cannot enter

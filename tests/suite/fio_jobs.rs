@@ -545,10 +545,418 @@ fn a_later_jobs_unsafe_target_is_refused_before_any_job_writes() {
     let r = csdchar(&["block", "--job-file", &job, "--output-format", "json"]);
     assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
     assert!(
-        r.stderr.contains("job second: refusing to write to") && r.stderr.contains("--force"),
+        r.stderr.contains("job second (") && r.stderr.contains("two.fio:6): refusing to write to"),
         "{}",
         r.stderr
     );
+    assert!(r.stderr.contains("--force"), "{}", r.stderr);
     assert!(r.stdout.is_empty(), "{}", r.stdout);
     assert!(!first.exists(), "the first job did not run");
+}
+
+/// A stderr that notes when each line arrived.
+#[derive(Clone, Default)]
+struct TimedLines(std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, String)>>>);
+
+impl std::io::Write for TimedLines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let now = std::time::Instant::now();
+        let mut lines = self.0.lock().unwrap();
+        for l in String::from_utf8_lossy(buf)
+            .lines()
+            .filter(|l| !l.is_empty())
+        {
+            lines.push((now, l.to_string()));
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue 38 row 20: each job's start and end are printed as they happen,
+/// not when the last job ends.
+#[test]
+fn each_jobs_start_and_end_are_printed_as_they_happen() {
+    use clap::Parser;
+    let d = tempfile::tempdir().unwrap();
+    let job = write(
+        d.path(),
+        "two.fio",
+        "[global]\nioengine=null\nsize=1m\n[quick]\n[slow]\nstonewall\nruntime=1500ms\ntime_based\n",
+    );
+    let lines = TimedLines::default();
+    let mut err = lines.clone();
+    let mut out = Vec::new();
+    let cli = csdchar_cli::Cli::try_parse_from(["csdchar", "block", "--job-file", &job]).unwrap();
+    let mut io = csdchar_cli::Io {
+        stdout: &mut out,
+        stderr: &mut err,
+        interrupt: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    };
+    let outcome = csdchar_cli::run(cli, &mut io);
+    let ended = std::time::Instant::now();
+    assert_eq!(outcome.exit_code, 0);
+    let lines = lines.0.lock().unwrap().clone();
+    let at = |start: &str| {
+        lines
+            .iter()
+            .find(|(_, l)| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start:?} in {lines:?}"))
+            .0
+    };
+    for line in [
+        "job quick: rw=read",
+        "job quick: Completed",
+        "job slow: rw=read",
+    ] {
+        let early = ended.duration_since(at(line));
+        assert!(
+            early >= std::time::Duration::from_millis(1000),
+            "{line:?} came {early:?} before the end, not as it happened"
+        );
+    }
+    assert!(at("job slow: Completed") >= at("job slow: rw=read"));
+}
+
+/// The highest `Threads:` of this process while `run` runs.
+fn peak_threads(run: impl FnOnce()) -> u64 {
+    let threads = || {
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap()
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let peak = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak.fetch_max(threads(), std::sync::atomic::Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
+        run();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    peak.into_inner()
+}
+
+/// The peak resident memory (VmHWM, KiB) of this test binary running
+/// `csdchar block --job-file FILE` alone, in a child process.
+fn peak_rss_kib_of(job: &str) -> u64 {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "fio_jobs::job_file_memory_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("CSDCHAR_TEST_JOB_FILE", job)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no VmHWM from the child: {text} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+/// Runs the job file `CSDCHAR_TEST_JOB_FILE` and prints VmHWM; run by
+/// [`peak_rss_kib_of`] only.
+#[test]
+#[ignore = "a child of job_memory_grows_by_the_results_only"]
+fn job_file_memory_child() {
+    let Ok(job) = std::env::var("CSDCHAR_TEST_JOB_FILE") else {
+        return;
+    };
+    let r = csdchar(&[
+        "block",
+        "--job-file",
+        &job,
+        "--output-format",
+        "json",
+        "--output",
+        "/dev/null",
+    ]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let hwm = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    println!("\n{hwm}");
+}
+
+/// Issue 38 row 12: memory per job is bounded by its result: running 400
+/// stonewalled jobs instead of 100 takes a few tens of KiB more per job
+/// (each result), not the ~200 KiB a job's freed histograms and buffers
+/// left behind in the allocator's per-thread arenas.
+#[test]
+fn job_memory_grows_by_the_results_only() {
+    let d = tempfile::tempdir().unwrap();
+    let file = |n: usize| {
+        let mut text = String::from("[global]\nioengine=null\nsize=64k\nstonewall\n");
+        for i in 0..n {
+            text.push_str(&format!("[j{i}]\n"));
+        }
+        write(d.path(), &format!("j{n}.fio"), &text)
+    };
+    let (small, large) = (peak_rss_kib_of(&file(100)), peak_rss_kib_of(&file(400)));
+    let per_job = large.saturating_sub(small) / 300;
+    assert!(
+        per_job < 100,
+        "{per_job} KiB more per job ({small} KiB for 100 jobs, {large} KiB for 400)"
+    );
+}
+
+/// Issue 38 row 7: every job's size and room are checked before the first
+/// starts, the files of all jobs together too: two 40 MiB jobs on a 64 MiB
+/// file system are refused though each fits alone; a stonewalled 100t job
+/// is refused before the job before it writes.
+#[test]
+fn room_for_every_job_is_checked_before_the_first_starts() {
+    let d = tempfile::tempdir().unwrap();
+    let first = d.path().join("a.dat");
+    let job = write(
+        d.path(),
+        "huge.fio",
+        &format!(
+            "[global]\nrw=write\nbs=1m\n[a]\nfilename={}\nsize=8m\n[b]\nstonewall\nfilename={}/b.dat\nsize=100t\n",
+            first.display(),
+            d.path().display()
+        ),
+    );
+    let r = csdchar(&["block", "--job-file", &job]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("job b (") && r.stderr.contains("huge.fio:10): size:"),
+        "{}",
+        r.stderr
+    );
+    assert!(!first.exists(), "job a ran before job b was refused");
+
+    if !common::is_root_or_skip("room_for_every_job_is_checked_before_the_first_starts (tmpfs)") {
+        return;
+    }
+    let mnt = tempfile::Builder::new()
+        .prefix("csdchar-room")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let Some(_m) = common::Mounted::new("tmpfs", mnt.path(), &["-t", "tmpfs", "-o", "size=64m"])
+    else {
+        return;
+    };
+    let m = mnt.path().display();
+    let job = write(
+        d.path(),
+        "two.fio",
+        &format!(
+            "[global]\nrw=write\nbs=1m\nsize=40m\n[a]\nfilename={m}/a.dat\n[b]\nstonewall\nfilename={m}/b.dat\n"
+        ),
+    );
+    let r = csdchar(&["block", "--job-file", &job]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("job b (")
+            && r.stderr.contains("two.fio:4): size:")
+            && r.stderr.contains("2 files"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_dir(mnt.path()).unwrap().count(),
+        0,
+        "nothing created"
+    );
+    // One file grown by two jobs counts once, at its largest.
+    let job = write(
+        d.path(),
+        "same.fio",
+        &format!("[global]\nrw=write\nbs=1m\nsize=40m\nfilename={m}/a.dat\n[a]\n[b]\nstonewall\n"),
+    );
+    let r = csdchar(&["block", "--job-file", &job, "--output", "/dev/null"]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+}
+
+/// Issue 38 row 11: --log-interval is every job's interval; --verify-only
+/// and --start-at are refused with a job file (see bad_input.rs).
+#[test]
+fn log_interval_applies_to_every_job_of_a_job_file() {
+    let d = tempfile::tempdir().unwrap();
+    let job = write(
+        d.path(),
+        "t.fio",
+        "[global]\nioengine=null\nsize=1m\nruntime=600ms\ntime_based\n[a]\n[b]\nstonewall\n",
+    );
+    let r = csdchar(&[
+        "block",
+        "--job-file",
+        &job,
+        "--log-interval",
+        "100ms",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    for run in v.as_array().unwrap() {
+        assert_eq!(run["spec"]["log_interval_ms"], 100);
+        let samples = run["intervals"].as_array().unwrap().len();
+        assert!(
+            (4..=8).contains(&samples),
+            "{samples} samples of 100 ms in 600 ms"
+        );
+    }
+}
+
+/// Issue 38 rows 3 and 21, and fio's directory rule: the result never lands
+/// on a job's file; a job's generated file stays in `directory`; a filename
+/// goes in `directory` as fio puts it.
+#[test]
+fn job_files_write_where_fio_would_and_never_onto_the_result() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("D");
+    std::fs::create_dir(&dir).unwrap();
+    let data = d.path().join("rr.dat");
+    std::fs::write(&data, vec![3u8; 1 << 20]).unwrap();
+    let job = write(
+        d.path(),
+        "rr.fio",
+        &format!("[rr]\nfilename={}\nrw=read\n", data.display()),
+    );
+    for out in [data.clone(), d.path().join("D/../rr.dat")] {
+        let r = csdchar(&[
+            "block",
+            "--job-file",
+            &job,
+            "--output-format",
+            "json",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.starts_with("error: --output:") && r.stderr.contains("same file"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(
+        std::fs::read(&data).unwrap(),
+        vec![3u8; 1 << 20],
+        "the data file is intact"
+    );
+    // A job named ../../x without filename= would write outside D.
+    let job = write(
+        d.path(),
+        "escape.fio",
+        &format!(
+            "[global]\ndirectory={}\nsize=1m\nrw=write\n[../../x]\n",
+            dir.display()
+        ),
+    );
+    let r = csdchar(&["block", "--job-file", &job]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("[../../x] (") && r.stderr.contains("escape.fio:5)"),
+        "{}",
+        r.stderr
+    );
+    assert!(!d.path().parent().unwrap().join("x.0.0").exists());
+    // directory= and filename= together: the file is in the directory.
+    let job = write(
+        d.path(),
+        "dir.fio",
+        &format!(
+            "[global]\ndirectory={}\nsize=1m\nrw=write\n[j]\nfilename=f.dat\n[k]\n",
+            dir.display()
+        ),
+    );
+    let r = csdchar(&["block", "--job-file", &job, "--output", "/dev/null"]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    assert!(dir.join("f.dat").exists() && dir.join("k.0.0").exists());
+}
+
+/// Issue 38 row 6: --print-job writes a target fio's grammar carries (':'
+/// escaped) or refuses it; what it prints reads back as the same target.
+#[test]
+fn print_job_carries_the_target_or_refuses_it() {
+    let d = tempfile::tempdir().unwrap();
+    for bad in ["a;b.dat", "x.dat\n[evil]\nrw=write\nfilename=/tmp/other"] {
+        let target = d.path().join(bad);
+        let r = csdchar(&[
+            "block",
+            "--rw",
+            "randwrite",
+            "--size",
+            "1m",
+            "--print-job",
+            target.to_str().unwrap(),
+        ]);
+        assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+        assert_eq!(r.stderr.trim_end().lines().count(), 1, "{}", r.stderr);
+        assert!(
+            r.stderr.starts_with("error: --print-job: TARGET"),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stdout.is_empty());
+    }
+    let target = d.path().join("pci-0000:00:1f.2.dat");
+    let t = target.to_str().unwrap();
+    let printed = csdchar(&["block", "--rw", "read", "--size", "1m", "--print-job", t]);
+    assert_eq!(printed.outcome.exit_code, 0, "{}", printed.stderr);
+    let job = write(d.path(), "back.fio", &printed.stdout);
+    let r = csdchar(&["block", "--job-file", &job, "--parse-only"]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.lines().count(), 1, "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains(&format!("rw=read bs=4096 iodepth=1 numjobs=1 on {t};")),
+        "{}",
+        r.stdout
+    );
+}
+
+/// Tests that need the machine to themselves (scripts/test.sh runs `alone::` tests after
+/// the others, one at a time): see each test's comment for why.
+mod alone {
+    use super::*;
+
+    /// Issue 38 row 12: a job holds a thread only while it can run: 400
+    /// stonewalled jobs run one at a time, not as 400 waiting threads.
+    #[test]
+    fn waiting_jobs_hold_no_threads() {
+        let d = tempfile::tempdir().unwrap();
+        let mut text = String::from("[global]\nioengine=null\nsize=64k\nstonewall\n");
+        for i in 0..400 {
+            text.push_str(&format!("[j{i}]\n"));
+        }
+        let job = write(d.path(), "many.fio", &text);
+        let mut ran = None;
+        let peak = peak_threads(|| {
+            ran = Some(csdchar(&[
+                "block",
+                "--job-file",
+                &job,
+                "--output",
+                "/dev/null",
+            ]));
+        });
+        let ran = ran.unwrap();
+        assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+        assert_eq!(ran.stderr.matches(": Completed").count(), 400);
+        // Alone: other tests running beside it would add their threads to the
+        // count; 400 jobs at once would be more than 400 threads.
+        assert!(peak < 150, "{peak} threads for jobs that run one at a time");
+    }
 }

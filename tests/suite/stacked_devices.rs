@@ -423,3 +423,183 @@ fn device_mapper_over_a_loop_device_is_followed_to_its_mount() {
     drop(mounted);
     assert_intact(&dm_dev, mnt.path());
 }
+
+/// Asserts `csdchar ARGS` refused its output (exit 2, one line naming
+/// `option` and saying `want`, nothing on stdout).
+fn assert_output_refused(args: &[&str], option: &str, want: &str) {
+    let ran = csdchar(args);
+    assert_eq!(ran.outcome.exit_code, 2, "{args:?}: {}", ran.stderr);
+    let msg = ran.stderr.trim_end();
+    assert_eq!(msg.lines().count(), 1, "{args:?}: {msg}");
+    assert!(
+        msg.contains(option) && msg.contains(want),
+        "{args:?}: want {option} and {want:?} in: {msg}"
+    );
+    assert!(ran.stdout.is_empty(), "{args:?}: {}", ran.stdout);
+}
+
+/// Issue 38 row 1: an output on a block device — mounted or not, under any
+/// name, for every command and format, `report --out`'s files too — is
+/// refused before anything is written, by the one rule every output follows;
+/// so is a file that backs a loop device. /dev/null stays an output.
+#[test]
+fn an_output_on_a_block_device_is_refused_for_every_command_and_format() {
+    if !mkfs_or_skip("an_output_on_a_block_device") {
+        return;
+    }
+    let dir = scratch("csdchar-output");
+    let img = image(dir.path(), "img", 64 << 20);
+    let lo = Loop::attach(img.to_str().unwrap(), &[]);
+    mkfs(&lo.dev);
+    let mnt = scratch("csdchar-mnt");
+    let mounted = Mounted::new(&lo.dev, mnt.path(), &[]).expect("the file system mounts");
+    put_marker(mnt.path());
+    let d = dir.path().display().to_string();
+    let data = format!("{d}/data.dat");
+    std::fs::write(&data, vec![5u8; 1 << 20]).unwrap();
+    let job = format!("{d}/read.fio");
+    std::fs::write(&job, format!("[r]\nfilename={data}\nrw=read\nsize=1m\n")).unwrap();
+    // Another name for the device: a symlink to it.
+    let link = format!("{d}/result.json");
+    std::os::unix::fs::symlink(&lo.dev, &link).unwrap();
+    let mounted_at = format!("is mounted at {}", mnt.path().display());
+    for out in [lo.dev.as_str(), link.as_str()] {
+        for format in ["normal", "json", "fio-json", "fio-json+"] {
+            assert_output_refused(
+                &[
+                    "block",
+                    "--rw",
+                    "read",
+                    "--size",
+                    "1m",
+                    "--output-format",
+                    format,
+                    "--output",
+                    out,
+                    &data,
+                ],
+                "--output",
+                "is a block device",
+            );
+            assert_output_refused(
+                &[
+                    "block",
+                    "--job-file",
+                    &job,
+                    "--output-format",
+                    format,
+                    "--output",
+                    out,
+                ],
+                "--output",
+                &mounted_at,
+            );
+        }
+        assert_output_refused(
+            &["block", "--job-file", &job, "--parse-only", "--output", out],
+            "--output",
+            "is a block device",
+        );
+        assert_output_refused(
+            &[
+                "block",
+                "--rw",
+                "write",
+                "--size",
+                "1m",
+                "--print-job",
+                "--output",
+                out,
+                &data,
+            ],
+            "--output",
+            "is a block device",
+        );
+        assert_output_refused(
+            &["estimate", &d, "--output-format", "json", "--output", out],
+            "--output",
+            "is a block device",
+        );
+        assert_output_refused(
+            &["db", "run", "--url", "host=/nonexistent", "--output", out],
+            "--output",
+            "is a block device",
+        );
+    }
+    // report --out: a file it would write is a symlink to the device; no
+    // file of the report is written.
+    let result = format!("{d}/r.json");
+    let ran = csdchar(&[
+        "block",
+        "--engine",
+        "null",
+        "--size",
+        "1m",
+        "--output-format",
+        "json",
+        "--output",
+        &result,
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let out_dir = dir.path().join("report");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::os::unix::fs::symlink(&lo.dev, out_dir.join("report.html")).unwrap();
+    assert_output_refused(
+        &[
+            "report",
+            "--quiet",
+            "--out",
+            out_dir.to_str().unwrap(),
+            &result,
+        ],
+        "--out",
+        "is a block device",
+    );
+    assert_eq!(
+        std::fs::read_dir(&out_dir).unwrap().count(),
+        1,
+        "only the symlink"
+    );
+    // The image under the file system: a file the write-safety rules refuse.
+    assert_output_refused(
+        &["estimate", &data, "--output", img.to_str().unwrap()],
+        "--output",
+        &format!("is the backing file of {}", lo.dev),
+    );
+    drop(mounted);
+    assert_intact(&lo.dev, mnt.path());
+
+    // Not mounted, no file system: refused all the same, not a byte changed.
+    let img2 = image(dir.path(), "img2", 16 << 20);
+    std::fs::write(&img2, vec![0xA5u8; 16 << 20]).unwrap();
+    let bare = Loop::attach(img2.to_str().unwrap(), &[]);
+    assert_output_refused(
+        &[
+            "block",
+            "--rw",
+            "read",
+            "--size",
+            "1m",
+            "--output-format",
+            "json",
+            "--output",
+            &bare.dev,
+            &data,
+        ],
+        "--output",
+        "is a block device",
+    );
+    assert_output_refused(
+        &["estimate", &data, "--output", &bare.dev],
+        "--output",
+        "is a block device",
+    );
+    drop(bare);
+    assert!(
+        std::fs::read(&img2).unwrap().iter().all(|&b| b == 0xA5),
+        "the unmounted device was written"
+    );
+    // A result may still be thrown away.
+    let ran = csdchar(&["estimate", &data, "--output", "/dev/null"]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+}

@@ -26,36 +26,55 @@ fn render(results: &[BlockResult], globals: &[(String, String)], f: BlockOutputF
     }
 }
 
-fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_>) -> Outcome {
-    if let Err(e) = crate::opts::check_output(opts.output.as_deref(), &[path]) {
+/// Writes what --parse-only or --print-job prints: exit 0, or 1 when it
+/// cannot be written.
+fn print(bytes: &[u8], opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
+    let written = emit(bytes, opts.output.as_deref(), io.stdout);
+    if let Err(e) = &written {
         let _ = writeln!(io.stderr, "error: {e}");
-        return Outcome::code(EXIT_USAGE);
     }
-    let plan = match load_job_file(path, opts.ignore_unsupported) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            return Outcome::code(EXIT_USAGE);
-        }
+    Outcome::code(if written.is_ok() { 0 } else { 1 })
+}
+
+fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_>) -> Outcome {
+    let usage = |io: &mut Io<'_>, e: &dyn std::fmt::Display| {
+        let _ = writeln!(io.stderr, "error: {e}");
+        Outcome::code(EXIT_USAGE)
     };
+    if opts.log_interval < crate::opts::MIN_INTERVAL {
+        return usage(io, &"--log-interval: must be at least 10ms");
+    }
+    let mut plan = match load_job_file(path, opts.ignore_unsupported) {
+        Ok(p) => p,
+        Err(e) => return usage(io, &e),
+    };
+    // The job file has no interval of its own: --log-interval is every job's.
+    for j in &mut plan.jobs {
+        j.spec.log_interval_ms = opts.log_interval.as_millis() as u64;
+    }
+    // The result must not land on the job file or a file a job reads or writes.
+    let inputs = csdchar_fio_like::jobfile::files(path, &plan);
+    if let Err(e) = crate::opts::check_output(opts.output.as_deref(), &inputs) {
+        return usage(io, &e);
+    }
     for n in csdchar_fio_like::jobfile::notes(&plan) {
         let _ = writeln!(io.stderr, "note: {n}");
     }
     if opts.parse_only {
-        let _ = io
-            .stdout
-            .write_all(csdchar_fio_like::jobfile::describe(&plan).as_bytes());
-        return Outcome::code(0);
+        let text = csdchar_fio_like::jobfile::describe(&plan);
+        return print(text.as_bytes(), opts, io);
     }
+    let stderr = &mut *io.stderr;
     let run = run_job_file(
         &plan,
         &path.display().to_string(),
         opts.force,
         &Arc::clone(&io.interrupt),
+        &mut |line| {
+            let _ = writeln!(stderr, "{line}");
+            let _ = stderr.flush();
+        },
     );
-    for line in &run.lines {
-        let _ = writeln!(io.stderr, "{line}");
-    }
     let (results, mut exit_code) = (run.results, run.exit_code);
     if !results.is_empty() {
         let bytes = render(&results, &plan.global_options, opts.output_format);
@@ -90,15 +109,18 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         }
     };
     if opts.print_job {
-        let command: Vec<String> = std::env::args().collect();
-        let text = csdchar_core::fio_job::print_job(&spec, &command.join(" "));
-        return match emit(text.as_bytes(), opts.output.as_deref(), io.stdout) {
-            Ok(()) => Outcome::code(0),
+        // args_os: an argument that is not UTF-8 must not panic the command.
+        let command: Vec<String> = std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let text = match csdchar_core::fio_job::print_job(&spec, &command.join(" ")) {
+            Ok(t) => t,
             Err(e) => {
                 let _ = writeln!(io.stderr, "error: {e}");
-                Outcome::code(1)
+                return Outcome::code(EXIT_USAGE);
             }
         };
+        return print(text.as_bytes(), opts, io);
     }
     let live = opts.output_format == BlockOutputFormat::Normal && opts.output.is_none();
     let stdout = &mut *io.stdout;

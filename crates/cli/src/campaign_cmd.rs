@@ -110,7 +110,8 @@ impl StepRunner for CliSteps {
         let mut log = format!("$ {}\n", step.command_line()).into_bytes();
         log.extend_from_slice(&stdout);
         log.extend_from_slice(&stderr);
-        let _ = std::fs::write(log_path(step, &self.out), log);
+        // The log goes where results go, under the same rule.
+        let _ = csdchar_fio_like::safety::write_output(&log_path(step, &self.out), &log);
         let stderr = String::from_utf8_lossy(&stderr);
         match code {
             0 => StepOutcome::Done,
@@ -245,7 +246,7 @@ fn report(by_target: &[(String, Vec<PathBuf>)], dir: &std::path::Path, io: &mut 
             return 1;
         }
     };
-    if let Err(e) = crate::report_cmd::write_files(dir, &report.files) {
+    if let Err(e) = csdchar_fio_like::safety::write_outputs(dir, &report.files) {
         let _ = writeln!(io.stderr, "error: {e}");
         return 1;
     }

@@ -274,10 +274,13 @@ fn run_capacity_command(opts: &CapacityOpts, io: &mut Io<'_>) -> Outcome {
 }
 
 /// The one place results are written: to `path`, or to `stdout` without one.
+/// A path goes through [`csdchar_fio_like::safety::write_output`]: the output
+/// rule checked on the file actually opened, nothing written to a refused one.
 pub fn emit(bytes: &[u8], path: Option<&Path>, stdout: &mut dyn Write) -> Result<(), String> {
     match path {
-        Some(p) => std::fs::write(p, bytes)
-            .map_err(|e| format!("--output: cannot write {}: {e}", p.display())),
+        Some(p) => {
+            csdchar_fio_like::safety::write_output(p, bytes).map_err(|e| format!("--output: {e}"))
+        }
         None => stdout
             .write_all(bytes)
             .and_then(|_| stdout.flush())

@@ -1,8 +1,8 @@
 //! Raw command-line options (clap) and their validation into the spec the
 //! engine runs. Nothing here writes; [`check_output`] only looks at the file
-//! system to refuse an `--output` that cannot or must not be written.
+//! system to refuse an `--output` that cannot or must not be written (the
+//! rules are `csdchar_fio_like::safety`'s).
 
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -183,72 +183,18 @@ pub enum OutputFormat {
 /// Checks an `--output FILE` before a command does any work, so a bad one is
 /// a usage error (exit 2, nothing written) instead of a result lost at the end.
 ///
-/// Refused: an existing directory, a file in a directory that does not exist,
-/// and a file that is one of `inputs` (the files or devices the command reads
-/// or writes: block's TARGET, estimate's paths, db's inputs), compared by
-/// canonical path and by device and inode; inputs and the output need not
-/// exist yet. `None` (no `--output`) is always fine. The error names
-/// `--output` and fits on one line.
+/// What is refused is [`csdchar_fio_like::safety::output_problem`]'s: a
+/// directory, a file in a missing directory, what the output rule refuses (a
+/// block device, mounted or not), one of `inputs` (the files or devices the
+/// command reads or writes: block's TARGET and a job file's, estimate's
+/// paths, db's inputs). `None` (no `--output`) is always fine. The error
+/// names `--output` and fits on one line; [`crate::emit`] applies the output
+/// rule again to what it opens.
 pub fn check_output(output: Option<&Path>, inputs: &[&Path]) -> Result<(), UsageError> {
-    let Some(out) = output else {
-        return Ok(());
-    };
-    if out.is_dir() {
-        return Err(UsageError(format!(
-            "--output: {} is a directory; give a file name (e.g. {})",
-            out.display(),
-            out.join("result.json").display()
-        )));
+    match output.and_then(|out| csdchar_fio_like::safety::output_problem(out, inputs)) {
+        Some(why) => Err(UsageError(format!("--output: {why}"))),
+        None => Ok(()),
     }
-    let dir = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        return Err(UsageError(format!(
-            "--output: directory {} does not exist",
-            dir.display()
-        )));
-    }
-    if let Some(input) = inputs.iter().find(|i| same_file(out, i)) {
-        return Err(UsageError(format!(
-            "--output: {} is the same file as {}, which the command reads or writes; write the result to another file",
-            out.display(),
-            input.display()
-        )));
-    }
-    Ok(())
-}
-
-/// Whether `a` and `b` name the same file: same inode (hard links, bind
-/// mounts), same device node number, or the same canonical path.
-fn same_file(a: &Path, b: &Path) -> bool {
-    if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-        if ma.dev() == mb.dev() && ma.ino() == mb.ino() {
-            return true;
-        }
-        let device = |m: &std::fs::Metadata| {
-            m.file_type().is_block_device() || m.file_type().is_char_device()
-        };
-        if device(&ma) && device(&mb) && ma.rdev() == mb.rdev() {
-            return true;
-        }
-    }
-    matches!((canonical(a), canonical(b)), (Some(x), Some(y)) if x == y)
-}
-
-/// The canonical path of `p`, which may not exist yet: then its directory's
-/// canonical path joined with its name.
-fn canonical(p: &Path) -> Option<PathBuf> {
-    if let Ok(c) = p.canonicalize() {
-        return Some(c);
-    }
-    let name = p.file_name()?;
-    let dir = p
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    Some(dir.canonicalize().ok()?.join(name))
 }
 
 /// Engines, with fio's spellings accepted.
@@ -325,7 +271,8 @@ pub struct BlockOpts {
     /// % of chunks that are identical copies of earlier chunks (0-100).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub dedupe: u8,
-    /// Interval of the time series and of the live lines (at least 10ms, e.g. 1s).
+    /// Interval of the time series and of the live lines (at least 10ms, e.g. 1s); with
+    /// --job-file, every job's.
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub log_interval: std::time::Duration,
     /// Most I/Os per submit call, 0 to --iodepth; 0 submits all that are ready.
@@ -340,7 +287,7 @@ pub struct BlockOpts {
     pub verify: Option<VerifyArg>,
     /// Only read back and check blocks written earlier with --verify and the same
     /// --seed/--bs/--offset/--size (TARGET must exist and hold that region).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "job_file")]
     pub verify_only: bool,
     /// Write even to a device that is mounted, in use or carries a signature.
     #[arg(long)]
@@ -367,12 +314,12 @@ pub struct BlockOpts {
     #[arg(long, requires = "job_file")]
     pub parse_only: bool,
     /// Print the fio job file this command line means (for fio users) and exit.
-    #[arg(long, conflicts_with = "job_file")]
+    #[arg(long, conflicts_with_all = ["job_file", "verify_only", "start_at"])]
     pub print_job: bool,
     /// Start the measured run at TIME: RFC 3339 (2026-05-01T14:30:00Z) or HH:MM[:SS] local time
     /// today, within the next 24 hours. The target and jobs are set up first, then wait (Ctrl-C
-    /// ends the wait), so runs on several hosts start at the same instant.
-    #[arg(long, value_name = "TIME", value_parser = start_at_arg)]
+    /// ends the wait), so runs on several hosts start at the same instant. Not with --job-file.
+    #[arg(long, value_name = "TIME", value_parser = start_at_arg, conflicts_with = "job_file")]
     pub start_at: Option<std::time::SystemTime>,
 }
 
@@ -528,6 +475,19 @@ impl BlockOpts {
     /// Checks option combinations and builds the engine's spec.
     pub fn validate(&self) -> Result<BlockSpec, UsageError> {
         let bad = |m: &str| Err(UsageError(m.to_string()));
+        // clap's `requires` is waived when the required option conflicts with
+        // one given (every option a job file sets does), so these are checked here.
+        if self.parse_only {
+            return bad("--parse-only: reads a job file; give --job-file FILE");
+        }
+        if self.ignore_unsupported {
+            return bad("--ignore-unsupported: applies to a job file; give --job-file FILE");
+        }
+        if self.print_job && self.output_format != BlockOutputFormat::Normal {
+            return bad(
+                "--output-format: --print-job prints a fio job file; leave --output-format out",
+            );
+        }
         if self.bs == 0 || self.bs > MAX_BS {
             return bad("--bs: must be between 1 byte and 256m");
         }
@@ -564,6 +524,13 @@ impl BlockOpts {
         if self.target.is_none() && self.engine != EngineArg::Null {
             return bad(
                 "TARGET: a block device or file is required (only --engine null runs without one)",
+            );
+        }
+        if self.target.as_ref().is_some_and(|t| t.to_str().is_none()) {
+            // The spec and the result carry the target as text: a lossy
+            // conversion would name (and open) another file.
+            return bad(
+                "TARGET: the path is not valid UTF-8; give it a UTF-8 name (or a symlink with one)",
             );
         }
         if let Some(p) = &self.percentile_list

@@ -1,8 +1,9 @@
 //! `csdchar report`: options to inputs, the report built in memory, then
 //! written under `--out` (the one place that writes its files).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use csdchar_fio_like::safety::OutputError;
 use csdchar_report::{InputSpec, ReportOptions, build_report_with};
 
 use crate::opts::ReportOpts;
@@ -41,20 +42,6 @@ pub fn input_specs(opts: &ReportOpts) -> Result<Vec<InputSpec>, String> {
     Ok(specs)
 }
 
-/// Writes the report's files under `dir`.
-pub fn write_files(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), String> {
-    for (rel, bytes) in files {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("--out: cannot create {}: {e}", parent.display()))?;
-        }
-        std::fs::write(&path, bytes)
-            .map_err(|e| format!("--out: cannot write {}: {e}", path.display()))?;
-    }
-    Ok(())
-}
-
 /// Runs `csdchar report`.
 pub fn run_report(opts: &ReportOpts, io: &mut Io<'_>) -> Outcome {
     let specs = match input_specs(opts) {
@@ -72,9 +59,11 @@ pub fn run_report(opts: &ReportOpts, io: &mut Io<'_>) -> Outcome {
             return Outcome::code(code);
         }
     };
-    if let Err(e) = write_files(&opts.out, &report.files) {
-        let _ = writeln!(io.stderr, "error: {e}");
-        return Outcome::code(1);
+    // The output rule of every --output, for each file (refused: exit 2, nothing written).
+    if let Err(e) = csdchar_fio_like::safety::write_outputs(&opts.out, &report.files) {
+        let _ = writeln!(io.stderr, "error: --out: {e}");
+        let refused = matches!(e, OutputError::Refused(_));
+        return Outcome::code(if refused { EXIT_USAGE } else { 1 });
     }
     if !opts.quiet {
         let _ = io.stdout.write_all(report.terminal.as_bytes());

@@ -3,8 +3,8 @@
 //! by `wait_for` — each job one engine run ([`run_block`]), jobs that do not
 //! wait on each other running side by side.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
 
 use csdchar_core::fio_job::{JobFilePlan, JobPlan};
 use csdchar_core::result::RunStatus;
@@ -13,13 +13,6 @@ use csdchar_core::result::block::{BlockResult, JobFileJob, JobOptionValue};
 use crate::error::BlockError;
 use crate::run::{RunControl, run_block};
 
-/// How a job ended, as far as the jobs after it care.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
-    Waiting,
-    Done,
-}
-
 /// One job's outcome: its result, or why it could not start.
 pub type JobOutcome = Result<BlockResult, BlockError>;
 
@@ -27,8 +20,6 @@ pub type JobOutcome = Result<BlockResult, BlockError>;
 pub struct JobFileRun {
     /// The results of the jobs that ran, in plan order.
     pub results: Vec<BlockResult>,
-    /// What to say, in order: each job's start and end, and every error.
-    pub lines: Vec<String>,
     /// The command's exit code: the first job's that did not complete, an
     /// error's (2 for a refusal), or 130 after Ctrl-C.
     pub exit_code: i32,
@@ -36,20 +27,27 @@ pub struct JobFileRun {
 
 /// Runs every job of `plan`, `force` applied to each, and gathers what they
 /// gave; a job that never started (an earlier one failed to start, or Ctrl-C)
-/// has no result.
+/// has no result. `on_line` hears, as it happens, each job's start and end
+/// and every error (called on this thread only).
 pub fn run_job_file(
     plan: &JobFilePlan,
     file: &str,
     force: bool,
     interrupt: &Arc<AtomicBool>,
+    on_line: &mut dyn FnMut(&str),
 ) -> JobFileRun {
-    // Lines are gathered: the jobs run on their own threads.
-    let lines = Mutex::new(Vec::new());
-    let say = |l: String| lines.lock().unwrap_or_else(|e| e.into_inner()).push(l);
-    let outcomes = run_jobs(plan, file, force, interrupt, &say);
+    let outcomes = match precheck_jobs(plan, force) {
+        Err(e) => {
+            on_line(&format!("error: {e}"));
+            return JobFileRun {
+                results: Vec::new(),
+                exit_code: e.exit_code(),
+            };
+        }
+        Ok(()) => run_jobs(plan, file, force, interrupt, on_line),
+    };
     let mut run = JobFileRun {
         results: Vec::new(),
-        lines: lines.into_inner().unwrap_or_else(|e| e.into_inner()),
         exit_code: 0,
     };
     for o in outcomes.into_iter().flatten() {
@@ -59,12 +57,12 @@ pub fn run_job_file(
                     run.exit_code = crate::error::exit_code(r.status);
                 }
                 if let (RunStatus::IoError, Some(e)) = (r.status, &r.error) {
-                    run.lines.push(format!("error: {}", e.message));
+                    on_line(&format!("error: {}", e.message));
                 }
                 run.results.push(r);
             }
             Err(e) => {
-                run.lines.push(format!("error: {e}"));
+                on_line(&format!("error: {e}"));
                 run.exit_code = e.exit_code();
             }
         }
@@ -75,103 +73,302 @@ pub fn run_job_file(
     run
 }
 
+/// Everything that can refuse a job, for every job, before the first starts
+/// (a later job's refusal must not come after earlier jobs wrote): each
+/// job's target, region, room and write safety ([`crate::target::precheck`]);
+/// the room all the files the jobs create or extend take together, per file
+/// system (a file keeps the largest region any job gives it); and the I/O
+/// buffers of the jobs that can run at the same time.
+pub fn precheck_jobs(plan: &JobFilePlan, force: bool) -> Result<(), BlockError> {
+    // File -> the end the jobs so far give it, and its growth.
+    let mut files: Vec<crate::target::Growth> = Vec::new();
+    for job in &plan.jobs {
+        let spec = csdchar_core::result::block::BlockSpec {
+            force,
+            ..job.spec.clone()
+        };
+        let planned = spec.target.as_deref().and_then(|t| {
+            let key = crate::target::file_key(std::path::Path::new(t));
+            files.iter().find(|g| g.file == key).map(|g| g.end)
+        });
+        let grows = crate::target::precheck(&spec, planned).map_err(|e| in_job_terms(e, job))?;
+        if let Some(g) = grows {
+            let fs_dev = g.fs_dev;
+            match files.iter_mut().find(|f| f.file == g.file) {
+                Some(f) => f.end = f.end.max(g.end),
+                None => files.push(g),
+            }
+            check_room_together(&files, fs_dev, job)?;
+        }
+    }
+    check_buffers_together(plan, force)
+}
+
+/// Refuses when the files on file system `fs_dev` grow by more than it has
+/// free, all the jobs so far together.
+fn check_room_together(
+    files: &[crate::target::Growth],
+    fs_dev: u64,
+    job: &JobPlan,
+) -> Result<(), BlockError> {
+    use csdchar_core::units::format_bytes;
+    let on_fs: Vec<&crate::target::Growth> = files.iter().filter(|g| g.fs_dev == fs_dev).collect();
+    let total: u64 = on_fs.iter().map(|g| g.end.saturating_sub(g.now)).sum();
+    let Some(free) = on_fs
+        .first()
+        .and_then(|g| csdchar_devices::free_bytes(&g.dir))
+    else {
+        return Ok(());
+    };
+    if total <= free {
+        return Ok(());
+    }
+    let files = match on_fs.len() {
+        1 => "file".to_string(),
+        n => format!("{n} files"),
+    };
+    Err(in_job_terms(
+        BlockError::Usage(format!(
+            "--size: with this job the job file's {files} on the file system of {} would grow by \
+             {} together, but it has only {} free",
+            on_fs[0].dir.display(),
+            format_bytes(total as f64),
+            format_bytes(free as f64)
+        )),
+        job,
+    ))
+}
+
+/// Refuses when the jobs that can run at the same time need more I/O
+/// buffers than [`crate::buffers::BUFFER_MEMORY_SHARE_PCT`] % of the
+/// available memory (each job alone is checked by the run itself).
+fn check_buffers_together(plan: &JobFilePlan, force: bool) -> Result<(), BlockError> {
+    let Some(available) = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| crate::buffers::parse_mem_available(&t))
+    else {
+        return Ok(());
+    };
+    let bytes: Vec<u64> = plan
+        .jobs
+        .iter()
+        .map(|j| {
+            crate::buffers::run_buffer_bytes(&csdchar_core::result::block::BlockSpec {
+                force,
+                ..j.spec.clone()
+            })
+        })
+        .collect();
+    let (peak, at, together) = peak_together(&plan.jobs, &bytes);
+    let allowed = available / 100 * crate::buffers::BUFFER_MEMORY_SHARE_PCT;
+    if peak <= allowed {
+        return Ok(());
+    }
+    use csdchar_core::units::format_bytes;
+    let job = &plan.jobs[at];
+    Err(in_job_terms(
+        BlockError::Usage(format!(
+            "--bs: this job and the {} that can run beside it need {} of I/O buffers together, the \
+             machine has {} available (at most {}% of it is used); lower bs, iodepth or numjobs, \
+             or order the jobs with stonewall",
+            together - 1,
+            format_bytes(peak as f64),
+            format_bytes(available as f64),
+            crate::buffers::BUFFER_MEMORY_SHARE_PCT
+        )),
+        job,
+    ))
+}
+
+/// The most `bytes` any jobs that can run at once hold together, an upper
+/// bound: for each job, itself and every job neither before nor after it.
+/// Returns (bytes, the job where the peak is, how many jobs it counts).
+/// Bit sets of the jobs before each: n²/8 bytes, 2 MiB at fio's 4,096 jobs.
+pub fn peak_together(jobs: &[JobPlan], bytes: &[u64]) -> (u64, usize, usize) {
+    let n = jobs.len();
+    let words = n.div_ceil(64);
+    // before[i]: every job that ends before i starts, transitively.
+    let mut before = vec![0u64; n * words];
+    for (i, job) in jobs.iter().enumerate() {
+        let all = job.after_all.min(i);
+        for w in 0..all / 64 {
+            before[i * words + w] = u64::MAX;
+        }
+        if all % 64 != 0 {
+            before[i * words + all / 64] |= (1u64 << (all % 64)) - 1;
+        }
+        for &a in job.after_also.iter().filter(|&&a| a < i) {
+            before[i * words + a / 64] |= 1 << (a % 64);
+            for w in 0..words {
+                let v = before[a * words + w];
+                before[i * words + w] |= v;
+            }
+        }
+    }
+    let ordered = |i: usize, k: usize| -> bool {
+        before[i * words + k / 64] & (1 << (k % 64)) != 0
+            || before[k * words + i / 64] & (1 << (i % 64)) != 0
+    };
+    let mut best = (0, 0, 0);
+    for i in 0..n {
+        let mut sum = 0u64;
+        let mut count = 0;
+        for (k, b) in bytes.iter().enumerate() {
+            if k == i || !ordered(i, k) {
+                sum = sum.saturating_add(*b);
+                count += 1;
+            }
+        }
+        if sum > best.0 {
+            best = (sum, i, count);
+        }
+    }
+    best
+}
+
+/// Gives the memory a finished job freed back to the system. A job's
+/// latency histograms and buffers are large; glibc keeps what its threads
+/// freed in their arenas, so without this a file of thousands of jobs grows
+/// by about 200 KiB per job it ran though it holds only the results.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // Safety: malloc_trim only returns free heap pages to the kernel; it
+    // takes no pointers and is safe to call from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// What a job's thread tells the loop in [`run_jobs`].
+enum Event {
+    /// The job starts its run (its start delay is over).
+    Started(usize),
+    /// The job ended, with what it gave (boxed: a result is large).
+    Ended(usize, Box<JobOutcome>),
+    /// The job never ran (stopped during its start delay).
+    Skipped(usize),
+}
+
 /// Runs the jobs; one outcome per job in plan order, None for one that
-/// never started. `on_event` hears each start and end as a line of text.
+/// never started. A job gets its thread when every job it waits for has
+/// ended, so a job file of thousands of jobs holds threads only for the
+/// jobs running; `on_line` hears each start and end as it happens.
 fn run_jobs(
     plan: &JobFilePlan,
     file: &str,
     force: bool,
     interrupt: &Arc<AtomicBool>,
-    on_event: &(dyn Fn(String) + Sync),
+    on_line: &mut dyn FnMut(&str),
 ) -> Vec<Option<JobOutcome>> {
-    // Refusals first, for every job: a later job's unsafe target must not
-    // be found after the earlier jobs have written.
-    let refused: Vec<Option<JobOutcome>> = plan
-        .jobs
-        .iter()
-        .map(|job| {
-            let spec = csdchar_core::result::block::BlockSpec {
-                force,
-                ..job.spec.clone()
-            };
-            crate::target::check_write_safety(&spec)
-                .and_then(|()| {
-                    crate::buffers::check_buffer_memory(&spec).map_err(BlockError::Usage)
-                })
-                .err()
-                .map(|e| Err(in_job_terms(e, job)))
-        })
-        .collect();
-    if refused.iter().any(Option::is_some) {
-        return refused;
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum State {
+        Waiting,
+        Running,
+        Done,
     }
     let n = plan.jobs.len();
-    let states = Mutex::new(vec![State::Waiting; n]);
-    let changed = Condvar::new();
+    let mut states = vec![State::Waiting; n];
+    // Every job below this has ended.
+    let mut first_not_done = 0;
+    let mut outcomes: Vec<Option<JobOutcome>> = (0..n).map(|_| None).collect();
     // Set when a job could not start: the jobs not yet started do not start.
     let halt = AtomicBool::new(false);
-    let outcomes: Vec<Mutex<Option<JobOutcome>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let (tx, rx) = std::sync::mpsc::channel::<Event>();
     std::thread::scope(|s| {
-        for (i, job) in plan.jobs.iter().enumerate() {
-            let (states, changed, halt, outcomes) = (&states, &changed, &halt, &outcomes);
-            s.spawn(move || {
-                {
-                    let mut st = states.lock().unwrap_or_else(|e| e.into_inner());
-                    while job.after.iter().any(|&a| st[a] == State::Waiting)
-                        && !halt.load(Ordering::Relaxed)
-                        && !interrupt.load(Ordering::Relaxed)
+        let mut handles: Vec<Option<std::thread::ScopedJoinHandle<'_, ()>>> =
+            (0..n).map(|_| None).collect();
+        loop {
+            let stopping = halt.load(Ordering::Relaxed) || interrupt.load(Ordering::Relaxed);
+            while first_not_done < n && states[first_not_done] == State::Done {
+                first_not_done += 1;
+            }
+            if !stopping {
+                // Jobs at or past `first_not_done`, up to where no job could start.
+                for (i, job) in plan.jobs.iter().enumerate().skip(first_not_done) {
+                    if job.after_all > first_not_done {
+                        break;
+                    }
+                    if states[i] != State::Waiting
+                        || first_not_done < job.after_all.min(n)
+                        || job.after_also.iter().any(|&a| states[a] != State::Done)
                     {
-                        st = changed
-                            .wait_timeout(st, std::time::Duration::from_millis(50))
-                            .unwrap_or_else(|e| e.into_inner())
-                            .0;
+                        continue;
                     }
+                    states[i] = State::Running;
+                    let (tx, halt) = (tx.clone(), &halt);
+                    handles[i] = Some(s.spawn(move || {
+                        let stop =
+                            || halt.load(Ordering::Relaxed) || interrupt.load(Ordering::Relaxed);
+                        // startdelay: counted from when the job could start, Ctrl-C ends it.
+                        let until = std::time::Instant::now()
+                            + std::time::Duration::from_millis(job.start_delay_ms);
+                        while std::time::Instant::now() < until && !stop() {
+                            std::thread::sleep(
+                                until
+                                    .saturating_duration_since(std::time::Instant::now())
+                                    .min(std::time::Duration::from_millis(20)),
+                            );
+                        }
+                        if stop() {
+                            let _ = tx.send(Event::Skipped(i));
+                            return;
+                        }
+                        let _ = tx.send(Event::Started(i));
+                        let spec = csdchar_core::result::block::BlockSpec {
+                            force,
+                            ..job.spec.clone()
+                        };
+                        let ctl = RunControl {
+                            interrupt: Arc::clone(interrupt),
+                            on_interval: None,
+                        };
+                        let outcome = run_block(&spec, ctl)
+                            .map(|mut r| {
+                                r.job_file = Some(provenance(plan, job, file));
+                                r
+                            })
+                            .map_err(|e| in_job_terms(e, job));
+                        if outcome.is_err() {
+                            halt.store(true, Ordering::Relaxed);
+                        }
+                        let _ = tx.send(Event::Ended(i, Box::new(outcome)));
+                    }));
                 }
-                // startdelay: counted from when the job could start, Ctrl-C ends it.
-                let until = std::time::Instant::now()
-                    + std::time::Duration::from_millis(job.start_delay_ms);
-                while std::time::Instant::now() < until
-                    && !halt.load(Ordering::Relaxed)
-                    && !interrupt.load(Ordering::Relaxed)
-                {
-                    std::thread::sleep(
-                        until
-                            .saturating_duration_since(std::time::Instant::now())
-                            .min(std::time::Duration::from_millis(20)),
-                    );
+            }
+            if !states.contains(&State::Running) {
+                break;
+            }
+            let Ok(event) = rx.recv() else { break };
+            // A thread that ended is joined at once: an ended, unjoined
+            // thread keeps its stack until the scope ends.
+            let mut join = |i: usize| {
+                if let Some(h) = handles[i].take() {
+                    let _ = h.join();
                 }
-                let go = !halt.load(Ordering::Relaxed) && !interrupt.load(Ordering::Relaxed);
-                if go {
-                    on_event(start_line(job));
-                    let spec = csdchar_core::result::block::BlockSpec {
-                        force,
-                        ..job.spec.clone()
-                    };
-                    let ctl = RunControl {
-                        interrupt: Arc::clone(interrupt),
-                        on_interval: None,
-                    };
-                    let outcome = run_block(&spec, ctl)
-                        .map(|mut r| {
-                            r.job_file = Some(provenance(plan, job, file));
-                            r
-                        })
-                        .map_err(|e| in_job_terms(e, job));
-                    match &outcome {
-                        Ok(r) => on_event(format!("job {}: {:?}", label(job), r.status)),
-                        Err(_) => halt.store(true, Ordering::Relaxed),
+            };
+            match event {
+                Event::Started(i) => on_line(&start_line(&plan.jobs[i])),
+                Event::Skipped(i) => {
+                    join(i);
+                    states[i] = State::Done;
+                }
+                Event::Ended(i, outcome) => {
+                    join(i);
+                    states[i] = State::Done;
+                    // Between runs (not while jobs run side by side, where
+                    // each trim would stall the others' allocations).
+                    if !states.contains(&State::Running) {
+                        release_freed_memory();
                     }
-                    *outcomes[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+                    if let Ok(r) = &*outcome {
+                        on_line(&format!("job {}: {:?}", label(&plan.jobs[i]), r.status));
+                    }
+                    outcomes[i] = Some(*outcome);
                 }
-                states.lock().unwrap_or_else(|e| e.into_inner())[i] = State::Done;
-                changed.notify_all();
-            });
+            }
         }
     });
     outcomes
-        .into_iter()
-        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .collect()
 }
 
 fn label(job: &JobPlan) -> String {
@@ -234,7 +431,8 @@ fn provenance(plan: &JobFilePlan, job: &JobPlan, file: &str) -> JobFileJob {
 
 /// The engine names the command line's options; a job file names fio's.
 fn in_job_terms(e: BlockError, job: &JobPlan) -> BlockError {
-    const NAMES: [(&str, &str); 7] = [
+    const NAMES: [(&str, &str); 8] = [
+        ("TARGET", "filename"),
         ("--verify-only", "verify"),
         ("--offset", "offset"),
         ("--direct", "direct"),
@@ -248,7 +446,9 @@ fn in_job_terms(e: BlockError, job: &JobPlan) -> BlockError {
         for (cli, fio) in NAMES {
             m = m.replace(cli, fio);
         }
-        format!("job {}: {m}", label(job))
+        // The line of the option the message is about, else the job's header.
+        let option = m.split([':', '/', ' ']).next().unwrap_or("");
+        format!("job {} ({}): {m}", label(job), job.place_of(option))
     };
     match e {
         BlockError::Usage(m) => BlockError::Usage(say(m)),
@@ -308,14 +508,29 @@ pub fn load_job_file(
     plan(&sections, ignore_unsupported).map_err(|e| format!("--job-file {shown}: {e}"))
 }
 
+/// The files a job file's run reads or writes: the job file and every
+/// job's target (what a result must never be written over).
+pub fn files<'a>(job_file: &'a std::path::Path, plan: &'a JobFilePlan) -> Vec<&'a std::path::Path> {
+    let targets = plan.jobs.iter().filter_map(|j| j.spec.target.as_deref());
+    std::iter::once(job_file)
+        .chain(targets.map(std::path::Path::new))
+        .collect()
+}
+
 /// What `--parse-only` prints: each run, its group and what it waits for.
 pub fn describe(plan: &JobFilePlan) -> String {
     let mut text = String::new();
     for (i, j) in plan.jobs.iter().enumerate() {
-        let after = if j.after.is_empty() {
+        let mut waits: Vec<String> = match j.after_all {
+            0 => Vec::new(),
+            1 => vec!["0".into()],
+            n => vec![format!("0-{}", n - 1)],
+        };
+        waits.extend(j.after_also.iter().map(|k| k.to_string()));
+        let after = if waits.is_empty() {
             "starts at once".to_string()
         } else {
-            format!("after runs {:?}", j.after)
+            format!("after runs {}", waits.join(", "))
         };
         let one = if j.group_reporting {
             " (reported as one)"
@@ -355,4 +570,51 @@ pub fn notes(plan: &JobFilePlan) -> Vec<String> {
         }
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use csdchar_core::fio_job::{ini, plan, value::Keywords};
+
+    fn plan_of(text: &str) -> JobFilePlan {
+        let exp = ini::Expansion {
+            var: &|_| None,
+            keywords: Keywords {
+                pagesize: 4096,
+                mb_memory: 1024,
+                ncpus: 2,
+            },
+        };
+        let sections =
+            ini::parse("t.fio", text, &exp, &mut |n, _| Err(format!("{n}: none"))).unwrap();
+        plan(&sections, false).unwrap()
+    }
+
+    #[test]
+    fn buffers_add_up_over_the_jobs_that_can_run_at_once() {
+        // a and b run together; c after both; d with c; e waits for c only.
+        let p = plan_of(
+            "[global]\nioengine=null\nsize=1m\n[a]\n[b]\n[c]\nstonewall\n[d]\n[e]\nwait_for=c\n",
+        );
+        let bytes = [1, 2, 4, 8, 16];
+        // d overlaps c and e (an upper bound: c and e never overlap).
+        assert_eq!(peak_together(&p.jobs, &bytes), (28, 3, 3));
+        let p = plan_of("[global]\nioengine=null\nsize=1m\n[a]\n[b]\n[c]\n");
+        assert_eq!(peak_together(&p.jobs, &[5, 6, 7]), (18, 0, 3));
+        // Everything stonewalled: one at a time.
+        let p = plan_of("[global]\nioengine=null\nsize=1m\nstonewall\n[a]\n[b]\n[c]\n");
+        assert_eq!(peak_together(&p.jobs, &[5, 9, 7]), (9, 1, 1));
+        // Beyond 64 jobs the sets span words.
+        let mut text = String::from("[global]\nioengine=null\nsize=1m\n");
+        for i in 0..130 {
+            text.push_str(&format!(
+                "[j{i}]\n{}",
+                if i == 70 { "stonewall\n" } else { "" }
+            ));
+        }
+        let p = plan_of(&text);
+        let (peak, _, n) = peak_together(&p.jobs, &vec![1; 130]);
+        assert_eq!((peak, n), (70, 70));
+    }
 }

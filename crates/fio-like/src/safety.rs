@@ -71,6 +71,231 @@ pub fn file_write_hazards(path: &Path) -> Vec<String> {
     }
 }
 
+/// Why a result must not be written to `path` (`--output` of every command,
+/// the files `report --out` writes), or None when it may. The one rule for
+/// every output csdchar writes: a block device is always refused, mounted or
+/// not (a result belongs in a file; `--force` does not apply), so is a
+/// character device other than `/dev/null`, `/dev/zero`, `/dev/full` or a
+/// terminal, and a regular file the write-safety rules refuse as a target
+/// (one backing a loop device). A path that does not exist yet, a FIFO and a
+/// harmless regular file may be written.
+pub fn output_refusal(path: &Path) -> Option<String> {
+    fs::metadata(path)
+        .ok()
+        .and_then(|m| refusal_of(&path.display().to_string(), &m))
+}
+
+/// Why a result must not be written to `out`, the file a command names
+/// for its result (`--output`), or None: an existing directory, a file in a
+/// directory that does not exist, what [`output_refusal`] refuses, and a file
+/// that is one of `inputs` (the files or devices the command reads or writes),
+/// compared by canonical path and by device and inode; inputs and the output
+/// need not exist yet. One line, without the option's name.
+pub fn output_problem(out: &Path, inputs: &[&Path]) -> Option<String> {
+    if let Some(why) = output_refusal(out) {
+        return Some(why);
+    }
+    if out.is_dir() {
+        return Some(format!(
+            "{} is a directory; give a file name (e.g. {})",
+            out.display(),
+            out.join("result.json").display()
+        ));
+    }
+    let dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Some(format!("directory {} does not exist", dir.display()));
+    }
+    if let Some(input) = inputs.iter().find(|i| same_file(out, i)) {
+        return Some(format!(
+            "{} is the same file as {}, which the command reads or writes; write the result to another file",
+            out.display(),
+            input.display()
+        ));
+    }
+    None
+}
+
+/// Whether `a` and `b` name the same file: same inode (hard links, bind
+/// mounts), same device node number, or the same canonical path.
+fn same_file(a: &Path, b: &Path) -> bool {
+    if let (Ok(ma), Ok(mb)) = (fs::metadata(a), fs::metadata(b)) {
+        if ma.dev() == mb.dev() && ma.ino() == mb.ino() {
+            return true;
+        }
+        let device = |m: &std::fs::Metadata| {
+            m.file_type().is_block_device() || m.file_type().is_char_device()
+        };
+        if device(&ma) && device(&mb) && ma.rdev() == mb.rdev() {
+            return true;
+        }
+    }
+    matches!((canonical(a), canonical(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// The canonical path of `p`, which may not exist yet: then its directory's
+/// canonical path joined with its name.
+fn canonical(p: &Path) -> Option<std::path::PathBuf> {
+    if let Ok(c) = p.canonicalize() {
+        return Some(c);
+    }
+    let name = p.file_name()?;
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Some(dir.canonicalize().ok()?.join(name))
+}
+
+/// [`output_refusal`] for what `shown` names, as `meta` describes it.
+fn refusal_of(shown: &str, meta: &fs::Metadata) -> Option<String> {
+    let ft = meta.file_type();
+    if ft.is_block_device() {
+        let uses = write_hazards(Path::new(shown), meta.rdev());
+        let uses = if uses.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", uses.join("; "))
+        };
+        return Some(format!(
+            "{shown} is a block device{uses}; results are written to files, never to a device"
+        ));
+    }
+    if ft.is_char_device() && !harmless_char_device(meta.rdev()) {
+        return Some(format!(
+            "{shown} is a character device; results are written to files (or /dev/null, a terminal)"
+        ));
+    }
+    if ft.is_file() {
+        let uses = Graph::system().file_hazards(shown, meta.dev(), meta.ino());
+        if !uses.is_empty() {
+            return Some(format!(
+                "{}; a result written there would land in that device",
+                uses.join("; ")
+            ));
+        }
+    }
+    None
+}
+
+/// /dev/null, /dev/zero and /dev/full (major 1, minors 3, 5, 7), and
+/// terminals: ttys (4), /dev/tty and the console (5), pseudo-terminals (136-143).
+fn harmless_char_device(rdev: u64) -> bool {
+    match libc::major(rdev) {
+        1 => matches!(libc::minor(rdev), 3 | 5 | 7),
+        4 | 5 | 136..=143 => true,
+        _ => false,
+    }
+}
+
+/// Why an output was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// The path is one [`output_refusal`] refuses (bad input).
+    #[error("{0}")]
+    Refused(String),
+    /// Opening or writing failed.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The path as given.
+        path: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
+/// Writes `bytes` to `path` under [`output_refusal`]'s rule, checked on what
+/// is actually opened: a new file is created exclusively (a symlink planted
+/// meanwhile is not followed), an existing one is opened without truncation
+/// and truncated only after the opened file proved to be the one checked and
+/// allowed. Nothing is written to a refused path.
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display().to_string();
+    let io = |source| OutputError::Io {
+        path: shown.clone(),
+        source,
+    };
+    // A path that changes between the look and the open is looked at again.
+    for _ in 0..8 {
+        let before = match fs::metadata(path) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io(e)),
+        };
+        if let Some(why) = before.as_ref().and_then(|m| refusal_of(&shown, m)) {
+            return Err(OutputError::Refused(why));
+        }
+        let mut opts = fs::OpenOptions::new();
+        opts.write(true)
+            .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC);
+        if before.is_none() {
+            opts.create_new(true).mode(0o666);
+        }
+        let mut f = match opts.open(path) {
+            Ok(f) => f,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotFound
+                ) =>
+            {
+                continue;
+            }
+            Err(e) => return Err(io(e)),
+        };
+        if let Some(before) = &before {
+            let now = f.metadata().map_err(io)?;
+            if (now.dev(), now.ino()) != (before.dev(), before.ino()) {
+                continue;
+            }
+            if let Some(why) = refusal_of(&shown, &now) {
+                return Err(OutputError::Refused(why));
+            }
+            if now.is_file() {
+                f.set_len(0).map_err(io)?;
+            }
+        }
+        f.write_all(bytes).map_err(io)?;
+        return f.flush().map_err(io);
+    }
+    Err(OutputError::Refused(format!(
+        "{shown} kept changing while it was opened; write the result elsewhere"
+    )))
+}
+
+/// Writes `files` (paths relative to `dir`, e.g. a report's) with
+/// [`write_output`], making directories as needed; every path is checked
+/// with [`output_refusal`] before the first is written, so a refused one
+/// (say a `report.html` that is a symlink to a block device) leaves `dir`
+/// as it was.
+pub fn write_outputs(
+    dir: &Path,
+    files: &[(std::path::PathBuf, Vec<u8>)],
+) -> Result<(), OutputError> {
+    if let Some(why) = files
+        .iter()
+        .find_map(|(rel, _)| output_refusal(&dir.join(rel)))
+    {
+        return Err(OutputError::Refused(why));
+    }
+    for (rel, bytes) in files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(|source| OutputError::Io {
+                path: parent.display().to_string(),
+                source,
+            })?;
+        }
+        write_output(&path, bytes)?;
+    }
+    Ok(())
+}
+
 /// What a loop device reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Backing {
@@ -835,6 +1060,33 @@ mod tests {
             (259, 0x1234)
         );
         assert_eq!(std::mem::size_of::<LoopInfo64>(), 232);
+    }
+
+    #[test]
+    fn outputs_go_to_files_and_harmless_devices_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new.json");
+        write_output(&new, b"first").unwrap();
+        assert_eq!(fs::read(&new).unwrap(), b"first");
+        // An existing file is replaced, shorter content included.
+        write_output(&new, b"2nd").unwrap();
+        assert_eq!(fs::read(&new).unwrap(), b"2nd");
+        // Through a symlink to a file, or to /dev/null.
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&new, &link).unwrap();
+        write_output(&link, b"via link").unwrap();
+        assert_eq!(fs::read(&new).unwrap(), b"via link");
+        if Path::new("/dev/null").exists() {
+            assert_eq!(output_refusal(Path::new("/dev/null")), None);
+            write_output(Path::new("/dev/null"), b"gone").unwrap();
+        }
+        // A directory is no output; the error says why.
+        let e = write_output(dir.path(), b"x").unwrap_err();
+        assert!(matches!(e, OutputError::Io { .. }), "{e}");
+        let mk = |maj, min| libc::makedev(maj, min);
+        assert!(harmless_char_device(mk(1, 3)) && harmless_char_device(mk(136, 4)));
+        assert!(!harmless_char_device(mk(1, 1)) && !harmless_char_device(mk(1, 11)));
+        assert!(!harmless_char_device(mk(10, 259)) && !harmless_char_device(mk(21, 0)));
     }
 
     #[test]

@@ -93,33 +93,94 @@ pub fn check_write_safety(spec: &BlockSpec) -> Result<(), BlockError> {
     )))
 }
 
-/// Checks the target against the spec, refuses unsafe writes, opens it and
-/// lays out file data where needed.
-pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
-    let writes = spec.rw.writes() && !spec.verify_only;
-    let reads_existing = spec.rw.reads() || spec.verify_only;
+/// What [`inspect`] found: the target as it is and the region the job covers.
+struct Inspected {
+    meta: Option<std::fs::Metadata>,
+    kind: TargetKind,
+    /// Bytes the target holds (for a file an earlier job grows: what it will hold).
+    cur_size: u64,
+    lbs: u32,
+    /// The device number: the block device's own, or the file system's.
+    dev: u64,
+    /// Bytes of the region (whole blocks).
+    size: u64,
+    /// End of the region.
+    end: u64,
+}
+
+/// A file a job creates or extends: what the file system must find room for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Growth {
+    /// The file, canonical (its directory's canonical path when it is new).
+    pub file: std::path::PathBuf,
+    /// The directory whose file system holds it.
+    pub dir: std::path::PathBuf,
+    /// The file system's device number.
+    pub fs_dev: u64,
+    /// Bytes the file holds now (0 when it does not exist).
+    pub now: u64,
+    /// Bytes it holds after the job.
+    pub end: u64,
+}
+
+/// Every check [`prepare`] makes, without touching anything: the target's
+/// kind, size and alignment, room on its file system, `--verify-only`'s
+/// region and the write-safety refusal. `planned`: bytes an earlier job of
+/// the same run leaves in a file (a job file's jobs), counted as if written.
+/// Returns the file's growth, when the job creates or extends one.
+pub fn precheck(spec: &BlockSpec, planned: Option<u64>) -> Result<Option<Growth>, BlockError> {
     let Some(path_str) = spec
         .target
         .as_deref()
         .filter(|_| spec.engine != EngineKind::Null)
     else {
-        // The null engine touches nothing.
-        let size = if spec.size == 0 { 1 << 30 } else { spec.size };
-        return Ok(PreparedTarget {
-            file: None,
-            info: TargetInfo {
-                path: spec.target.clone(),
-                kind: TargetKind::None,
-                size_bytes: size,
-                logical_block_size: 512,
-                device: None,
-                laid_out: false,
-            },
-            size: size / spec.bs * spec.bs,
-            device: None,
-            created: false,
-        });
+        return Ok(None);
     };
+    let found = inspect(spec, path_str, planned)?;
+    let actual = found.meta.as_ref().map_or(0, |m| m.len());
+    if found.kind != TargetKind::File || found.end <= actual {
+        return Ok(None);
+    }
+    let path = Path::new(path_str);
+    let dir = match &found.meta {
+        Some(_) => path.to_path_buf(),
+        None => path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf(),
+    };
+    Ok(Some(Growth {
+        file: file_key(path),
+        dir,
+        fs_dev: found.dev,
+        now: actual,
+        end: found.end,
+    }))
+}
+
+/// One name per file, whether it exists yet or not: the canonical path, or
+/// its directory's joined with its name.
+pub fn file_key(path: &Path) -> std::path::PathBuf {
+    path.canonicalize().unwrap_or_else(|_| {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path.file_name().unwrap_or(path.as_os_str());
+        dir.canonicalize()
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .join(name)
+    })
+}
+
+/// The checks of [`prepare`] up to the first write.
+fn inspect(
+    spec: &BlockSpec,
+    path_str: &str,
+    planned: Option<u64>,
+) -> Result<Inspected, BlockError> {
+    let writes = spec.rw.writes() && !spec.verify_only;
     let path = Path::new(path_str);
     let meta = match std::fs::metadata(path) {
         Ok(m) => Some(m),
@@ -133,7 +194,7 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
                     "--verify-only: TARGET {path_str} does not exist; it re-checks data an earlier --verify run wrote"
                 )));
             }
-            if spec.size == 0 {
+            if spec.size == 0 && planned.is_none() {
                 return Err(usage(format!(
                     "--size: required when TARGET {path_str} does not exist (e.g. --size 1g)"
                 )));
@@ -148,13 +209,23 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
                     parent.display()
                 ))
             })?;
-            (TargetKind::File, 0, file_lbs(pm.dev()), pm.dev())
+            (
+                TargetKind::File,
+                planned.unwrap_or(0),
+                file_lbs(pm.dev()),
+                pm.dev(),
+            )
         }
         Some(m) if m.file_type().is_block_device() => {
             let (size, lbs) = block_device_geometry(path)?;
             (TargetKind::BlockDevice, size, lbs, m.rdev())
         }
-        Some(m) if m.is_file() => (TargetKind::File, m.len(), file_lbs(m.dev()), m.dev()),
+        Some(m) if m.is_file() => (
+            TargetKind::File,
+            m.len().max(planned.unwrap_or(0)),
+            file_lbs(m.dev()),
+            m.dev(),
+        ),
         Some(_) => {
             return Err(usage(format!(
                 "TARGET: {path_str} is neither a block device nor a regular file"
@@ -214,6 +285,54 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
     if writes {
         check_write_safety(spec)?;
     }
+    Ok(Inspected {
+        meta,
+        kind,
+        cur_size,
+        lbs,
+        dev,
+        size,
+        end,
+    })
+}
+
+/// Checks the target against the spec, refuses unsafe writes, opens it and
+/// lays out file data where needed.
+pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
+    let writes = spec.rw.writes() && !spec.verify_only;
+    let reads_existing = spec.rw.reads() || spec.verify_only;
+    let Some(path_str) = spec
+        .target
+        .as_deref()
+        .filter(|_| spec.engine != EngineKind::Null)
+    else {
+        // The null engine touches nothing.
+        let size = if spec.size == 0 { 1 << 30 } else { spec.size };
+        return Ok(PreparedTarget {
+            file: None,
+            info: TargetInfo {
+                path: spec.target.clone(),
+                kind: TargetKind::None,
+                size_bytes: size,
+                logical_block_size: 512,
+                device: None,
+                laid_out: false,
+            },
+            size: size / spec.bs * spec.bs,
+            device: None,
+            created: false,
+        });
+    };
+    let path = Path::new(path_str);
+    let Inspected {
+        meta,
+        kind,
+        cur_size,
+        lbs,
+        dev,
+        size,
+        end,
+    } = inspect(spec, path_str, None)?;
 
     // Nothing above wrote anything. From here on the target is touched; a
     // file created here is removed again if setting it up fails.

@@ -127,7 +127,19 @@ fn read_lines(
                     "{file}:{line_no}: an included file holds options only, not sections ({line})"
                 )));
             }
-            let name = head.strip_suffix(']').unwrap_or(head).trim().to_string();
+            // fio reads `[%255[^\n]]` and drops the last character, whatever
+            // it is: `[job` would run as `jo`. A header is `[NAME]`, nothing else.
+            let Some(name) = head.strip_suffix(']') else {
+                return Err(IniError(format!(
+                    "{file}:{line_no}: section header {line} has no closing ']' (a header is [NAME])"
+                )));
+            };
+            if name.contains([']', '[']) {
+                return Err(IniError(format!(
+                    "{file}:{line_no}: section header {line} holds a bracket in its name (a header is [NAME])"
+                )));
+            }
+            let name = name.trim().to_string();
             if name.is_empty() {
                 return Err(IniError(format!("{file}:{line_no}: empty section name")));
             }
@@ -218,6 +230,27 @@ mod tests {
         assert_eq!(s[1].options[1].value, None);
         assert_eq!(s[1].options[2].value.as_deref(), Some("2"));
         assert_eq!(s[1].options[0].place(), "a.fio:8");
+    }
+
+    #[test]
+    fn a_header_is_name_in_brackets_and_nothing_else() {
+        for (text, says) in [
+            (
+                "[job\nrw=read\n",
+                "a.fio:1: section header [job has no closing ']'",
+            ),
+            (
+                "[g]\n[job] x\n",
+                "a.fio:2: section header [job] x has no closing",
+            ),
+            ("[a]b]\n", "holds a bracket"),
+        ] {
+            let e = parse("a.fio", text, &exp(), &mut no_files).unwrap_err();
+            assert!(e.0.contains(says), "{text:?}: {e}");
+        }
+        // A comment after the header is cut first.
+        let s = parse("a.fio", "[job] ; note\n", &exp(), &mut no_files).unwrap();
+        assert_eq!(s[0].name, "job");
     }
 
     #[test]

@@ -44,9 +44,13 @@ pub struct JobPlan {
     pub group_id: u32,
     /// Whether the group is reported as one (`group_reporting`).
     pub group_reporting: bool,
-    /// Plans (indices) that must finish before this one starts: everything
-    /// before a `stonewall`, and the job named by `wait_for`.
-    pub after: Vec<usize>,
+    /// Plans that must finish before this one starts: every plan below this
+    /// index (everything before a `stonewall`)…
+    pub after_all: usize,
+    /// …and these (the job named by `wait_for`), each at or above `after_all`.
+    /// Two numbers and a short list, not every index: a file of thousands of
+    /// stonewalled jobs stays linear in memory.
+    pub after_also: Vec<usize>,
     /// The job's own options as written (fio's `job options`), globals excluded.
     pub job_options: Vec<(String, String)>,
     /// `description=`.
@@ -57,7 +61,34 @@ pub struct JobPlan {
     pub replaced_verify: Option<String>,
     /// `startdelay`: how long the job waits before it starts, ms.
     pub start_delay_ms: u64,
+    /// `FILE:LINE` of the job's section header.
+    pub place: String,
+    /// Where each option in force for the job was last set (its own or a
+    /// `[global]` line): name as fio spells it, `FILE:LINE`. Refusals of a
+    /// job name the line of the option at fault.
+    pub option_places: Vec<(String, String)>,
 }
+
+impl JobPlan {
+    /// Whether plan `k` must finish before this one starts.
+    pub fn waits_for(&self, k: usize) -> bool {
+        k < self.after_all || self.after_also.contains(&k)
+    }
+
+    /// `FILE:LINE` of option `name` as set for this job, or of its section.
+    pub fn place_of(&self, name: &str) -> &str {
+        self.option_places
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map_or(&self.place, |(_, p)| p)
+    }
+}
+
+/// Most jobs a job file may hold, clones (`numjobs`) included: fio's
+/// `REAL_MAX_JOBS` (fio.h). fio keeps its jobs in shared memory segments of 8
+/// and its check (`nr_segments + 1 >= REAL_MAX_SEG`, init.c) stops it at 4,088.
+pub const MAX_JOBS: u64 = 4096;
 
 /// An option csdchar does not implement, where it was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -479,10 +510,19 @@ impl Builder {
         target: Option<String>,
         numjobs: u32,
         seed: u64,
+        section: &Section,
         lacks: &mut Vec<(&'static str, String)>,
     ) -> Result<BlockSpec, String> {
-        let job = &self.name;
-        let bad = |m: String| Err(format!("job {job}: {m}"));
+        // The option at fault as written and where (the section's header
+        // when it was never set).
+        let bad = |name: &str, m: &str| {
+            let (written, place) = self.where_set(name, section);
+            if written.starts_with('[') {
+                Err(format!("{written} ({place}): {name}: {m}"))
+            } else {
+                Err(format!("{written} ({place}): {m}"))
+            }
+        };
         let [rbs, wbs, _] = self.bs;
         let bs = match (self.rw.reads(), self.rw.writes()) {
             (true, true) if rbs != wbs => {
@@ -500,13 +540,13 @@ impl Builder {
             _ => wbs,
         };
         let Some(bs) = bs.filter(|b| (1..=MAX_BS).contains(b)) else {
-            return bad("bs: must be between 1 byte and 256m".into());
+            return bad("bs", "must be between 1 byte and 256m");
         };
         if self.direct && !bs.is_multiple_of(512) {
-            return bad("bs: must be a multiple of 512 with direct=1".into());
+            return bad("bs", "must be a multiple of 512 with direct=1");
         }
         if self.compress_chunk == 0 && self.compress_pct > 0 {
-            return bad("buffer_compress_chunk: must be positive".into());
+            return bad("buffer_compress_chunk", "must be positive");
         }
         let size = match (self.size, self.filesize) {
             (0, Some(f)) => f,
@@ -546,10 +586,13 @@ impl Builder {
         }
         let batch_submit = self.batch_submit.unwrap_or(0);
         if batch_submit > self.iodepth {
-            return bad("iodepth_batch_submit: must be at most iodepth".into());
+            return bad("iodepth_batch_submit", "must be at most iodepth");
         }
         if target.is_none() && self.engine != EngineKind::Null {
-            return bad("filename: a block device or file is required (or directory=)".into());
+            return bad(
+                "filename",
+                "a block device or file is required (or directory=)",
+            );
         }
         let ms = |us: u64| us.div_ceil(1000);
         Ok(BlockSpec {
@@ -583,6 +626,19 @@ impl Builder {
     }
 }
 
+/// Each option's last place, once per name: bounded by the options csdchar
+/// implements, however many lines set them.
+fn last_places(set_at: &[(String, String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (name, _, place) in set_at {
+        match out.iter_mut().find(|(n, _)| n == name) {
+            Some(slot) => slot.1 = place.clone(),
+            None => out.push((name.clone(), place.clone())),
+        }
+    }
+    out
+}
+
 fn fmt_opt(v: Option<u64>) -> String {
     v.map_or("the default".into(), |b| b.to_string())
 }
@@ -608,6 +664,7 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
     let mut group_id = 0u32;
     let mut jobs_in_group = 0u32;
     let mut barrier_before: usize = 0;
+    let mut fio_jobs = 0u64;
     // The first value fio would refuse too; reported only when nothing is
     // unsupported (a skipped option can make a job look wrong).
     let mut invalid: Option<String> = None;
@@ -616,20 +673,24 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
         let mut b = if section.global {
             defaults.clone()
         } else {
+            // Every option of [global] is each job's, as fio copies it
+            // (get_new_job): `stonewall` there makes every job wait.
             let mut b = defaults.clone();
             b.name = section.name.clone();
-            // Ordering flags belong to the section that sets them.
-            b.stonewall = false;
-            b.new_group = false;
-            b.wait_for = None;
             b
         };
         for o in &section.options {
             match b.apply(o) {
                 Ok(Ok(())) => {
+                    // One name per option, for refusals that look it up.
                     let name = match o.name.as_str() {
                         "blocksize" => "bs",
                         "readwrite" => "rw",
+                        "iodepth_batch" => "iodepth_batch_submit",
+                        "iodepth_batch_complete_min" => "iodepth_batch_complete",
+                        "timeout" => "runtime",
+                        "buffered" => "direct",
+                        "wait_for_previous" => "stonewall",
                         n => n,
                     };
                     b.set_at.push((name.to_string(), o.as_written(), o.place()));
@@ -645,6 +706,12 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
             }
         }
         if section.global {
+            if let Some((name, place)) = &b.wait_for {
+                return Err(PlanError::Invalid(format!(
+                    "wait_for={name} ({place}): in [global] every job would wait for {name}, \
+                     itself included; put it in the section of the job that waits"
+                )));
+            }
             global_options.extend(
                 section
                     .options
@@ -661,33 +728,60 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
         if b.stonewall {
             barrier_before = jobs.len();
         }
-        let mut after: Vec<usize> = (0..barrier_before).collect();
+        let mut after_also: Vec<usize> = Vec::new();
         if let Some((name, place)) = &b.wait_for {
             let Some((_, idx)) = by_name.iter().find(|(n, _)| n == name) else {
                 return Err(PlanError::Invalid(format!(
                     "wait_for={name} ({place}): no job named {name} before it"
                 )));
             };
-            after.extend(idx.iter().copied());
-            after.sort_unstable();
-            after.dedup();
+            after_also.extend(idx.iter().copied().filter(|&k| k >= barrier_before));
         }
         let job_options: Vec<(String, String)> = section
             .options
             .iter()
             .map(|o| (o.name.clone(), o.value.clone().unwrap_or_default()))
             .collect();
+        // fio's limit counts every clone; stopping here bounds the time and
+        // memory a huge file takes before it is refused.
+        fio_jobs += u64::from(b.numjobs);
+        if fio_jobs > MAX_JOBS {
+            return Err(PlanError::Invalid(format!(
+                "[{}] ({}:{}): the file holds more than {MAX_JOBS} jobs with this one (numjobs clones \
+                 included), fio's limit; split the file",
+                section.name, section.file, section.line
+            )));
+        }
         // Clones share the job's file as the engine's threads; without a
         // filename fio gives each clone a file of its own, so each is a run.
+        // fio puts a filename in `directory` too (filesetup.c add_file).
         let runs: Vec<(u32, Option<String>, u32)> = match (&b.filename, b.engine) {
-            (Some(f), _) => vec![(0, Some(f.clone()), b.numjobs)],
+            (Some(f), _) => {
+                let path = match &b.directory {
+                    Some(d) => format!("{d}/{f}"),
+                    None => f.clone(),
+                };
+                vec![(0, Some(path), b.numjobs)]
+            }
             (None, EngineKind::Null) => vec![(0, None, b.numjobs)],
-            (None, _) => (0..b.numjobs)
-                .map(|c| {
-                    let dir = b.directory.as_deref().unwrap_or(".");
-                    (c, Some(format!("{dir}/{}.{c}.0", b.name)), 1)
-                })
-                .collect(),
+            (None, _) => {
+                // fio writes `directory/NAME.CLONE.0` whatever NAME holds; a
+                // name with '/' would put the file outside the directory.
+                if b.name.contains(['/', '\0']) {
+                    let (written, place) = b.where_set("name", section);
+                    return Err(PlanError::Invalid(format!(
+                        "{written} ({place}): a job without filename= writes a file named after \
+                         the job (NAME.CLONE.0) in directory=; this name holds '/', which would \
+                         put it elsewhere: give filename= or a name without '/'"
+                    )));
+                }
+                (0..b.numjobs)
+                    .map(|c| {
+                        let dir = b.directory.as_deref().unwrap_or(".");
+                        (c, Some(format!("{dir}/{}.{c}.0", b.name)), 1)
+                    })
+                    .collect()
+            }
         };
         let first = jobs.len();
         let apart = runs.len() > 1;
@@ -695,7 +789,7 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
             // fio seeds each job from randseed and its number.
             let seed = b.seed.wrapping_add(u64::from(clone));
             let mut lacks = Vec::new();
-            let spec = match b.spec(target, threads, seed, &mut lacks) {
+            let spec = match b.spec(target, threads, seed, section, &mut lacks) {
                 Ok(s) => s,
                 Err(m) => {
                     invalid.get_or_insert(m);
@@ -714,12 +808,15 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                 spec,
                 group_id,
                 group_reporting: b.group_reporting,
-                after: after.clone(),
+                after_all: barrier_before,
+                after_also: after_also.clone(),
                 job_options: job_options.clone(),
                 description: b.description.clone(),
                 replaced_engine: b.replaced_engine.clone(),
                 replaced_verify: b.replaced_verify.clone(),
                 start_delay_ms: b.start_delay_us.div_ceil(1000),
+                place: format!("{}:{}", section.file, section.line),
+                option_places: last_places(&b.set_at),
             });
         }
         jobs_in_group += 1;
@@ -753,11 +850,61 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
     })
 }
 
+/// Why a command line cannot be printed as a job file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PrintJobError(pub String);
+
+/// `target` as a `filename=` value that fio's parser (and [`ini`]) reads back
+/// as the same path: ':' escaped as `\:`; refused when the grammar has no way
+/// to carry it (a value ends at ';', '#' or the line's end, loses its outer
+/// blanks, and has `${VAR}` and `$keywords` replaced).
+pub fn filename_value(target: &str) -> Result<String, PrintJobError> {
+    let why = if target.contains([';', '#']) {
+        Some("holds ';' or '#', where fio's parser cuts the line")
+    } else if target.chars().any(char::is_control) {
+        Some("holds a control character (a newline would end the line)")
+    } else if target.trim() != target {
+        Some("starts or ends with a blank, which fio's parser strips")
+    } else if target.contains("${")
+        || ["$pagesize", "$mb_memory", "$ncpus"]
+            .iter()
+            .any(|k| target.contains(k))
+    {
+        Some("holds '${' or a fio keyword, which fio's parser replaces")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(PrintJobError(format!(
+            "--print-job: TARGET {target:?} {why}; a fio job file cannot name it (rename it, or \
+             leave out --print-job)"
+        ))),
+        None => Ok(target.replace(':', "\\:")),
+    }
+}
+
+/// `text` on one comment line: control characters written as escapes, so
+/// no argument can start a line of its own.
+fn comment_text(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// The job file a command-line spec means, for `--print-job`: fio's option
-/// names and units, with what fio cannot express said in comments.
-pub fn print_job(spec: &BlockSpec, command: &str) -> String {
+/// names and units, with what fio cannot express said in comments. Refused
+/// when the target is a path fio's grammar cannot carry ([`filename_value`]).
+pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobError> {
+    let filename = spec.target.as_deref().map(filename_value).transpose()?;
     let mut lines = vec![
-        format!("; {command}"),
+        format!("; {}", comment_text(command)),
         "; as a fio job file (csdchar block --job-file reads it back)".to_string(),
     ];
     if spec.compress_pct > 0 && spec.compress_fill == Fill::Repeat {
@@ -767,6 +914,12 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> String {
         );
         lines.push(
             "; zero-detecting drives store for nothing: same ratio, maybe not the same drive work"
+                .into(),
+        );
+    }
+    if spec.force {
+        lines.push(
+            "; asked with --force: a job file cannot say it, give --force to csdchar block --job-file"
                 .into(),
         );
     }
@@ -790,8 +943,8 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> String {
         lines.push(format!("numjobs={}", spec.numjobs));
         lines.push("group_reporting".into());
     }
-    if let Some(t) = &spec.target {
-        lines.push(format!("filename={t}"));
+    if let Some(f) = filename {
+        lines.push(format!("filename={f}"));
     }
     if spec.size > 0 {
         lines.push(format!("size={}", spec.size));
@@ -834,7 +987,7 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> String {
         lines.push(format!("percentile_list={}", list.join(":")));
     }
     lines.push(String::new());
-    lines.join("\n")
+    Ok(lines.join("\n"))
 }
 
 #[cfg(test)]

@@ -45,7 +45,11 @@ fn stonewall_orders_and_groups_new_group_only_groups() {
     );
     let groups: Vec<u32> = p.jobs.iter().map(|j| j.group_id).collect();
     assert_eq!(groups, [0, 1, 1, 2, 3]);
-    let after: Vec<Vec<usize>> = p.jobs.iter().map(|j| j.after.clone()).collect();
+    let after: Vec<Vec<usize>> = p
+        .jobs
+        .iter()
+        .map(|j| (0..p.jobs.len()).filter(|&k| j.waits_for(k)).collect())
+        .collect();
     assert_eq!(after[0], Vec::<usize>::new());
     assert_eq!(after[1], [0]);
     assert_eq!(after[2], [0], "jobs after a stonewall start with it");
@@ -160,9 +164,112 @@ fn a_printed_job_reads_back_as_the_same_spec() {
         percentiles: vec![50.0, 99.0],
         ..BlockSpec::default()
     };
-    let text = print_job(&spec, "csdchar block ...");
+    let text = print_job(&spec, "csdchar block ...").unwrap();
     let p = plan_of(&text);
     assert_eq!(p.jobs.len(), 1);
     assert_eq!(p.jobs[0].spec, spec, "{text}");
     assert!(p.jobs[0].group_reporting);
+}
+
+/// Issue 38 row 6: a target fio's grammar cannot carry is refused, ':' is
+/// escaped and reads back, and no argument of the command (in the comment)
+/// can start a line of its own.
+#[test]
+fn print_job_carries_its_target_exactly_or_refuses_it() {
+    let with = |t: &str| BlockSpec {
+        target: Some(t.into()),
+        rw: RwMode::Randwrite,
+        size: 1 << 20,
+        ..BlockSpec::default()
+    };
+    for bad in [
+        "a;b.dat",
+        "a#b",
+        "x\n[evil]\nrw=write",
+        " lead",
+        "${HOME}/x",
+        "$ncpus.dat",
+    ] {
+        let e = print_job(&with(bad), "csdchar").unwrap_err();
+        assert!(e.0.starts_with("--print-job: TARGET"), "{e}");
+        assert_eq!(e.0.lines().count(), 1, "{e}");
+    }
+    for good in [
+        "/dev/disk/by-path/pci-0000:00:1f.2-ata-1",
+        "a\\:b",
+        "x=y.dat",
+    ] {
+        let text = print_job(&with(good), "csdchar").unwrap();
+        let p = plan_of(&text);
+        assert_eq!(p.jobs[0].spec.target.as_deref(), Some(good), "{text}");
+    }
+    // A newline in any argument stays inside the comment line.
+    let text = print_job(
+        &with("data.dat"),
+        "csdchar block --output x\n[evil]\nrw=write\nfilename=/dev/sda",
+    )
+    .unwrap();
+    let p = plan_of(&text);
+    assert_eq!(p.jobs.len(), 1, "{text}");
+    assert_eq!(p.jobs[0].spec.target.as_deref(), Some("data.dat"));
+    assert!(!text.contains("\n[evil]"), "{text}");
+}
+
+/// Issue 38 row 12: fio's limit of 4,096 jobs, clones included, refused with
+/// the section that crosses it before any job is planned further.
+#[test]
+fn more_jobs_than_fios_limit_are_refused_at_the_section_that_crosses_it() {
+    let mut text = String::from("[global]\nioengine=null\nsize=1m\n[big]\nnumjobs=1024\n");
+    text.push_str("[b2]\nnumjobs=1024\n[b3]\nnumjobs=1024\n[b4]\nnumjobs=1023\n[last]\n");
+    assert_eq!(plan_of(&text).jobs.len(), 5, "4,096 jobs are fine");
+    text.push_str("[over]\n");
+    let e = plan(&sections(&text), false).unwrap_err().to_string();
+    assert!(
+        e.starts_with("[over] (t.fio:13): the file holds more than 4096 jobs"),
+        "{e}"
+    );
+}
+
+/// Issue 38 row 21 and fio's directory rule: a generated file name never
+/// leaves `directory`, and a filename is put in `directory` as fio does.
+#[test]
+fn directory_holds_the_files_it_should() {
+    let e = plan(
+        &sections("[global]\ndirectory=/d\nsize=1m\n[../../x]\nrw=write\n"),
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("[../../x] (t.fio:4): a job without filename="),
+        "{e}"
+    );
+    let e = plan(&sections("[j]\nname=a/b\nsize=1m\n"), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("name=a/b (t.fio:2)"), "{e}");
+    let p = plan_of("[global]\ndirectory=/d\nsize=1m\n[j]\nfilename=f.dat\n[k]\n");
+    assert_eq!(p.jobs[0].spec.target.as_deref(), Some("/d/f.dat"));
+    assert_eq!(p.jobs[1].spec.target.as_deref(), Some("/d/k.0.0"));
+    // Where each option was set, for refusals.
+    assert_eq!(p.jobs[0].place_of("size"), "t.fio:3");
+    assert_eq!(p.jobs[0].place_of("bs"), "t.fio:4");
+}
+
+/// fio copies every [global] option into each job: `stonewall` there
+/// orders every job (was dropped); `wait_for` there is refused.
+#[test]
+fn ordering_options_in_global_are_every_jobs() {
+    let p = plan_of("[global]\nioengine=null\nsize=1m\nstonewall\n[a]\n[b]\n[c]\n");
+    let after: Vec<usize> = p.jobs.iter().map(|j| j.after_all).collect();
+    assert_eq!(after, [0, 1, 2]);
+    let groups: Vec<u32> = p.jobs.iter().map(|j| j.group_id).collect();
+    assert_eq!(groups, [0, 1, 2]);
+    let e = plan(
+        &sections("[a]\nioengine=null\n[global]\nwait_for=a\n[b]\n"),
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("wait_for=a (t.fio:4): in [global]"), "{e}");
 }
