@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio_postgres::config::Host;
 
 use crate::env::Env;
+use crate::error::TargetError;
 
 /// What a connection travels over. The measured loop's choice of client driver
 /// depends on it: a statement's kernel work differs between a Unix socket and TCP,
@@ -41,44 +42,6 @@ pub struct ConnTarget {
     /// Why a password file that applies was not read (libpq warns and goes
     /// on without it), said again when the login fails.
     passfile_ignored: Option<String>,
-}
-
-/// A connection string, or a libpq environment variable filling it, that
-/// csdchar cannot use: bad input, refused before anything connects.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct TargetError {
-    /// The libpq environment variable at fault (`PGSSLMODE`, `PGPORT`, …);
-    /// None: the connection string itself (or libpq's default files).
-    pub variable: Option<String>,
-    /// What is wrong, naming the key or variable and its value.
-    pub message: String,
-}
-
-impl TargetError {
-    /// A message about the connection string itself.
-    fn conninfo(message: String) -> TargetError {
-        TargetError {
-            variable: None,
-            message,
-        }
-    }
-
-    /// The one line for a user who gave the connection string as `option`
-    /// (`--url`): the option named, unless a variable is at fault, which
-    /// the message names instead.
-    pub fn for_option(&self, option: &str) -> String {
-        match self.variable {
-            Some(_) => self.message.clone(),
-            None => format!("{option}: {}", self.message),
-        }
-    }
-}
-
-impl From<TargetError> for String {
-    fn from(e: TargetError) -> String {
-        e.message
-    }
 }
 
 /// Checks the libpq environment variables that apply to a managed cluster's

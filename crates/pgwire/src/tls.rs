@@ -27,7 +27,7 @@ use rustls::pki_types::{
 };
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 
-use crate::conn::TargetError;
+use crate::error::TargetError;
 use crate::env::Env;
 
 /// libpq's `sslmode`.
