@@ -1399,7 +1399,7 @@ fn a_data_directory_the_server_cannot_reach_is_bad_input() {
 /// The help text of `csdchar ARGS… --help`, as clap renders it.
 fn help(args: &[&str]) -> String {
     use clap::CommandFactory;
-    let mut cmd = csdchar_cli::opts::Cli::command();
+    let mut cmd = csdchar_cli::cli::Cli::command();
     let mut sub = &mut cmd;
     for a in args {
         sub = sub.find_subcommand_mut(a).expect("subcommand");
@@ -1490,7 +1490,8 @@ mod block_options {
     use std::path::Path;
 
     use clap::Parser;
-    use csdchar_cli::opts::*;
+    use csdchar_cli::args::*;
+    use csdchar_cli::cli::*;
     use csdchar_core::result::block::{BlockSpec, EngineKind, RwMode};
 
     fn spec(args: &[&str]) -> Result<BlockSpec, UsageError> {
@@ -1709,9 +1710,9 @@ mod db_options {
     fn parse(args: &[&str]) -> Result<(&'static str, DbOpts), String> {
         let mut argv = vec!["csdchar", "db"];
         argv.extend_from_slice(args);
-        match csdchar_cli::opts::Cli::try_parse_from(argv) {
+        match csdchar_cli::cli::Cli::try_parse_from(argv) {
             Ok(cli) => match cli.command {
-                csdchar_cli::opts::Command::Db(d) => Ok(d.step()),
+                csdchar_cli::cli::Command::Db(d) => Ok(d.step()),
                 _ => unreachable!(),
             },
             Err(e) => Err(csdchar_cli::one_line(&e)),

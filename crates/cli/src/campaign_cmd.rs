@@ -1,23 +1,23 @@
 //! `csdchar campaign FILE.toml`: the campaign crate plans and keeps the
 //! manifest; this module supplies its [`StepRunner`] (each planned argv is
 //! parsed by csdchar's own clap parser and run in-process through the same
-//! [`crate::run`] path as the subcommand), prints progress, and ends with
-//! `csdchar report` over the results, targets side by side.
+//! path as the subcommand, both given by the crate root as [`StepCommands`]),
+//! prints progress, and ends with `csdchar report` over the results, targets
+//! side by side.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use clap::{Args, Parser};
+use clap::Args;
 use csdchar_campaign::{
     Campaign, CampaignError, CampaignStatus, Event, Executor, PlannedStep, RunOptions, StepOutcome,
     StepRunner, StorageProvisioner,
 };
 use csdchar_report::{InputSpec, ReportOptions, build_report_with};
 
-use crate::opts::Cli;
-use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome};
+use crate::io::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome};
 
 /// Options of `csdchar campaign`.
 #[derive(Debug, Clone, Args)]
@@ -43,26 +43,23 @@ pub struct CampaignOpts {
     pub force: bool,
 }
 
-/// Runs campaign steps through csdchar's own parser and [`crate::run`];
+/// What campaign steps need of the other commands, given by the crate root
+/// (which knows them all): a step's argv (without the program name) checked as
+/// its command checks it before running, and run in-process.
+pub struct StepCommands {
+    /// Usage errors of the step, in one line.
+    pub check: fn(&[String]) -> Result<(), String>,
+    /// Runs the step; its exit code, or why its argv does not parse.
+    pub run: fn(&[String], &mut Io<'_>) -> Result<i32, String>,
+}
+
+/// Runs campaign steps through csdchar's own parser and run path;
 /// each step's output goes to `<out>/<target>/<step>.log`.
-struct CliSteps {
+struct CliSteps<'c> {
+    commands: &'c StepCommands,
     interrupt: Arc<AtomicBool>,
     /// The campaign's output directory.
     out: PathBuf,
-}
-
-/// The step's argv as csdchar parses it.
-fn parse(step: &PlannedStep) -> Result<Cli, String> {
-    let argv = std::iter::once("csdchar".to_string()).chain(step.command.iter().cloned());
-    Cli::try_parse_from(argv).map_err(|e| {
-        let text = e.to_string();
-        let first = text
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim_start_matches("error: ");
-        format!("{}: {first}", step.command_line())
-    })
 }
 
 /// The step's log: `<out>/<target>/<step>.log`, next to its result.
@@ -71,41 +68,25 @@ fn log_path(step: &PlannedStep, out: &std::path::Path) -> PathBuf {
     out.join(&step.target).join(format!("{stem}.log"))
 }
 
-impl StepRunner for CliSteps {
+impl StepRunner for CliSteps<'_> {
     fn check(&self, step: &PlannedStep) -> Result<(), String> {
-        let cli = parse(step)?;
-        match cli.command {
-            crate::Command::Db(args) => {
-                let (name, mut opts) = args.step();
-                // The result's directory is made when the target's steps start.
-                opts.out.output = None;
-                crate::db_cmd::validate(name, &opts)
-                    .map_err(|e| format!("{}: {e}", step.command_line()))
-            }
-            crate::Command::Block(mut opts) => {
-                opts.output = None;
-                opts.validate()
-                    .map(|_| ())
-                    .map_err(|e| format!("{}: {e}", step.command_line()))
-            }
-            _ => Ok(()),
-        }
+        (self.commands.check)(&step.command).map_err(|e| format!("{}: {e}", step.command_line()))
     }
 
     fn run(&mut self, step: &PlannedStep, _interrupt: &AtomicBool) -> StepOutcome {
-        let cli = match parse(step) {
-            Ok(c) => c,
-            Err(e) => return StepOutcome::Failed(e),
-        };
         let mut stdout: Vec<u8> = Vec::new();
         let mut stderr: Vec<u8> = Vec::new();
-        let code = {
+        let ran = {
             let mut io = Io {
                 stdout: &mut stdout,
                 stderr: &mut stderr,
                 interrupt: Arc::clone(&self.interrupt),
             };
-            crate::run(cli, &mut io).exit_code
+            (self.commands.run)(&step.command, &mut io)
+        };
+        let code = match ran {
+            Ok(code) => code,
+            Err(e) => return StepOutcome::Failed(format!("{}: {e}", step.command_line())),
         };
         let mut log = format!("$ {}\n", step.command_line()).into_bytes();
         log.extend_from_slice(&stdout);
@@ -128,8 +109,8 @@ impl StepRunner for CliSteps {
     }
 }
 
-/// Runs `csdchar campaign`.
-pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>) -> Outcome {
+/// Runs `csdchar campaign`, its steps through `commands`.
+pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>, commands: &StepCommands) -> Outcome {
     let usage = |io: &mut Io<'_>, e: &dyn std::fmt::Display| {
         let _ = writeln!(io.stderr, "error: {e}");
         Outcome::code(EXIT_USAGE)
@@ -148,6 +129,7 @@ pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>) -> Outcome {
         Err(e) => return usage(io, &e),
     };
     let mut steps = CliSteps {
+        commands,
         interrupt: Arc::clone(&io.interrupt),
         out: plan.out.clone(),
     };

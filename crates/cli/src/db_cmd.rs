@@ -32,12 +32,12 @@ use csdchar_workloads::pgio::PgioSpec;
 use csdchar_workloads::tpcb::{self, TpcbSpec};
 use csdchar_workloads::tpcc::{self, TpccSpec};
 
+use crate::args::OutputFormat;
 use crate::db_opts::{
     ClientIoArg, DbArgs, DbOpts, InitModeArg, LoadMethodArg, ProtocolArg, RandArg, TpccModeArg,
     WorkloadArg,
 };
-use crate::opts::OutputFormat;
-use crate::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit};
+use crate::io::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit};
 
 /// The sysbench script behind an option value; None for the other families.
 fn sysbench_workload(w: WorkloadArg) -> Option<OltpWorkload> {
@@ -447,7 +447,7 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
     }
     // The result must not land on the cluster's own files.
     let inputs: Vec<&std::path::Path> = s.pgdata.iter().map(|p| p.as_path()).collect();
-    crate::opts::check_output(o.out.output.as_deref(), &inputs).map_err(|e| e.0)?;
+    crate::args::check_output(o.out.output.as_deref(), &inputs).map_err(|e| e.0)?;
     Ok(())
 }
 

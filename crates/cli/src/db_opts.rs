@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::opts::{OutputFormat, bool_arg, duration_arg, percentile_arg};
+use crate::args::{OutputFormat, bool_arg, duration_arg, percentile_arg};
 
 /// `csdchar db [STEP] [OPTIONS]`: without a step, `run`.
 #[derive(Debug, Args)]
@@ -233,7 +233,7 @@ pub struct ClusterArgs {
     /// Run a managed cluster's server in a memory cgroup of this size (page cache included; e.g. 64m),
     /// so the OS cannot absorb the database's reads (pgio); root only. Pages cached before the server
     /// started still serve it: add --drop-caches. Load without it (a small limit makes loads crawl).
-    #[arg(long, value_name = "SIZE", value_parser = crate::opts::size_arg, conflicts_with = "url")]
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::size_arg, conflicts_with = "url")]
     pub pg_memory_limit: Option<u64>,
     /// With --listen: TLS on the TCP listener. A CA and server certificate of the cluster's own are
     /// made in the data directory (root.crt; the key 0600), the server runs with ssl=on and TCP
@@ -269,7 +269,7 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub schemas: u32,
     /// pgio: size of each table (pgio's SCALE, one row per 8 KiB block; e.g. 256m, 8g; at least 8m).
-    #[arg(long, default_value = "64m", value_parser = crate::opts::size_arg)]
+    #[arg(long, default_value = "64m", value_parser = crate::args::size_arg)]
     pub pgio_size: u64,
     /// pgio: run pgio's own PL/pgSQL loop on the server (one transaction = 100 operations)
     /// instead of csdchar's clients sending each operation.
@@ -405,7 +405,7 @@ pub struct RunArgs {
     /// Start the first step's clock at TIME: RFC 3339 (2026-05-01T14:30:00Z) or HH:MM[:SS] local
     /// time today, within the next 24 hours. Clients connect first, then wait (Ctrl-C ends the
     /// wait), so runs on several load hosts start at the same instant.
-    #[arg(long, value_name = "TIME", value_parser = crate::opts::start_at_arg)]
+    #[arg(long, value_name = "TIME", value_parser = crate::args::start_at_arg)]
     pub start_at: Option<std::time::SystemTime>,
     /// How the clients' connections are driven: threads (one OS thread and blocking socket per
     /// client), uring (a few threads, each with one io_uring and many connections; same

@@ -6,8 +6,30 @@ use std::path::PathBuf;
 use csdchar_fio_like::safety::OutputError;
 use csdchar_report::{InputSpec, ReportOptions, build_report_with};
 
-use crate::opts::ReportOpts;
-use crate::{EXIT_USAGE, Io, Outcome};
+use clap::Args;
+
+use crate::io::{EXIT_USAGE, Io, Outcome};
+
+/// `csdchar report`.
+#[derive(Debug, Args)]
+pub struct ReportOpts {
+    /// Result files (block, db, study, capacity, estimate JSON) or directories searched for *.json.
+    pub results: Vec<PathBuf>,
+    /// Directory the report is written to (created when missing; not an existing file).
+    #[arg(long, default_value = "csdchar-report")]
+    pub out: PathBuf,
+    /// NAME=PATH: report the results in PATH (a file or directory) as NAME, e.g. the drive; repeatable. The first label is the baseline of comparisons.
+    #[arg(long = "label", value_name = "NAME=PATH")]
+    pub labels: Vec<String>,
+    /// Do not print the tables.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Merge results of the same run from several hosts (same workload and options, started
+    /// together with --start-at) into one before reporting: latency histograms and counts are
+    /// added and percentiles recomputed, never averaged. Results merge within one --label.
+    #[arg(long)]
+    pub merge: bool,
+}
 
 /// The inputs the options name: `--label` paths first (the first label is the
 /// comparisons' baseline), then the positional results.

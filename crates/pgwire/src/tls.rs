@@ -27,8 +27,8 @@ use rustls::pki_types::{
 };
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 
-use crate::error::TargetError;
 use crate::env::Env;
+use crate::error::TargetError;
 
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
