@@ -281,6 +281,8 @@ pub fn cases() -> Vec<Case> {
         t("revoked-no-crl", RevokedLeaf, "host=localhost port={t} {u} sslmode=verify-full sslrootcert={pki}/root.crt").ok_tls(),
         t("revoked-crl-file", RevokedLeaf, "host=localhost port={t} {u} sslmode=verify-full sslrootcert={pki}/root.crt sslcrl={pki}/root.crl")
             .refused(&[CertVerifyFailed, Revoked]),
+        t("revoked-crl-v1", RevokedLeaf, "host=localhost port={t} {u} sslmode=verify-full sslrootcert={pki}/root.crt sslcrl={pki}/root-v1.crl")
+            .refused(&[CertVerifyFailed, Revoked]).note("a version-1 CRL (openssl ca -gencrl without crlnumber)"),
         t("revoked-crl-dir", RevokedLeaf, "host=localhost port={t} {u} sslmode=verify-full sslrootcert={pki}/root.crt sslcrldir={pki}/crldir")
             .refused(&[CertVerifyFailed, Revoked]).note("openssl rehash layout (HASH.r0)"),
         t("revoked-crl-dir-unhashed", RevokedLeaf, "host=localhost port={t} {u} sslmode=verify-full sslrootcert={pki}/root.crt sslcrldir={pki}/crldir-unhashed")
@@ -299,6 +301,8 @@ pub fn cases() -> Vec<Case> {
         t("revoked-require-crl", RevokedLeaf, "host=localhost port={t} {u} sslmode=require sslcrl={pki}/root.crl").ok_tls()
             .note("no root file: nothing verified, the CRL unused"),
         t("goodca-crl-file", GoodCa, "host=localhost port={t} {u} sslmode=verify-full sslrootcert={pki}/root.crt sslcrl={pki}/root.crl").ok_tls(),
+        t("goodca-crl-dir-absent", GoodCa, "host=localhost port={t} {u} sslmode=verify-full sslrootcert={pki}/root.crt sslcrldir={pki}/no-such-dir")
+            .refused(&[CertVerifyFailed, CrlMissing]).note("a CRL directory that does not exist still turns CRL checking on"),
         t("goodca-crl-dir", GoodCa, "host=localhost port={t} {u} sslmode=verify-full sslrootcert={pki}/root.crt sslcrldir={pki}/crldir").ok_tls(),
         // ---- client certificates (certdb: pg_hba `cert`, the server's CA is client-root)
         t("client-pem", V3San, "host=localhost port={t} user=postgres dbname=certdb sslmode=verify-full sslrootcert={pki}/root.crt sslcert={pki}/client.crt sslkey={pki}/client.key").nopw().ok_tls(),

@@ -138,7 +138,11 @@ fn openssl_verify_reason(
         cmd.args(["-CRL", f, "-crl_check_all"]);
     }
     if let Some(d) = &crldir {
-        cmd.args(["-CApath", d, "-crl_check_all"]);
+        // libpq turns CRL checking on for any directory name, even one that is not there.
+        if Path::new(d).is_dir() {
+            cmd.args(["-CApath", d]);
+        }
+        cmd.arg("-crl_check_all");
     }
     let out = cmd.stdin(Stdio::null()).output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout);

@@ -350,6 +350,22 @@ impl Pki {
             d,
             &["ca", "-config", "ca.cnf", "-gencrl", "-out", "root.crl"],
         );
+        // The same list as a version-1 CRL: `openssl ca -gencrl` without a crlnumber file.
+        let v1_cnf = fs::read_to_string(d.join("ca.cnf"))
+            .unwrap()
+            .replace("crlnumber = $dir/crlnumber\n", "");
+        fs::write(d.join("ca-v1crl.cnf"), v1_cnf).unwrap();
+        openssl(
+            d,
+            &[
+                "ca",
+                "-config",
+                "ca-v1crl.cnf",
+                "-gencrl",
+                "-out",
+                "root-v1.crl",
+            ],
+        );
         openssl(
             d,
             &[
