@@ -107,7 +107,7 @@ fn psql_outcomes_are_the_tables() {
         assert!(ids.insert(c.id), "case id {} twice", c.id);
     }
     let mut table = String::from(
-        "| case | connection string | environment and files | psql 15 |\n|---|---|---|---|\n",
+        "| case | connection string | environment and files | psql 15 | note |\n|---|---|---|---|---|\n",
     );
     let mut wrong = Vec::new();
     let mut verify = String::from("id\tserver_cert\tsslmode\thost\troot\tcrl\tcrldir\tpsql\n");
@@ -116,28 +116,32 @@ fn psql_outcomes_are_the_tables() {
         if let Some(row) = verify_row(&m, case, &ran) {
             verify.push_str(&row);
         }
-        let mut setting: Vec<String> = ran
-            .env
-            .iter()
-            .filter(|(k, _)| k.starts_with("PG") && k != "PGPASSWORD")
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        let mut setting: Vec<String> = case.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         if !case.password {
             setting.push("no PGPASSWORD".into());
         }
         for f in &case.files {
-            setting.push(format!("{} ({:o})", f.path, f.mode));
+            let from = match &f.from {
+                libpq::cases::Src::Pki(p) => format!("= {p}"),
+                libpq::cases::Src::Text(t) => format!("`{}`", t.trim_end().replace('\n', "⏎")),
+            };
+            setting.push(format!("{} {from} ({:o})", f.path, f.mode));
         }
         let mut outcome = libpq::describe(&ran.outcome);
         if case.since > 15 {
             outcome.push_str(&format!(" (a {} key)", case.since));
         }
         table.push_str(&format!(
-            "| {} | `{}` | {} | {} |\n",
+            "| {} | `{}` | {} | {} | {} |\n",
             case.id,
-            cell(&ran.conninfo, &m),
+            if case.conninfo.is_empty() {
+                "(empty)".to_string()
+            } else {
+                cell(case.conninfo, &m)
+            },
             cell(&setting.join(", "), &m),
-            cell(&outcome, &m)
+            cell(&outcome, &m),
+            cell(case.note, &m)
         ));
         if !ran.agrees {
             wrong.push(format!(

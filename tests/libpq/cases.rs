@@ -374,8 +374,6 @@ pub fn cases() -> Vec<Case> {
         t("compression-on", V3San, "host=localhost port={t} {u} sslmode=require sslcompression=1").ok_tls().note("accepted and ignored"),
         t("compression-env", V3San, "host=localhost port={t} {u} sslmode=require").env("PGSSLCOMPRESSION", "1").ok_tls(),
         t("sslmode-bad", V3San, "host=localhost port={t} {u} sslmode=bogus").refused(&[BadValue]),
-        t("requiressl", V3San, "host=localhost port={t} {u} requiressl=1").ok_tls().note("deprecated; gone in 16"),
-        t("env-requiressl", V3San, "host=localhost port={t} {u}").env("PGREQUIRESSL", "1").ok_tls(),
         t("env-sslmode-verify-full", V3San, "host=localhost port={t} {u} sslrootcert={pki}/root.crt").env("PGSSLMODE", "verify-full").ok_tls(),
         t("channel-binding-tls", V3San, "host=localhost port={t} {u} sslmode=require channel_binding=require").ok_tls(),
         t("channel-binding-env", V3San, "host=localhost port={t} {u} sslmode=require").env("PGCHANNELBINDING", "require").ok_tls(),
@@ -393,6 +391,13 @@ pub fn cases() -> Vec<Case> {
         p("plain-prefer", "host=127.0.0.1 port={p} {u} sslmode=prefer").ok(Primary),
         p("plain-allow", "host=127.0.0.1 port={p} {u} sslmode=allow").ok(Primary),
         p("plain-disable", "host=127.0.0.1 port={p} {u} sslmode=disable").ok(Primary),
+        p("plain-requiressl", "host=127.0.0.1 port={p} {u} requiressl=1").refused(&[ServerNoTls])
+            .note("requiressl=1 is sslmode=require (deprecated, not in 16)"),
+        p("plain-requiressl-0", "host=127.0.0.1 port={p} {u} requiressl=0").ok(Primary),
+        p("plain-env-requiressl", "host=127.0.0.1 port={p} {u}")
+            .env("PGREQUIRESSL", "1")
+            .refused(&[ServerNoTls])
+            .note("15 still reads PGREQUIRESSL, though PQconndefaults does not list it"),
         p("plain-env-require", "host=127.0.0.1 port={p} {u}").env("PGSSLMODE", "require").refused(&[ServerNoTls]),
         p("plain-channel-binding", "host=127.0.0.1 port={p} {u} channel_binding=require").refused(&[ChannelBinding]),
         // ---- hostaddr

@@ -278,11 +278,10 @@ impl Matrix {
                 let mut causes = client.causes(&message);
                 if causes.contains(&outcome::Cause::CertVerifyFailed)
                     && !client.names_verify_reason()
+                    && let Some(why) = openssl_verify_reason(&conninfo, &env, home.path())
                 {
-                    if let Some(why) = openssl_verify_reason(&conninfo, &env, home.path()) {
-                        causes.push(why);
-                        causes.sort();
-                    }
+                    causes.push(why);
+                    causes.sort();
                 }
                 (Outcome::Refuses(causes), message)
             }
@@ -324,17 +323,23 @@ pub fn describe(o: &Outcome) -> String {
             tls,
             check,
         } => {
+            let server = match reached {
+                Reached::Tls => "the TLS server",
+                Reached::Primary => "the primary",
+                Reached::Standby => "the standby",
+            };
             let mut s = format!(
-                "connects: {reached:?}, {}",
+                "connects to {server}, {}",
                 if *tls { "TLS" } else { "plain" }
-            )
-            .to_lowercase()
-            .replacen("connects: ", "connects to ", 1);
+            );
             if let Some(c) = check {
                 s.push_str(&format!(", `{c}`"));
             }
             s
         }
-        Outcome::Refuses(c) => format!("refused: {c:?}"),
+        Outcome::Refuses(c) => {
+            let names: Vec<String> = c.iter().map(|c| format!("{c:?}")).collect();
+            format!("refused: {}", names.join(", "))
+        }
     }
 }
