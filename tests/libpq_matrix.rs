@@ -131,6 +131,25 @@ fn psql_outcomes_are_the_tables() {
         if case.since > 15 {
             outcome.push_str(&format!(" (a {} key)", case.since));
         }
+        if let Some(newer) = &case.newer {
+            let newer = match newer {
+                libpq::cases::Expect::Connects {
+                    reached,
+                    tls,
+                    check,
+                } => libpq::outcome::Outcome::Connects {
+                    reached: *reached,
+                    tls: *tls,
+                    check: check.map(str::to_string),
+                },
+                libpq::cases::Expect::Refuses(c) => libpq::outcome::Outcome::Refuses(c.clone()),
+            };
+            outcome.push_str(&format!(
+                "; from {} on: {}",
+                case.since,
+                libpq::describe(&newer)
+            ));
+        }
         table.push_str(&format!(
             "| {} | `{}` | {} | {} | {} |\n",
             case.id,
@@ -226,6 +245,36 @@ fn uri_parse_table_is_libpqs() {
         };
         if want != got {
             wrong.push(format!("{input}\n  table: {want}\n  libpq: {got}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The table through a newer libpq: psycopg's bundled one (a python with
+/// psycopg[binary] in CSDCHAR_LIBPQ_PYTHON; skipped without). Each case must give
+/// its outcome for that version: 15's, or the newer one the case records for keys
+/// of 16 and 17.
+#[test]
+fn newer_libpq_outcomes_are_the_tables() {
+    let Some(client) = libpq::PyLibpq::from_env() else {
+        eprintln!("skipped: CSDCHAR_LIBPQ_PYTHON (a python with psycopg[binary]) is not set");
+        return;
+    };
+    if !root_and_postgres_or_skip() {
+        return;
+    }
+    let mut m = libpq::Matrix::start();
+    let mut wrong = Vec::new();
+    for case in &libpq::cases::cases() {
+        let ran = m.run(&client, case);
+        if !ran.agrees {
+            wrong.push(format!(
+                "{}: libpq {}: {}\n  {}",
+                case.id,
+                client.major,
+                libpq::describe(&ran.outcome),
+                ran.message.trim().replace('\n', "\n  ")
+            ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

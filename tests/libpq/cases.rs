@@ -60,6 +60,9 @@ pub struct Case {
     pub since: u32,
     /// What the case shows, for the table in docs/libpq-parity.md.
     pub note: &'static str,
+    /// The outcome on a libpq of version `since` or later, where it is not `expect`
+    /// (`expect` is libpq 15's, recorded through psql 15).
+    pub newer: Option<Expect>,
 }
 
 impl Case {
@@ -75,6 +78,7 @@ impl Case {
             expect: Expect::Refuses(Vec::new()),
             since: 15,
             note: "",
+            newer: None,
         }
     }
     fn env(mut self, k: &'static str, v: &'static str) -> Case {
@@ -113,6 +117,29 @@ impl Case {
     fn since(mut self, v: u32) -> Case {
         self.since = v;
         self
+    }
+    /// From libpq `since` on: connects to `r` (over TLS when `tls`).
+    fn newer_ok(mut self, r: Reached, tls: bool) -> Case {
+        self.newer = Some(Expect::Connects {
+            reached: r,
+            tls,
+            check: None,
+        });
+        self
+    }
+    /// From libpq `since` on: refused for `causes`.
+    fn newer_refused(mut self, causes: &[Cause]) -> Case {
+        let mut c = causes.to_vec();
+        c.sort();
+        self.newer = Some(Expect::Refuses(c));
+        self
+    }
+    /// What a libpq of major version `major` does with the case.
+    pub fn expect_for(&self, major: u32) -> &Expect {
+        match &self.newer {
+            Some(n) if major >= self.since => n,
+            _ => &self.expect,
+        }
     }
     fn note(mut self, n: &'static str) -> Case {
         self.note = n;
@@ -378,13 +405,17 @@ pub fn cases() -> Vec<Case> {
         t("channel-binding-tls", V3San, "host=localhost port={t} {u} sslmode=require channel_binding=require").ok_tls(),
         t("channel-binding-env", V3San, "host=localhost port={t} {u} sslmode=require").env("PGCHANNELBINDING", "require").ok_tls(),
         t("sslcertmode-16", V3San, "host=localhost port={t} {u} sslmode=require sslcertmode=disable")
-            .refused(&[UnknownOption]).since(16).note("16: sslcertmode"),
+            .refused(&[UnknownOption]).since(16).newer_ok(Reached::Tls, true).note("16: sslcertmode"),
         t("rootcert-system-16", V3San, "host=localhost port={t} {u} sslmode=verify-full sslrootcert=system")
-            .refused(&[RootCertMissing]).since(16).note("15 reads a file named system; 16 uses the system store"),
+            .refused(&[RootCertMissing]).since(16).newer_refused(&[CertVerifyFailed])
+            .note("15 reads a file named system; 16 verifies against the system store, which does not know this root"),
         t("require-auth-16", V3San, "host=localhost port={t} {u} sslmode=require require_auth=scram-sha-256")
-            .refused(&[UnknownOption]).since(16),
+            .refused(&[UnknownOption]).since(16).newer_ok(Reached::Tls, true),
+        t("require-auth-other-16", V3San, "host=localhost port={t} {u} sslmode=require require_auth=md5")
+            .refused(&[UnknownOption]).since(16).newer_refused(&[AuthNotAllowed]),
         t("sslnegotiation-17", V3San, "host=localhost port={t} {u} sslmode=require sslnegotiation=direct")
-            .refused(&[UnknownOption]).since(17),
+            .refused(&[UnknownOption]).since(17).newer_refused(&[TlsClosedByServer])
+            .note("17: direct TLS, which a 15 server does not speak"),
         // ---- the plain primary and its standby: TLS keys against a server without TLS
         p("plain-require", "host=127.0.0.1 port={p} {u} sslmode=require").refused(&[ServerNoTls]),
         p("plain-verify-full", "host=127.0.0.1 port={p} {u} sslmode=verify-full sslrootcert={pki}/root.crt").refused(&[ServerNoTls]),
@@ -433,9 +464,12 @@ pub fn cases() -> Vec<Case> {
         p("list-one-port", "host=127.0.0.1,localhost port={p} {u}").ok(Primary),
         p("list-empty-host", "host=,127.0.0.1 port={p} {u}").ok(Primary).note("an empty host is the default socket directory"),
         p("list-uri", "postgresql://postgres@127.0.0.1:{s},127.0.0.1:{p}/postgres?target_session_attrs=read-write").ok(Primary),
-        p("load-balance-16", "host=127.0.0.1,127.0.0.1 port={s},{p} {u} load_balance_hosts=random").refused(&[UnknownOption]).since(16),
-        p("load-balance-env-16", "host=127.0.0.1,127.0.0.1 port={s},{p} {u}").env("PGLOADBALANCEHOSTS", "random").ok(Standby).since(16)
-            .note("15 does not read PGLOADBALANCEHOSTS"),
+        p("load-balance-16", "host=127.0.0.1,127.0.0.1 port={p},{p} {u} load_balance_hosts=random").refused(&[UnknownOption])
+            .since(16).newer_ok(Primary, false).note("the order random: both hosts the primary, so the outcome is not"),
+        p("load-balance-disable-16", "host=127.0.0.1,127.0.0.1 port={s},{p} {u} load_balance_hosts=disable").refused(&[UnknownOption])
+            .since(16).newer_ok(Standby, false),
+        p("load-balance-env-16", "host=127.0.0.1,127.0.0.1 port={s},{p} {u}").env("PGLOADBALANCEHOSTS", "bogus").ok(Standby)
+            .since(16).newer_refused(&[BadValue]).note("15 does not read PGLOADBALANCEHOSTS; 16 refuses a bad value"),
         // ---- Unix sockets, URIs, peers, GSSAPI
         p("socket", "host={psock} port={p} {u}").ok(Primary),
         p("socket-uri", "postgresql:///postgres?host={psock}&port={p}&user=postgres").ok(Primary),

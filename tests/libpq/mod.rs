@@ -48,6 +48,10 @@ pub trait Client {
     fn attempt(&self, a: &Attempt) -> Reply;
     /// The causes its message names.
     fn causes(&self, message: &str) -> Vec<outcome::Cause>;
+    /// The libpq major version whose behaviour the client is held to (15: psql here).
+    fn libpq_major(&self) -> u32 {
+        15
+    }
     /// Whether its message says why a certificate failed verification (libpq 15's does
     /// not: the harness then asks OpenSSL itself, the library libpq verifies with).
     fn names_verify_reason(&self) -> bool {
@@ -150,6 +154,89 @@ fn openssl_verify_reason(
     outcome::libpq_causes(line)
         .into_iter()
         .find(|c| *c != outcome::Cause::CertVerifyFailed)
+}
+
+/// libpq as a Python driver bundles it (psycopg's binary wheel: a newer libpq than
+/// Debian's), run by the interpreter `python`; its libpq major version in `major`.
+pub struct PyLibpq {
+    pub python: String,
+    pub major: u32,
+}
+
+/// The script PyLibpq runs: connect with the string, print `port|ssl` and the
+/// check's answer, or libpq's message on stderr.
+const PY_CONNECT: &str = r#"
+import sys, psycopg
+try:
+    with psycopg.connect(sys.argv[1], autocommit=True) as c:
+        r = c.execute("select current_setting('port') || '|' || coalesce((select ssl::text from pg_stat_ssl where pid = pg_backend_pid()), 'false')").fetchone()
+        print(r[0])
+        if len(sys.argv) > 2:
+            print(c.execute(sys.argv[2]).fetchone()[0])
+except psycopg.Error as e:
+    sys.stderr.write(str(e))
+    sys.exit(2)
+"#;
+
+impl PyLibpq {
+    /// From CSDCHAR_LIBPQ_PYTHON (a python with psycopg[binary]); None when unset.
+    pub fn from_env() -> Option<PyLibpq> {
+        let python = std::env::var("CSDCHAR_LIBPQ_PYTHON").ok()?;
+        let out = Command::new(&python)
+            .args(["-c", "import psycopg; print(psycopg.pq.version() // 10000)"])
+            .output()
+            .ok()?;
+        let major = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
+        Some(PyLibpq { python, major })
+    }
+}
+
+impl Client for PyLibpq {
+    fn name(&self) -> &str {
+        "libpq (psycopg)"
+    }
+    fn libpq_major(&self) -> u32 {
+        self.major
+    }
+    fn attempt(&self, a: &Attempt) -> Reply {
+        let mut cmd = Command::new("setsid");
+        cmd.args(["-w", "timeout", "30"])
+            .arg(&self.python)
+            .args(["-c", PY_CONNECT])
+            .arg(a.conninfo);
+        if let Some(sql) = a.check_sql {
+            cmd.arg(sql);
+        }
+        cmd.env_clear()
+            .envs(a.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null());
+        let out = cmd.output().expect("python runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Reply::Failed {
+                message: String::from_utf8_lossy(&out.stderr).into_owned(),
+            };
+        }
+        let mut lines = stdout.lines();
+        let (port, tls) = lines
+            .next()
+            .unwrap_or_default()
+            .split_once('|')
+            .expect("port|ssl");
+        Reply::Connected {
+            port: port.parse().unwrap(),
+            tls: tls == "true",
+            check: a
+                .check_sql
+                .map(|_| lines.next().unwrap_or_default().to_string()),
+        }
+    }
+    fn causes(&self, message: &str) -> Vec<outcome::Cause> {
+        outcome::libpq_causes(message)
+    }
+    fn names_verify_reason(&self) -> bool {
+        false
+    }
 }
 
 /// A case's result from one client.
@@ -286,7 +373,7 @@ impl Matrix {
                 (Outcome::Refuses(causes), message)
             }
         };
-        let agrees = match (&case.expect, &outcome) {
+        let agrees = match (case.expect_for(client.libpq_major()), &outcome) {
             (
                 Expect::Connects {
                     reached,

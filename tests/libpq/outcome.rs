@@ -87,6 +87,10 @@ pub enum Cause {
     ChannelBinding,
     /// No protocol version both sides allow.
     ProtocolVersion,
+    /// The server closed the connection during the TLS handshake (e.g. direct TLS to a server without it).
+    TlsClosedByServer,
+    /// require_auth (16) does not allow the method the server asked for.
+    AuthNotAllowed,
     /// The server refused the client's certificate (its CA unknown to the server).
     ClientCertRejected,
     // --- the server's decision
@@ -153,6 +157,11 @@ pub fn libpq_causes(msg: &str) -> Vec<Cause> {
                 "invalid require_auth value",
                 "invalid value for parameter",
                 "invalid sslnegotiation value",
+                // Newer libpq quotes the option's name.
+                "invalid \"ssl_min_protocol_version\" value",
+                "invalid \"ssl_max_protocol_version\" value",
+                // psycopg checks these itself, before libpq.
+                "bad value for",
             ],
         ),
         (
@@ -180,7 +189,10 @@ pub fn libpq_causes(msg: &str) -> Vec<Cause> {
                 "nested service specifications",
             ],
         ),
-        (HostLookup, &["could not translate host name"]),
+        (
+            HostLookup,
+            &["could not translate host name", "failed to resolve host"],
+        ),
         (ConnectionRefused, &["Connection refused"]),
         (NoSuchSocket, &["on socket", "No such file or directory"]),
         (Timeout, &["timeout expired"]),
@@ -236,6 +248,8 @@ pub fn libpq_causes(msg: &str) -> Vec<Cause> {
             ],
         ),
         (ServerNoTls, &["server does not support SSL"]),
+        (TlsClosedByServer, &["unexpected eof while reading"]),
+        (AuthNotAllowed, &["authentication method requirement"]),
         (ChannelBinding, &["channel binding required"]),
         (
             ProtocolVersion,
