@@ -563,6 +563,10 @@ pub fn cases() -> Vec<Case> {
             .note("psql gives its own fallback_application_name after the string: not observable through psql"),
         p("client-encoding", "host=127.0.0.1 port={p} {u} client_encoding=LATIN1").ok(Primary).check("show client_encoding", "LATIN1"),
         p("client-encoding-env", "host=127.0.0.1 port={p} {u}").env("PGCLIENTENCODING", "LATIN1").ok(Primary).check("show client_encoding", "LATIN1"),
+        p("replication-database", "host=127.0.0.1 port={p} {u} replication=database").ok(Primary)
+            .note("a logical-replication walsender runs SQL"),
+        p("replication-physical", "host=127.0.0.1 port={p} {u} replication=true").refused(&[HbaNoEncryption])
+            .note("pg_hba's replication lines are separate: only the socket has one here"),
         p("keepalives-off", "host=127.0.0.1 port={p} {u} keepalives=0").ok(Primary),
         p("keepalives-set", "host=127.0.0.1 port={p} {u} keepalives=1 keepalives_idle=30 keepalives_interval=5 keepalives_count=3 tcp_user_timeout=5000").ok(Primary),
         p("keepalives-bad", "host=127.0.0.1 port={p} {u} keepalives_idle=abc").refused(&[BadValue]),
