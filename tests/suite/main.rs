@@ -18,6 +18,8 @@ mod db_safety;
 mod dialect;
 mod estimate;
 mod fio_jobs;
+mod libpq;
+mod libpq_matrix;
 mod merge;
 mod opengauss_auth;
 mod pgio;

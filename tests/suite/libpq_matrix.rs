@@ -9,7 +9,7 @@
 //! `CSDCHAR_LIBPQ_MATRIX_OUT=DIR` writes psql.md (the outcome table) and keeps
 //! the certificates in DIR/pki for the library prototypes.
 
-mod libpq;
+use crate::libpq;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
