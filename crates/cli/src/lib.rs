@@ -3,9 +3,11 @@
 //! arguments, installs signal handlers and exits with the code.
 
 pub mod block_cmd;
+pub mod build_info;
 pub mod campaign_cmd;
 pub mod db_cmd;
 pub mod db_opts;
+pub mod install_cmd;
 pub mod opts;
 pub mod report_cmd;
 
@@ -55,6 +57,8 @@ impl Outcome {
 
 /// Runs a parsed command.
 pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
+    // Every result this process makes names this build.
+    build_info::register();
     match cli.command {
         Command::Block(opts) => block_cmd::run_block_command(&opts, io),
         Command::Capacity(opts) => run_capacity_command(&opts, io),
@@ -75,6 +79,8 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
             let _ = io.stdout.write_all(text.as_bytes());
             Outcome::code(0)
         }
+        Command::Completions { shell } => install_cmd::run_completions(shell, io),
+        Command::Manpages { dir } => install_cmd::run_manpages(&dir, io),
     }
 }
 
