@@ -50,7 +50,10 @@ pub fn built_paths(workspace: &Path) -> Vec<String> {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    // No optional locks: `git status` would otherwise refresh the index under index.lock, and a
+    // build running beside the user's own git command would make theirs fail.
     let out = Command::new("git")
+        .arg("--no-optional-locks")
         .arg("-C")
         .arg(dir)
         .args(args)
@@ -81,16 +84,12 @@ pub fn source_state(workspace: &Path, marker: &str, built: &[String]) -> SourceS
         problem,
         git_watch: Vec::new(),
     };
-    let tracked = match git(workspace, &["ls-files", "--error-unmatch", "--", marker]) {
-        Ok(_) => true,
-        Err(e) => {
-            // No repository, or one that does not hold these sources: unknown, and only worth
-            // a word when the tree itself has git metadata.
-            let has_git = workspace.join(".git").exists();
-            return none(has_git.then_some(e));
-        }
-    };
-    debug_assert!(tracked);
+    if let Err(e) = git(workspace, &["ls-files", "--error-unmatch", "--", marker]) {
+        // No repository, or one that does not hold these sources: unknown, and only worth a
+        // word when the tree itself has git metadata.
+        let has_git = workspace.join(".git").exists();
+        return none(has_git.then_some(e));
+    }
     let commit = match git(workspace, &["rev-parse", "--verify", "HEAD"]) {
         Ok(c) if c.len() == 40 && c.bytes().all(|b| b.is_ascii_hexdigit()) => c,
         Ok(c) => return none(Some(format!("git rev-parse HEAD said {c:?}"))),

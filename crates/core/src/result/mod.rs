@@ -104,3 +104,17 @@ pub struct CpuUsage {
     /// Online CPU cores.
     pub cores: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_block_written_before_commits_were_recorded_reads_as_unknown() {
+        let old: ToolInfo =
+            serde_json::from_str(r#"{"name": "csdchar", "version": "0.1.0"}"#).unwrap();
+        assert_eq!(old.commit, "unknown");
+        assert_eq!(old.dirty, None);
+        assert_eq!(old.build, None);
+    }
+}
