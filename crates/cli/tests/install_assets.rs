@@ -253,7 +253,6 @@ fn bash_completes_db_run_wo_and_every_commands_options() {
             }
         }
         // The command's subcommands, after the command and a space.
-        let mut words = words;
         *words.last_mut().unwrap() = "";
         let offered = bash_completes(&script, &words).expect("bash ran above");
         for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
