@@ -16,6 +16,10 @@ if [ "$(id -u)" != 0 ]; then
   echo "error: installing a package needs root" >&2
   exit 2
 fi
+if ! command -v man >/dev/null || [ ! -f /usr/share/bash-completion/bash_completion ]; then
+  echo "error: the check needs man and bash's completion loader: apt-get install man-db bash-completion" >&2
+  exit 1
+fi
 if dpkg-query -W -f='${Status}' csdchar 2>/dev/null | grep -q 'installed'; then
   echo "error: a csdchar package is already installed; not replacing it" >&2
   exit 1
