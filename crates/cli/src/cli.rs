@@ -1,6 +1,8 @@
 //! The command line as clap parses it: [`Cli`] and its subcommands, each command's
 //! options living beside the command.
 
+use std::path::PathBuf;
+
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::block_cmd::BlockOpts;
@@ -13,7 +15,13 @@ use crate::report_cmd::ReportOpts;
 /// csdchar: characterize storage with transparent compression (computational
 /// storage drives, zram, btrfs) and the databases that run on it.
 #[derive(Debug, Parser)]
-#[command(name = "csdchar", version, about, long_about = None)]
+#[command(
+    name = "csdchar",
+    version = crate::build_info::short_version(),
+    long_version = crate::build_info::long_version(),
+    about,
+    long_about = None
+)]
 pub struct Cli {
     /// What to run.
     #[command(subcommand)]
@@ -46,6 +54,20 @@ pub enum Command {
         /// Which schema.
         #[arg(value_enum)]
         which: SchemaName,
+    },
+    /// Print the completion script of SHELL, generated from these options (the Debian package
+    /// installs bash's, zsh's and fish's).
+    Completions {
+        /// Which shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages, generated from these options: csdchar.1 and one per command
+    /// (csdchar-block.1, csdchar-db-run.1, ...), into DIR (created when missing).
+    Manpages {
+        /// Where the pages go, e.g. ~/.local/share/man/man1.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
     },
 }
 

@@ -11,12 +11,14 @@
 
 pub mod args;
 pub mod block_cmd;
+pub mod build_info;
 pub mod campaign_cmd;
 pub mod capacity_cmd;
 pub mod cli;
 pub mod db_cmd;
 pub mod db_opts;
 pub mod estimate_cmd;
+pub mod install_cmd;
 pub mod io;
 pub mod report_cmd;
 
@@ -35,6 +37,8 @@ pub use io::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit};
 
 /// Runs a parsed command.
 pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
+    // Every result this process makes names this build.
+    build_info::register();
     match cli.command {
         Command::Block(opts) => block_cmd::run_block_command(&opts, io),
         Command::Capacity(opts) => capacity_cmd::run_capacity_command(&opts, io),
@@ -55,6 +59,8 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
             let _ = io.stdout.write_all(text.as_bytes());
             Outcome::code(0)
         }
+        Command::Completions { shell } => install_cmd::run_completions(shell, io),
+        Command::Manpages { dir } => install_cmd::run_manpages(&dir, io),
     }
 }
 

@@ -7,22 +7,70 @@ pub mod study;
 
 use serde::{Deserialize, Serialize};
 
-/// The program that produced a result.
+/// The program that produced a result, and which build of it: two results whose `version`,
+/// `commit`, `dirty` and `build` agree were made by the same build.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolInfo {
     /// Always "csdchar".
     pub name: String,
     /// csdchar's version (Cargo package version).
     pub version: String,
+    /// The git commit the binary was built from (40 hex digits), or "unknown": built from a
+    /// tree without git metadata (a source tarball), or a result made by a program that did not
+    /// register its build (results written before this field existed read as "unknown" too).
+    #[serde(default = "unknown")]
+    pub commit: String,
+    /// Whether the sources compiled into the binary (the crates' `src/`, build scripts and
+    /// manifests, `Cargo.lock`, `rust-toolchain.toml`) differed from `commit` when it was built;
+    /// null when unknown.
+    #[serde(default)]
+    pub dirty: Option<bool>,
+    /// How the binary was built and what it found on this machine; null when unknown.
+    #[serde(default)]
+    pub build: Option<BuildInfo>,
 }
 
+/// A build's profile and features.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BuildInfo {
+    /// Cargo's profile kind: "release" (optimized) or "debug" (a test build: unoptimized, its
+    /// figures are not comparable with a release build's).
+    pub profile: String,
+    /// The target triple, e.g. "x86_64-unknown-linux-gnu".
+    pub target: String,
+    /// Whether the process could set up an io_uring on this kernel when it started (the block
+    /// engine and the io_uring database client need it; kernel.io_uring_disabled or a seccomp
+    /// policy can deny it).
+    pub io_uring: bool,
+    /// The TLS library of database connections, its version and crypto provider, e.g.
+    /// "rustls 0.23.46 (ring)".
+    pub tls: String,
+}
+
+fn unknown() -> String {
+    "unknown".to_string()
+}
+
+/// The running program's build, registered once by the binary ([`ToolInfo::register`]).
+static REGISTERED: std::sync::OnceLock<ToolInfo> = std::sync::OnceLock::new();
+
 impl ToolInfo {
-    /// This build of csdchar.
+    /// This build of csdchar: what the binary registered, else the version alone (commit
+    /// "unknown", no build).
     pub fn current() -> Self {
-        ToolInfo {
+        REGISTERED.get().cloned().unwrap_or_else(|| ToolInfo {
             name: "csdchar".to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-        }
+            commit: unknown(),
+            dirty: None,
+            build: None,
+        })
+    }
+
+    /// Makes `make()`'s build the one every result of this process carries. Only the first
+    /// registration counts (a process is one build); returns the registered one.
+    pub fn register(make: impl FnOnce() -> ToolInfo) -> &'static ToolInfo {
+        REGISTERED.get_or_init(make)
     }
 }
 
@@ -55,4 +103,18 @@ pub struct CpuUsage {
     pub machine_busy_pct: Option<f64>,
     /// Online CPU cores.
     pub cores: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_block_written_before_commits_were_recorded_reads_as_unknown() {
+        let old: ToolInfo =
+            serde_json::from_str(r#"{"name": "csdchar", "version": "0.1.0"}"#).unwrap();
+        assert_eq!(old.commit, "unknown");
+        assert_eq!(old.dirty, None);
+        assert_eq!(old.build, None);
+    }
 }
