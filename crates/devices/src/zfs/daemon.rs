@@ -1,0 +1,142 @@
+//! zfs-fuse's daemon: found, started and stopped (only the one csdchar started, and only
+//! when no pool made since still uses it).
+
+use std::path::Path;
+
+use super::tools::{KERNEL_MODULE, run};
+
+/// `/proc/<pid>/stat`'s start time (clock ticks after boot); None when the
+/// process is gone or a zombie. With the pid it names one process: pids are
+/// reused.
+pub(super) fn start_time(pid: i32) -> Option<u64> {
+    if pid <= 0 {
+        return None;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid …": comm may hold spaces and parentheses.
+    let (_, tail) = stat.rsplit_once(')')?;
+    let rest: Vec<&str> = tail.split_whitespace().collect();
+    if matches!(rest.first(), Some(&"Z") | Some(&"X") | None) {
+        return None;
+    }
+    rest.get(19)?.parse().ok()
+}
+
+/// Pids of running `zfs-fuse` daemons (not the zombie of one that exited).
+pub(super) fn zfs_fuse_pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "zfs-fuse")
+                && start_time(*pid).is_some()
+        })
+        .collect()
+}
+
+/// Whether a pool's commands can reach ZFS: the kernel module, or a
+/// zfs-fuse daemon that runs.
+pub(super) fn zfs_reachable() -> bool {
+    Path::new(KERNEL_MODULE).exists() || !zfs_fuse_pids().is_empty()
+}
+
+/// Waits up to `secs` for `until` to hold.
+pub(super) fn wait_for(secs: u64, until: impl Fn() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    while !until() {
+        if t0.elapsed() > std::time::Duration::from_secs(secs) {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    true
+}
+
+/// A zfs-fuse daemon csdchar stops after: its pid and start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Daemon {
+    pub(super) pid: i32,
+    pub(super) start: u64,
+}
+
+impl Daemon {
+    /// Whether it still runs (the same process, not a reused pid).
+    pub(super) fn alive(self) -> bool {
+        start_time(self.pid) == Some(self.start)
+    }
+}
+
+/// A zfs-fuse daemon that answers: the running one, or one started here
+/// (returned, to stop it after). A daemon still exiting (it takes seconds
+/// after SIGTERM, longer after a pool was destroyed) is waited for first:
+/// commands sent to it fail.
+pub(super) fn start_zfs_fuse() -> Result<Option<Daemon>, String> {
+    let answers = || run("zpool", &["list"]).is_ok();
+    if !zfs_fuse_pids().is_empty() && (answers() || !wait_for(30, || zfs_fuse_pids().is_empty())) {
+        return if answers() {
+            Ok(None)
+        } else {
+            Err("a zfs-fuse daemon runs but does not answer `zpool list`".into())
+        };
+    }
+    // A stale pid file makes zfs-fuse exit silently: a fresh name.
+    let pid_file = format!("/run/csdchar-zfs-fuse-{}.pid", std::process::id());
+    let _ = std::fs::remove_file(&pid_file);
+    run("zfs-fuse", &["--pidfile", &pid_file, "--no-kstat-mount"])?;
+    let up = wait_for(10, answers);
+    let pid = std::fs::read_to_string(&pid_file)
+        .ok()
+        .and_then(|p| p.trim().parse().ok())
+        .or_else(|| zfs_fuse_pids().first().copied());
+    let _ = std::fs::remove_file(&pid_file);
+    let daemon = pid.and_then(|pid| {
+        Some(Daemon {
+            pid,
+            start: start_time(pid)?,
+        })
+    });
+    if !up {
+        if let Some(d) = daemon {
+            stop_zfs_fuse(d);
+        }
+        return Err("zfs-fuse did not start (its daemon does not answer `zpool list`)".into());
+    }
+    Ok(daemon)
+}
+
+/// Stops a zfs-fuse daemon (SIGTERM) and waits up to 30 s for it to exit;
+/// one that is gone already (killed) is left alone, its pid maybe another
+/// process's now. The daemon forks away from the process that started it;
+/// when csdchar is a child subreaper (it is once it has started a PostgreSQL
+/// server, to reap that server's orphans) the daemon becomes csdchar's child,
+/// and its exit a zombie of ours until reaped here.
+pub(super) fn stop_zfs_fuse(daemon: Daemon) {
+    let pid = daemon.pid;
+    if daemon.alive() {
+        // Safety: kill(2) with SIGTERM on the daemon csdchar started (or
+        // adopted), the same process: its start time was checked just now.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    wait_for(30, || {
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| {
+                t.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+            });
+        match zombie {
+            None => true,
+            Some(true) => {
+                // Safety: waitpid on one pid with WNOHANG; a pid that is not
+                // our child just fails with ECHILD.
+                unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+                !Path::new(&format!("/proc/{pid}")).exists()
+            }
+            // Another process under a reused pid: not ours to wait for.
+            Some(false) => !daemon.alive(),
+        }
+    });
+}
