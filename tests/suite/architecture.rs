@@ -405,3 +405,49 @@ fn the_pure_crates_do_no_io() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+#[test]
+fn every_unsafe_block_says_why_directly_above() {
+    let mut missing = Vec::new();
+    for dir in crate_dirs() {
+        let root = crates_dir().join(&dir);
+        let mut files = Vec::new();
+        fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        walk(&root, &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let has_unsafe = code
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .any(|w| w == "unsafe");
+                if !has_unsafe || code.contains("unsafe fn") || code.contains("unsafe_code") {
+                    continue;
+                }
+                let said = lines[..i]
+                    .iter()
+                    .rev()
+                    .take_while(|l| l.trim_start().starts_with("//"))
+                    .any(|l| l.contains("Safety:"));
+                if !said {
+                    missing.push(format!("{}:{}", f.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "unsafe without a `// Safety:` comment directly above:\n{}",
+        missing.join("\n")
+    );
+}

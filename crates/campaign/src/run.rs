@@ -18,7 +18,6 @@
 //! interrupted, storage is torn down and the campaign ends `Interrupted`.
 
 use std::fs;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -405,8 +404,7 @@ impl OutLock {
         let path = out.join(".campaign.lock");
         let f = fs::File::create(&path)
             .map_err(|e| CampaignError::Io(format!("{}: {e}", path.display())))?;
-        // Safety: flock on an fd we own.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        if rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
             return Err(CampaignError::Usage(format!(
                 "--out {}: another campaign is running there",
                 out.display()
@@ -418,8 +416,7 @@ impl OutLock {
 
 impl Drop for OutLock {
     fn drop(&mut self) {
-        // Safety: as above.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+        let _ = rustix::fs::flock(&self.0, rustix::fs::FlockOperation::Unlock);
     }
 }
 

@@ -340,8 +340,7 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
             "--client-threads: sets the io_uring driver's threads; use it with --client-io uring or auto".into(),
         );
     }
-    // Safety: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rustix::process::geteuid().as_raw() == 0;
     if o.run.drop_caches && !root {
         return Err("--drop-caches: needs root (writes /proc/sys/vm/drop_caches)".into());
     }

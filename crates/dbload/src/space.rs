@@ -168,8 +168,7 @@ pub async fn settled_snapshot(server: &DbServer, client: &Client, tables: &[Stri
         .and_then(|d| d.zfs.as_ref())
         .map(|z| z.dataset.clone());
     let commit = || {
-        // Safety: sync(2) takes no arguments and cannot fail.
-        unsafe { libc::sync() };
+        rustix::fs::sync();
         if let Some(d) = &zfs {
             let _ = csdchar_devices::zfs::sync_pool(d);
         }

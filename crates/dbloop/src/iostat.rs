@@ -316,14 +316,13 @@ pub fn cache_warning(
 /// Flushes dirty pages and empties the page cache (`sync`, then 3 into
 /// /proc/sys/vm/drop_caches): root only, and not inside most containers.
 pub fn drop_caches() -> Result<(), String> {
-    // Safety: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if rustix::process::geteuid().as_raw() != 0 {
         return Err(
             "dropping the page cache needs root (it writes /proc/sys/vm/drop_caches)".into(),
         );
     }
-    // Safety: sync has no preconditions; dirty pages cannot be dropped, so flush first.
-    unsafe { libc::sync() };
+    // Dirty pages cannot be dropped: flush first.
+    rustix::fs::sync();
     std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|e| {
         format!(
             "cannot write /proc/sys/vm/drop_caches: {e} (a container with a read-only /proc/sys?)"

@@ -752,20 +752,16 @@ impl BufRing {
     fn new(ring: &IoUring, count: u16, size: usize) -> io::Result<BufRing> {
         let map_len = (usize::from(count) * std::mem::size_of::<types::BufRingEntry>())
             .next_multiple_of(4096);
+        use rustix::mm::{MapFlags, ProtFlags, mmap_anonymous};
         // Safety: an anonymous private mapping, no file, no fixed address.
         let addr = unsafe {
-            libc::mmap(
+            mmap_anonymous(
                 std::ptr::null_mut(),
                 map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE,
             )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        }?;
         let mut r = BufRing {
             entries: addr.cast(),
             map_len,
@@ -815,7 +811,7 @@ impl BufRing {
 impl Drop for BufRing {
     fn drop(&mut self) {
         // Safety: the mapping made in `new`, unregistered (or leaked with the ring) by now.
-        unsafe { libc::munmap(self.entries.cast(), self.map_len) };
+        let _ = unsafe { rustix::mm::munmap(self.entries.cast(), self.map_len) };
     }
 }
 
@@ -910,7 +906,7 @@ fn send_entry(conn: &Conn, c: usize) -> squeue::Entry {
     let rest = &outgoing(conn)[conn.sent..];
     // MSG_NOSIGNAL: a closed peer is an error, not SIGPIPE.
     opcode::Send::new(types::Fd(fd), rest.as_ptr(), rest.len() as u32)
-        .flags(libc::MSG_NOSIGNAL)
+        .flags(rustix::net::SendFlags::NOSIGNAL.bits() as i32)
         .build()
         .user_data(((c as u64) << 1) | OP_SEND)
 }
@@ -931,8 +927,7 @@ fn push(ring: &mut IoUring, e: squeue::Entry) {
 /// Shuts a socket down so the operations in flight on it complete.
 fn shutdown(fd: Option<&OwnedFd>) {
     if let Some(fd) = fd {
-        // Safety: shutdown on an open descriptor we own; no memory involved.
-        unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
+        let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Both);
     }
 }
 
@@ -958,13 +953,9 @@ fn terminate(fd: &OwnedFd, tls: Option<&mut rustls::ClientConnection>) {
         }
         None => &plain,
     };
-    // Safety: a buffer valid for the call; a socket we own.
-    unsafe {
-        libc::send(
-            fd.as_raw_fd(),
-            msg.as_ptr().cast(),
-            msg.len(),
-            libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
-        )
-    };
+    let _ = rustix::net::send(
+        fd,
+        msg,
+        rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::DONTWAIT,
+    );
 }

@@ -37,12 +37,7 @@ const _: () = assert!(std::mem::offset_of!(SearchArgs, buf) == 112);
 
 /// Whether `path` is on a btrfs file system.
 pub fn is_btrfs(path: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // Safety: statfs writes into the zeroed struct we own; c is NUL-terminated.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == BTRFS_SUPER_MAGIC }
+    rustix::fs::statfs(path).is_ok_and(|st| st.f_type == BTRFS_SUPER_MAGIC)
 }
 
 /// On-disk vs uncompressed bytes of a file, or of every file under a

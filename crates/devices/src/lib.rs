@@ -21,22 +21,12 @@ pub mod nvme;
 pub mod zfs;
 pub mod zram;
 
-const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-const BLKSSZGET: libc::c_ulong = 0x1268;
-
 /// Bytes available on the file system holding `path`, as `df` shows them:
 /// root's reserve is left alone (filling it hurts the whole system). None
 /// when the path cannot be statted.
 pub fn free_bytes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // Safety: statvfs only writes into the struct we own; the path is NUL-terminated.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // Safety: as above.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    let st = rustix::fs::statvfs(path).ok()?;
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 /// Bytes the file system has allocated for `path` (st_blocks × 512), asked
@@ -46,30 +36,15 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
 /// 16 MiB WAL segment read as 512 bytes after the commit until asked so).
 /// Falls back to a plain stat where statx is missing.
 pub fn allocated_bytes(path: &Path) -> std::io::Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
+    use rustix::fs::{AtFlags, CWD, StatxFlags};
     use std::os::unix::fs::MetadataExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    // Safety: statx only writes into the struct we own; the path is NUL-terminated.
-    let mut st: libc::statx = unsafe { std::mem::zeroed() };
-    // Safety: as above; AT_FDCWD with an absolute or relative path.
-    let rc = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            libc::AT_STATX_FORCE_SYNC,
-            libc::STATX_BLOCKS,
-            &mut st,
-        )
-    };
-    if rc == 0 && st.stx_mask & libc::STATX_BLOCKS != 0 {
-        return Ok(st.stx_blocks * 512);
+    match rustix::fs::statx(CWD, path, AtFlags::STATX_FORCE_SYNC, StatxFlags::BLOCKS) {
+        Ok(st) if StatxFlags::from_bits_retain(st.stx_mask).contains(StatxFlags::BLOCKS) => {
+            Ok(st.stx_blocks * 512)
+        }
+        Ok(_) | Err(rustix::io::Errno::NOSYS) => Ok(std::fs::metadata(path)?.blocks() * 512),
+        Err(e) => Err(e.into()),
     }
-    let err = std::io::Error::last_os_error();
-    if rc == 0 || err.raw_os_error() == Some(libc::ENOSYS) {
-        return Ok(std::fs::metadata(path)?.blocks() * 512);
-    }
-    Err(err)
 }
 
 /// What `csdchar capacity` reads for a target: a ZFS dataset (a path on one,
@@ -133,18 +108,15 @@ pub fn nearest_existing(path: &Path) -> &Path {
 
 /// Size in bytes and logical block size of an open block device.
 pub fn block_geometry(f: &fs::File) -> std::io::Result<(u64, u32)> {
-    use std::os::fd::AsRawFd;
-    let mut size: u64 = 0;
-    let mut lbs: libc::c_int = 0;
-    // Safety: BLKGETSIZE64 writes one u64 and BLKSSZGET one int into our locals.
-    let ok = unsafe {
-        libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size) == 0
-            && libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut lbs) == 0
-    };
-    if !ok {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok((size, lbs.max(512) as u32))
+    use std::io::{Seek, SeekFrom};
+    // A block device's end is its size (what BLKGETSIZE64 says); the file's
+    // position is put back where it was.
+    let mut f2 = f;
+    let at = f2.stream_position()?;
+    let size = f2.seek(SeekFrom::End(0))?;
+    f2.seek(SeekFrom::Start(at))?;
+    let lbs = rustix::fs::ioctl_blksszget(f)?;
+    Ok((size, lbs.max(512)))
 }
 
 /// Environment variable that moves the sysfs root (for fixtures).
@@ -236,7 +208,7 @@ impl Sysfs {
         } else {
             meta.dev()
         };
-        self.by_number(libc::major(dev), libc::minor(dev))
+        self.by_number(rustix::fs::major(dev), rustix::fs::minor(dev))
             // btrfs (and other multi-device file systems) give files an anonymous
             // device number: take the device the file system was mounted from.
             .or_else(|| self.mount_source(path))
@@ -244,8 +216,8 @@ impl Sysfs {
             ResolveError::NoBlockDevice(format!(
                 "{} is on device {}:{}, which is not a block device (tmpfs, overlay or a network file system?)",
                 path.display(),
-                libc::major(dev),
-                libc::minor(dev)
+                rustix::fs::major(dev),
+                rustix::fs::minor(dev)
             ))
         })
     }
@@ -276,7 +248,7 @@ impl Sysfs {
             .ok()
             .filter(|m| m.file_type().is_block_device())?
             .rdev();
-        self.by_number(libc::major(rdev), libc::minor(rdev))
+        self.by_number(rustix::fs::major(rdev), rustix::fs::minor(rdev))
     }
 
     /// The block device with number `major:minor`, if sysfs knows it.

@@ -10,9 +10,7 @@
 //! resets the device (retrying while udev still probes it) and hot-removes it;
 //! dropping a [`ZramMount`] does the same.
 
-use std::ffi::CString;
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,8 +80,7 @@ pub struct ZramConfig {
 /// Checks that [`ZramMount::create`] can work here, without changing
 /// anything: root, zram available (or loadable), the mkfs program on PATH.
 pub fn preflight(filesystem: ZramFilesystem) -> Result<(), String> {
-    // Safety: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if rustix::process::geteuid().as_raw() != 0 {
         return Err("making a zram device needs root".into());
     }
     if !Path::new(CONTROL).exists() && !Path::new("/sys/module/zram").exists() {
@@ -270,20 +267,20 @@ fn is_mountpoint(dir: &Path) -> bool {
     a.dev() != b.dev()
 }
 
-/// A new directory from a `…XXXXXX` template (glibc wants six) (mode 0700 until chmod).
+/// A new directory from a `…XXXXXX` template (six random characters, as mkdtemp),
+/// mode 0755 so the server's user can enter it.
 pub(crate) fn mkdtemp(template: &str) -> Result<PathBuf, String> {
-    let c = CString::new(template).map_err(|e| e.to_string())?;
-    let mut buf = c.into_bytes_with_nul();
-    // Safety: buf is a writable NUL-terminated template; mkdtemp edits it in place.
-    let p = unsafe { libc::mkdtemp(buf.as_mut_ptr().cast()) };
-    if p.is_null() {
-        return Err(format!(
-            "mkdtemp {template}: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    buf.pop();
-    let path = PathBuf::from(std::ffi::OsStr::from_bytes(&buf));
+    let stem = template
+        .strip_suffix("XXXXXX")
+        .ok_or_else(|| format!("mkdtemp {template}: the template must end in XXXXXX"))?;
+    let (dir, prefix) = stem.rsplit_once('/').unwrap_or((".", stem));
+    let dir = if dir.is_empty() { "/" } else { dir };
+    let path = tempfile::Builder::new()
+        .prefix(prefix)
+        .rand_bytes(6)
+        .tempdir_in(dir)
+        .map_err(|e| format!("mkdtemp {template}: {e}"))?
+        .keep();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
         .map_err(|e| format!("chmod 0755 {}: {e}", path.display()))?;
     Ok(path)

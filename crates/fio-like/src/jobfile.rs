@@ -469,8 +469,7 @@ pub fn load_job_file(
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("--job-file: cannot read {shown}: {e}"))?;
-    // Safety: sysconf only reads system configuration.
-    let pagesize = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let pagesize = rustix::param::page_size().max(4096) as u64;
     let mb_memory = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {

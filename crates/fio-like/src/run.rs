@@ -91,8 +91,7 @@ where
     let snapshot = || match (&target.device, &zfs) {
         (Some(d), _) => Some(sysfs.snapshot(d)),
         (None, Some(dataset)) => {
-            // Safety: sync(2) takes no arguments and cannot fail.
-            unsafe { libc::sync() };
+            rustix::fs::sync();
             let _ = csdchar_devices::zfs::sync_pool(dataset);
             csdchar_devices::zfs::usage(dataset).ok().map(|u| {
                 let mut s = csdchar_core::capacity::CapacitySnapshot::default();

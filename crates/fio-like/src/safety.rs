@@ -184,8 +184,8 @@ fn refusal_of(shown: &str, meta: &fs::Metadata) -> Option<String> {
 /// /dev/null, /dev/zero and /dev/full (major 1, minors 3, 5, 7), and
 /// terminals: ttys (4), /dev/tty and the console (5), pseudo-terminals (136-143).
 fn harmless_char_device(rdev: u64) -> bool {
-    match libc::major(rdev) {
-        1 => matches!(libc::minor(rdev), 3 | 5 | 7),
+    match rustix::fs::major(rdev) {
+        1 => matches!(rustix::fs::minor(rdev), 3 | 5 | 7),
         4 | 5 | 136..=143 => true,
         _ => false,
     }
@@ -347,7 +347,7 @@ fn loop_status(name: &str, expect_devno: &str, sys_dir: &Path) -> Option<Backing
     } else {
         let (maj, min) = decode_kernel_dev(info.lo_device);
         Backing::File {
-            dev: libc::makedev(maj, min),
+            dev: rustix::fs::makedev(maj, min),
             ino: info.lo_inode,
         }
     })
@@ -382,7 +382,7 @@ fn decode_kernel_dev(d: u64) -> (u32, u32) {
 }
 
 fn devno(rdev: u64) -> String {
-    format!("{}:{}", libc::major(rdev), libc::minor(rdev))
+    format!("{}:{}", rustix::fs::major(rdev), rustix::fs::minor(rdev))
 }
 
 fn proc_text(name: &str) -> String {
@@ -1083,7 +1083,7 @@ mod tests {
         // A directory is no output; the error says why.
         let e = write_output(dir.path(), b"x").unwrap_err();
         assert!(matches!(e, OutputError::Io { .. }), "{e}");
-        let mk = |maj, min| libc::makedev(maj, min);
+        let mk = |maj, min| rustix::fs::makedev(maj, min);
         assert!(harmless_char_device(mk(1, 3)) && harmless_char_device(mk(136, 4)));
         assert!(!harmless_char_device(mk(1, 1)) && !harmless_char_device(mk(1, 11)));
         assert!(!harmless_char_device(mk(10, 259)) && !harmless_char_device(mk(21, 0)));

@@ -43,8 +43,8 @@ pub fn cores() -> u32 {
 pub fn sys_dev_block(rdev: u64) -> PathBuf {
     PathBuf::from(format!(
         "/sys/dev/block/{}:{}",
-        libc::major(rdev),
-        libc::minor(rdev)
+        rustix::fs::major(rdev),
+        rustix::fs::minor(rdev)
     ))
 }
 

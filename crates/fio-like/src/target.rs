@@ -371,7 +371,7 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
     })
     .map_err(remove_created)?;
 
-    let device = Sysfs::from_env().by_number(libc::major(dev), libc::minor(dev));
+    let device = Sysfs::from_env().by_number(rustix::fs::major(dev), rustix::fs::minor(dev));
     Ok(PreparedTarget {
         file: Some(file),
         info: TargetInfo {
@@ -392,16 +392,11 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
 /// that (free space plus what the file already has) or the process may not
 /// write a file that large: the run would fail part-way with nothing learned.
 fn check_room(path: &Path, path_str: &str, cur_size: u64, end: u64) -> Result<(), BlockError> {
-    // Safety: getrlimit only writes into the struct we own.
-    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
-    // Safety: valid pointer to an rlimit struct.
-    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } == 0
-        && lim.rlim_cur != libc::RLIM_INFINITY
-        && end > lim.rlim_cur as u64
+    if let Some(limit) = rustix::process::getrlimit(rustix::process::Resource::Fsize).current
+        && end > limit
     {
         return Err(usage(format!(
-            "--size: {path_str} would grow to {end} bytes, beyond the largest file this process may write ({} bytes, ulimit -f)",
-            lim.rlim_cur
+            "--size: {path_str} would grow to {end} bytes, beyond the largest file this process may write ({limit} bytes, ulimit -f)"
         )));
     }
     let dir = if cur_size == 0 && !path.exists() {

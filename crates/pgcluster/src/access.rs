@@ -3,7 +3,6 @@
 //! directory, the random password and its 0600 file, and the data
 //! directory handed to the server's user.
 
-use std::ffi::CString;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -264,9 +263,8 @@ pub(super) fn write_file(
 /// Hands a file to the server's user (as root).
 pub(super) fn chown(path: &Path, run_as: Option<RunAs>) {
     if let Some(r) = run_as {
-        let c = CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL in paths");
-        // Safety: chown on a NUL-terminated path; a failure shows up when the server uses it.
-        unsafe { libc::chown(c.as_ptr(), r.uid, r.gid) };
+        // A failure shows up when the server uses the file.
+        let _ = std::os::unix::fs::chown(path, Some(r.uid), Some(r.gid));
     }
 }
 
@@ -294,17 +292,13 @@ pub(super) fn random_password() -> Result<String, ClusterError> {
     let mut out = String::with_capacity(32);
     let mut buf = [0u8; 64];
     while out.len() < 32 {
-        // Safety: getrandom writes at most buf.len() bytes into buf.
-        let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(ClusterError::Io(format!("random password: {e}")));
-        }
+        let n = match rustix::rand::getrandom(&mut buf[..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(ClusterError::Io(format!("random password: {e}"))),
+        };
         // 248 = 4 * 62: rejecting the rest keeps every character equally likely.
-        for &b in buf[..n as usize].iter().filter(|&&b| b < 248) {
+        for &b in buf[..n].iter().filter(|&&b| b < 248) {
             if out.len() < 32 {
                 out.push(ALPHABET[(b % 62) as usize] as char);
             }
@@ -362,13 +356,10 @@ pub(super) fn unreachable_ancestor(pgdata: &Path, r: RunAs) -> Result<(), Cluste
 /// Gives `dir` to the server's user (mode 0700, as initdb wants).
 pub(super) fn hand_over(dir: &Path, run_as: Option<RunAs>) -> Result<(), ClusterError> {
     let Some(r) = run_as else { return Ok(()) };
-    let c = CString::new(dir.as_os_str().as_encoded_bytes()).expect("no NUL in paths");
-    // Safety: chown on a path we own; errors are reported below.
-    if unsafe { libc::chown(c.as_ptr(), r.uid, r.gid) } != 0 {
+    if let Err(e) = std::os::unix::fs::chown(dir, Some(r.uid), Some(r.gid)) {
         return Err(ClusterError::Io(format!(
-            "cannot hand {} to user postgres: {}",
+            "cannot hand {} to user postgres: {e}",
             dir.display(),
-            std::io::Error::last_os_error()
         )));
     }
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))

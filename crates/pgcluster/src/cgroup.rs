@@ -51,8 +51,7 @@ impl MemoryHierarchy {
                 "the limit must be above 0".into(),
             ));
         }
-        // Safety: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if rustix::process::geteuid().as_raw() != 0 {
             return Err(ClusterError::MemoryLimit(
                 "needs root: the server is put in a memory cgroup of its own; run as root or leave the option out".into(),
             ));

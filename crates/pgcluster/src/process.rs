@@ -67,12 +67,7 @@ stop
         // session keeps terminal signals (Ctrl-C, hangup) aimed at csdchar
         // from reaching the watchdog, which must outlive csdchar.
         unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+            cmd.pre_exec(|| rustix::process::setsid().map(drop).map_err(Into::into));
         }
         let mut child = cmd
             .spawn()
@@ -225,8 +220,10 @@ pub(super) fn end_server_processes(pgdata: &Path) {
         }
         if !killed && started.elapsed() >= ORPHANS_GRACE {
             for &pid in &left {
-                // Safety: kill sends a signal to a process of this server only.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                // A process of this server only.
+                if let Some(p) = rustix::process::Pid::from_raw(pid) {
+                    let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+                }
             }
             killed = true;
         }
@@ -331,9 +328,10 @@ pub(super) fn reap_orphaned_postgres() {
     {
         let Some(s) = proc_stat(pid) else { continue };
         if s.comm == "postgres" && s.state == "Z" && s.ppid == me && s.session == pid {
-            let mut status = 0;
-            // Safety: waitpid on one specific zombie child; WNOHANG never blocks.
-            unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            // One specific zombie child; WNOHANG never blocks.
+            if let Some(p) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG);
+            }
         }
     }
 }

@@ -15,8 +15,7 @@ pub(super) fn write_marker(dir: &Path, watchdog: &Watchdog) -> Result<(), Cluste
     let text = format!(
         "csdchar-run 1\npid {me} {}\nuid {}\nwatchdog {} {}\n",
         proc_start_time(me).unwrap_or(0),
-        // Safety: geteuid has no preconditions.
-        unsafe { libc::geteuid() },
+        rustix::process::geteuid().as_raw(),
         watchdog.pid(),
         proc_start_time(watchdog.pid()).unwrap_or(0),
     );
@@ -50,8 +49,7 @@ pub(super) fn sweep_stale(root: &Path) -> Vec<String> {
     let Ok(entries) = fs::read_dir(root) else {
         return notes;
     };
-    // Safety: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };

@@ -259,8 +259,8 @@ impl ManagedCluster {
         // pg_ctl daemonizes the server; as a child subreaper we inherit it when
         // pg_ctl exits, so it can be reaped after stopping instead of lingering
         // as a zombie under an init that does not reap.
-        // Safety: prctl with PR_SET_CHILD_SUBREAPER only sets a process flag.
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        // (Any pid given sets the flag; init is the conventional one.)
+        let _ = rustix::process::set_child_subreaper(Some(rustix::process::Pid::INIT));
         let mut cmd = Command::new(cluster.bin.bin("pg_ctl"));
         cmd.arg("start")
             .arg("-w")
@@ -369,8 +369,7 @@ impl ManagedCluster {
     }
 
     pub(super) fn run_as() -> Result<Option<RunAs>, ClusterError> {
-        // Safety: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if rustix::process::geteuid().as_raw() != 0 {
             return Ok(None);
         }
         let name = CString::new("postgres").expect("static");

@@ -94,14 +94,14 @@ impl ManagedCluster {
         let Some(pid) = self.postmaster.take().map(|w| w.pid) else {
             return;
         };
+        let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+            return;
+        };
         for _ in 0..200 {
-            let mut status = 0;
-            // Safety: waitpid on one specific pid; WNOHANG never blocks.
-            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            if r != 0 {
-                return; // reaped, or not our child (ECHILD)
+            match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG) {
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                _ => return, // reaped, or not our child (ECHILD)
             }
-            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }

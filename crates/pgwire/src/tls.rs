@@ -467,8 +467,7 @@ fn check_key_file(key: &Path) -> Result<(), String> {
         }
         _ => e.to_string(),
     })?;
-    // Safety: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     let limit = if m.uid() == uid { 0o077 } else { 0o037 };
     if m.mode() & limit != 0 {
         return Err(

@@ -116,9 +116,11 @@ pub(super) fn start_zfs_fuse() -> Result<Option<Daemon>, String> {
 pub(super) fn stop_zfs_fuse(daemon: Daemon) {
     let pid = daemon.pid;
     if daemon.alive() {
-        // Safety: kill(2) with SIGTERM on the daemon csdchar started (or
-        // adopted), the same process: its start time was checked just now.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+        // The daemon csdchar started (or adopted), the same process: its start
+        // time was checked just now.
+        if let Some(p) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
+        }
     }
     wait_for(30, || {
         let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -130,9 +132,10 @@ pub(super) fn stop_zfs_fuse(daemon: Daemon) {
         match zombie {
             None => true,
             Some(true) => {
-                // Safety: waitpid on one pid with WNOHANG; a pid that is not
-                // our child just fails with ECHILD.
-                unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+                // A pid that is not our child just fails with ECHILD.
+                if let Some(p) = rustix::process::Pid::from_raw(pid) {
+                    let _ = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG);
+                }
                 !Path::new(&format!("/proc/{pid}")).exists()
             }
             // Another process under a reused pid: not ours to wait for.

@@ -83,8 +83,7 @@ impl Marker {
 
 /// This process's effective uid.
 pub(super) fn euid() -> u32 {
-    // Safety: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// The marker in `dir`, if `dir` is a directory (not a symlink) of this

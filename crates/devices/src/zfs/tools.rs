@@ -34,8 +34,7 @@ pub(super) fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
 /// Whether a pool can be made here: root, and ZFS's tools, with either
 /// the kernel module (OpenZFS) or zfs-fuse (whose daemon a pool then starts).
 pub fn preflight() -> Result<(), String> {
-    // Safety: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if rustix::process::geteuid().as_raw() != 0 {
         return Err("making a ZFS pool needs root".into());
     }
     missing_tools(&tool_dirs(), Path::new(KERNEL_MODULE).exists()).map_or(Ok(()), Err)
