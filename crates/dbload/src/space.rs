@@ -280,14 +280,7 @@ impl DriveModel {
     /// The model of kernel block device `device`.
     pub fn of(device: &str) -> DriveModel {
         if device.starts_with("zram") {
-            let algo = std::fs::read_to_string(format!("/sys/block/{device}/comp_algorithm"))
-                .ok()
-                .and_then(|t| {
-                    // "lzo lzo-rle [lz4] zstd": the bracketed one is in use.
-                    let start = t.find('[')? + 1;
-                    let end = start + t[start..].find(']')?;
-                    Some(t[start..end].to_string())
-                });
+            let algo = csdchar_devices::Sysfs::from_env().zram_algorithm(device);
             let codec = match algo.as_deref() {
                 Some("zstd") => Some(Codec::Zstd),
                 Some("deflate") => Some(Codec::Deflate),

@@ -47,8 +47,14 @@ impl Sysfs {
                 .and_then(|s| s.parse::<u64>().ok())
                 .map(|sectors| sectors * 512),
             rotational: read(format!("{disk}/queue/rotational")).map(|r| r == "1"),
-            zram_algorithm: read(format!("{disk}/comp_algorithm")).and_then(|t| selected(&t)),
+            zram_algorithm: self.zram_algorithm(&dev.disk),
         }
+    }
+
+    /// The compressor zram disk `disk` uses: `comp_algorithm`'s bracketed choice.
+    pub fn zram_algorithm(&self, disk: &str) -> Option<String> {
+        self.read(format!("block/{disk}/comp_algorithm"))
+            .and_then(|t| selected(t.trim()))
     }
 
     /// The identity of the device holding `path` (see [`Sysfs::resolve`]).

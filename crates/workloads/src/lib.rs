@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod catalog;
+pub mod copy;
 pub mod oltp;
 pub mod pgio;
 pub mod tpcb;

@@ -10,11 +10,11 @@ use csdchar_core::oltp::{
     OltpOptions, OltpStatement, OltpStrings, OltpWorkload, RandType, StatementGroup,
     create_secondary_sql, create_table_sql, rand_id, transaction_plan,
 };
-use futures_util::SinkExt;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::catalog::{drop_tables, ensure_schema, existing_tables};
+use crate::copy::CopyIn;
 use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
 use csdchar_pgwire::client::{Client, connect};
 use csdchar_pgwire::dialect::Dialect;
@@ -143,33 +143,22 @@ async fn load_table(
         .batch_execute(&create_table_sql(n, true, spec.fillfactor))
         .await
         .map_err(|e| db_err(&format!("creating sbtest{n}"), e))?;
-    let sink = client
-        .copy_in::<_, std::io::Cursor<Vec<u8>>>(&format!("COPY sbtest{n} (k, c, pad) FROM STDIN"))
-        .await
-        .map_err(|e| db_err("COPY", e))?;
-    futures_util::pin_mut!(sink);
-    let mut buf = String::with_capacity(1 << 20);
-    let mut pending = 0u64;
+    let mut copy = CopyIn::start(
+        client,
+        &format!("COPY sbtest{n} (k, c, pad) FROM STDIN"),
+        &format!("loading sbtest{n}"),
+    )
+    .await?;
     for _ in 0..spec.table_size {
+        use std::io::Write;
         // Like sysbench, k follows --rand-type even while loading.
         let k = rand_id(rng, spec.rand_type, spec.table_size);
-        buf.push_str(&format!("{k}\t{}\t{}\n", strings.c(rng), strings.pad(rng)));
-        pending += 1;
-        if buf.len() > (1 << 20) - 256 {
-            sink.send(bytes_of(&mut buf))
-                .await
-                .map_err(|e| db_err("COPY", e))?;
-            progress(pending);
-            pending = 0;
+        let _ = writeln!(copy.buf, "{k}\t{}\t{}", strings.c(rng), strings.pad(rng));
+        if copy.row_done() {
+            progress(copy.send().await?);
         }
     }
-    if !buf.is_empty() {
-        sink.send(bytes_of(&mut buf))
-            .await
-            .map_err(|e| db_err("COPY", e))?;
-    }
-    sink.finish().await.map_err(|e| db_err("COPY", e))?;
-    progress(pending);
+    progress(copy.finish().await?);
     if spec.create_secondary {
         client
             .batch_execute(&create_secondary_sql(n))
@@ -181,10 +170,6 @@ async fn load_table(
         .await
         .map_err(|e| db_err(&format!("loading sbtest{n}"), e))?;
     Ok(())
-}
-
-fn bytes_of(buf: &mut String) -> std::io::Cursor<Vec<u8>> {
-    std::io::Cursor::new(std::mem::take(buf).into_bytes())
 }
 
 /// What the published fillfactor studies did to existing tables: set the

@@ -12,12 +12,12 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use csdchar_core::pgio::{
     self, FILLER_LEN, MYPGIO_SIGNATURE, OPS_PER_WINDOW, PgioMix, PgioOp, table_name,
 };
-use futures_util::SinkExt;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio_postgres::Client;
 
 use crate::catalog::{drop_tables, ensure_schema, existing_tables};
+use crate::copy::CopyIn;
 use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
 use csdchar_pgwire::client::connect;
 use csdchar_pgwire::dialect::Dialect;
@@ -259,32 +259,26 @@ async fn load_table(
         .batch_execute(&format!("BEGIN; {}", pgio::create_table_sql(&t)))
         .await
         .map_err(tx)?;
-    let sink = client
-        .copy_in::<_, bytes::Bytes>(&format!(
+    let mut copy = CopyIn::start(
+        client,
+        &format!(
             "COPY {t} FROM STDIN{}",
             if copy_freeze { " WITH (FREEZE)" } else { "" }
-        ))
-        .await
-        .map_err(tx)?;
-    futures_util::pin_mut!(sink);
+        ),
+        &format!("loading {t}"),
+    )
+    .await?;
     let filler = "X".repeat(FILLER_LEN);
-    let mut buf = String::with_capacity((1 << 20) + 2048);
-    let mut pending = 0u64;
     for (key, scratch) in order {
-        use std::fmt::Write;
-        let _ = writeln!(buf, "{key}\t{scratch}\t{filler}");
-        pending += 1;
-        if buf.len() >= 1 << 20 {
-            sink.send(bytes::Bytes::from(std::mem::take(&mut buf)))
-                .await
-                .map_err(tx)?;
-            loaded.fetch_add(pending, Ordering::Relaxed);
-            progress(pending);
-            pending = 0;
+        use std::io::Write;
+        let _ = writeln!(copy.buf, "{key}\t{scratch}\t{filler}");
+        if copy.row_done() {
+            let sent = copy.send().await?;
+            loaded.fetch_add(sent, Ordering::Relaxed);
+            progress(sent);
         }
     }
-    sink.send(bytes::Bytes::from(buf)).await.map_err(tx)?;
-    sink.finish().await.map_err(tx)?;
+    let pending = copy.finish().await?;
     client
         .batch_execute(&format!(
             "SET LOCAL maintenance_work_mem = '256MB'; {}; COMMIT",

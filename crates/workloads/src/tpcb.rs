@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use csdchar_core::tpcb::{
     self, ACCOUNTS_PER_SCALE, PRIMARY_KEYS, TELLERS_PER_SCALE, TpcbScript, TpcbStatement,
 };
-use futures_util::SinkExt;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use tokio_postgres::Client;
 
 use crate::catalog::{drop_tables, ensure_schema, existing_tables};
+use crate::copy::CopyIn;
 use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
 use csdchar_pgwire::client::connect;
 use csdchar_pgwire::dialect::Dialect;
@@ -254,18 +254,25 @@ async fn load_range(
             .await
             .map_err(tx)?,
         InitMode::Client => {
-            let mut buf = copy_header();
+            let sql = format!(
+                "COPY {table} FROM STDIN WITH (FORMAT binary{})",
+                if freeze && copy_freeze {
+                    ", FREEZE"
+                } else {
+                    ""
+                }
+            );
+            let mut copy = CopyIn::start(client, &sql, &format!("COPY {table}")).await?;
+            let buf = &mut copy.buf;
+            copy_header(buf);
             for key in from..=to {
                 if table == "pgbench_branches" {
                     // bid, bbalance, filler NULL
-                    copy_row(
-                        &mut buf,
-                        &[Field::Int(key as i32), Field::Int(0), Field::Null],
-                    );
+                    copy_row(buf, &[Field::Int(key as i32), Field::Int(0), Field::Null]);
                 } else {
                     let bid = ((key - 1) / TELLERS_PER_SCALE + 1) as i32;
                     copy_row(
-                        &mut buf,
+                        buf,
                         &[
                             Field::Int(key as i32),
                             Field::Int(bid),
@@ -275,8 +282,8 @@ async fn load_range(
                     );
                 }
             }
-            copy_finish(&mut buf);
-            copy_in(client, table, freeze && copy_freeze, vec![buf]).await?;
+            copy_finish(buf);
+            copy.finish().await?;
         }
     }
     client.batch_execute("COMMIT").await.map_err(tx)?;
@@ -329,11 +336,9 @@ async fn load_accounts(
                     ""
                 }
             );
-            let sink = client.copy_in::<_, bytes::Bytes>(&sql).await.map_err(tx)?;
-            futures_util::pin_mut!(sink);
+            let mut copy = CopyIn::start(client, &sql, "loading pgbench_accounts").await?;
             let bigint = to > i32::MAX as u64;
-            let mut buf = copy_header();
-            let mut pending = 0u64;
+            copy_header(&mut copy.buf);
             for aid in from..=to {
                 let bid = Field::Int(((aid - 1) / ACCOUNTS_PER_SCALE + 1) as i32);
                 let key = if bigint {
@@ -342,20 +347,15 @@ async fn load_accounts(
                     Field::Int(aid as i32)
                 };
                 // filler: '' (blank-padded to char(84) by the server), as pgbench loads it.
-                copy_row(&mut buf, &[key, bid, Field::Int(0), Field::Text("")]);
-                pending += 1;
-                if buf.len() >= 1 << 20 {
-                    sink.send(bytes::Bytes::from(std::mem::take(&mut buf)))
-                        .await
-                        .map_err(tx)?;
-                    loaded.fetch_add(pending, Ordering::Relaxed);
-                    progress(pending);
-                    pending = 0;
+                copy_row(&mut copy.buf, &[key, bid, Field::Int(0), Field::Text("")]);
+                if copy.row_done() {
+                    let sent = copy.send().await?;
+                    loaded.fetch_add(sent, Ordering::Relaxed);
+                    progress(sent);
                 }
             }
-            copy_finish(&mut buf);
-            sink.send(bytes::Bytes::from(buf)).await.map_err(tx)?;
-            sink.finish().await.map_err(tx)?;
+            copy_finish(&mut copy.buf);
+            let pending = copy.finish().await?;
             loaded.fetch_add(pending, Ordering::Relaxed);
             progress(pending);
         }
@@ -363,26 +363,6 @@ async fn load_accounts(
     if freeze {
         client.batch_execute("COMMIT").await.map_err(tx)?;
     }
-    Ok(())
-}
-
-async fn copy_in(
-    client: &Client,
-    table: &str,
-    freeze: bool,
-    chunks: Vec<Vec<u8>>,
-) -> Result<(), DbError> {
-    let tx = |e| db_err(&format!("COPY {table}"), e);
-    let sql = format!(
-        "COPY {table} FROM STDIN WITH (FORMAT binary{})",
-        if freeze { ", FREEZE" } else { "" }
-    );
-    let sink = client.copy_in::<_, bytes::Bytes>(&sql).await.map_err(tx)?;
-    futures_util::pin_mut!(sink);
-    for c in chunks {
-        sink.send(bytes::Bytes::from(c)).await.map_err(tx)?;
-    }
-    sink.finish().await.map_err(tx)?;
     Ok(())
 }
 
@@ -395,12 +375,10 @@ enum Field<'a> {
 }
 
 /// PostgreSQL's binary COPY signature, flags and header-extension length.
-fn copy_header() -> Vec<u8> {
-    let mut b = Vec::with_capacity(1 << 20 | 4096);
+fn copy_header(b: &mut Vec<u8>) {
     b.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
     b.extend_from_slice(&0i32.to_be_bytes());
     b.extend_from_slice(&0i32.to_be_bytes());
-    b
 }
 
 fn copy_row(b: &mut Vec<u8>, fields: &[Field<'_>]) {
@@ -475,7 +453,8 @@ mod tests {
 
     #[test]
     fn binary_copy_rows_have_postgres_layout() {
-        let mut b = copy_header();
+        let mut b = Vec::new();
+        copy_header(&mut b);
         assert_eq!(b.len(), 19);
         copy_row(&mut b, &[Field::Int(7), Field::Null, Field::Text("ab")]);
         assert_eq!(

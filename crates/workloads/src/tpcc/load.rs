@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use csdchar_core::tpcc::{self, FOREIGN_KEYS, TpccData, WAREHOUSE_TABLES};
-use futures_util::SinkExt;
 use tokio_postgres::Client;
 
 use crate::catalog::{ensure_schema, existing_tables};
+use crate::copy::CopyIn;
 use csdchar_pgwire::client::connect;
 use csdchar_pgwire::dialect::Dialect;
 use csdchar_pgwire::error::{DbError, db_err};
@@ -514,21 +514,14 @@ pub(super) async fn load_job(
 
 /// COPY text of `table`, sent in 1 MiB pieces.
 pub(super) async fn copy_text(client: &Client, table: &str, text: String) -> Result<(), DbError> {
-    let tx = |e| db_err(&format!("COPY {table}"), e);
-    let sink = client
-        .copy_in::<_, bytes::Bytes>(&format!("COPY {table} FROM STDIN"))
-        .await
-        .map_err(tx)?;
-    futures_util::pin_mut!(sink);
-    let all = bytes::Bytes::from(text);
-    let mut at = 0;
-    while at < all.len() {
-        let end = (at + (1 << 20)).min(all.len());
-        sink.send(all.slice(at..end)).await.map_err(tx)?;
-        at = end;
-    }
-    sink.finish().await.map_err(tx)?;
-    Ok(())
+    let mut copy = CopyIn::start(
+        client,
+        &format!("COPY {table} FROM STDIN"),
+        &format!("COPY {table}"),
+    )
+    .await?;
+    copy.send_all(bytes::Bytes::from(text)).await?;
+    copy.finish().await.map(drop)
 }
 
 /// The rows of COPY text `text` as single-row INSERTs of literals,
