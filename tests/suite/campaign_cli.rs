@@ -10,8 +10,6 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 
-// Every test of this module runs on the default client driver here and again on io_uring.
-crate::on_uring_too!();
 
 fn campaign_file(dir: &Path, target_dir: &Path, time: &str) -> std::path::PathBuf {
     let text = format!(

@@ -23,8 +23,10 @@ use csdchar_workloads::tpcb;
 use crate::common;
 use common::psql;
 
-// Every test of this module runs on the default client driver here and again on io_uring.
-crate::on_uring_too!();
+// The tests whose runs take a different path on the io_uring client driver run again on it
+// (the others load, check or clean up, where the driver plays no part).
+crate::on_uring_too!("prepare_and_run_through_the_library");
+
 
 /// sysbench's oltp_read_only on 2 x 2000 rows at fillfactor 70, steps of 1
 /// and 2 clients, 1 s each: what the CLI makes of [`CLI_ARGS`].

@@ -11,8 +11,10 @@ use csdchar_pgcluster::{ClusterSpec, ManagedCluster};
 use crate::common;
 use common::psql;
 
-// Every test of this module runs on the default client driver here and again on io_uring.
-crate::on_uring_too!();
+// The tests whose runs take a different path on the io_uring client driver run again on it
+// (the others load, check or clean up, where the driver plays no part).
+crate::on_uring_too!("a_killed_postmaster_ends_the_run_at_once");
+
 
 fn db(args: &[&str]) -> common::Ran {
     let mut a = vec!["db"];

@@ -25,8 +25,6 @@ use csdchar_workloads::tpcc::{self, TpccSpec};
 use crate::common;
 use common::psql;
 
-// Every test of this module runs on the default client driver here and again on io_uring.
-crate::on_uring_too!();
 
 fn sysbench(schema: &str) -> OltpSpec {
     OltpSpec {

@@ -18,8 +18,10 @@ use csdchar_workloads::pgio::{self, PgioSpec};
 use crate::common;
 use common::{Mounted, Zram, psql};
 
-// Every test of this module runs on the default client driver here and again on io_uring.
-crate::on_uring_too!();
+// The tests whose runs take a different path on the io_uring client driver run again on it
+// (the others load, check or clean up, where the driver plays no part).
+crate::on_uring_too!("load_layout_update_mix_server_side_and_cleanup_follow_pgio");
+
 
 const SCHEMA: &str = "csdchar";
 

@@ -3,8 +3,10 @@
 
 use crate::common;
 
-// Every test of this module runs on the default client driver here and again on io_uring.
-crate::on_uring_too!();
+// The tests whose runs take a different path on the io_uring client driver run again on it
+// (the others load, check or clean up, where the driver plays no part).
+crate::on_uring_too!("pgio_run_records_the_io_correlation");
+
 
 #[test]
 fn pgio_run_records_the_io_correlation() {

@@ -9,8 +9,10 @@ use std::process::Command;
 
 use common::{Mounted, Zram, csdchar, is_root_or_skip, sh};
 
-// The fillfactor studies (the only tests here that run a database client) run again on io_uring.
-crate::on_uring_too!("fillfactor_study", "study_with");
+// The tests whose runs take a different path on the io_uring client driver run again on it
+// (the others load, check or clean up, where the driver plays no part).
+crate::on_uring_too!("fillfactor_study_on_zram");
+
 
 /// A loop device over a temporary file; detached on drop.
 struct LoopDev {

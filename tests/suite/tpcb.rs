@@ -11,8 +11,10 @@ use csdchar_workloads::tpcb::{self, InitMode, TpcbSpec};
 use crate::common;
 use common::psql;
 
-// Every test of this module runs on the default client driver here and again on io_uring.
-crate::on_uring_too!();
+// The tests whose runs take a different path on the io_uring client driver run again on it
+// (the others load, check or clean up, where the driver plays no part).
+crate::on_uring_too!("load_schema_scripts_and_cleanup_follow_pgbench");
+
 
 fn settings(pipeline: bool) -> csdchar_dbloop::settings::RunSettings {
     csdchar_dbloop::settings::RunSettings {

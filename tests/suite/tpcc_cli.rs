@@ -3,8 +3,10 @@
 
 use crate::common;
 
-// Every test of this module runs on the default client driver here and again on io_uring.
-crate::on_uring_too!();
+// The tests whose runs take a different path on the io_uring client driver run again on it
+// (the others load, check or clean up, where the driver plays no part).
+crate::on_uring_too!("tpcc_prepare_check_sweep_check_cleanup");
+
 
 fn db(args: &[&str]) -> common::Ran {
     let mut a = vec!["db"];

@@ -439,7 +439,15 @@ fn hex_float(s: &[u8]) -> Option<(f64, usize, bool)> {
         mant |= 1;
     }
     let v = ldexp(mant as f64, exp);
-    let range = v.is_infinite() || (mant != 0 && (v == 0.0 || v.abs() < f64::MIN_POSITIVE));
+    // glibc sets ERANGE on overflow, and on underflow only when the result is both tiny
+    // before rounding (below 2^-1022, as x86 detects it) and inexact: an exactly
+    // representable subnormal such as 0x.ap-1022 converts without an error.
+    let tiny = mant != 0 && (63 - mant.leading_zeros() as i64) + exp < -1022;
+    let inexact = sticky
+        || (mant as f64) as u64 != mant
+        || v == 0.0
+        || ldexp(v, -exp) != mant as f64;
+    let range = v.is_infinite() || (tiny && inexact);
     Some((v, j, range))
 }
 
@@ -493,6 +501,24 @@ pub fn strtol(s: &[u8]) -> (i64, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_underflow_is_a_range_error_only_when_inexact() {
+        // (input, value bits as glibc gives them, ERANGE as glibc sets it)
+        let cases: &[(&str, f64, bool)] = &[
+            ("0X.aP-1022", f64::from_bits(0x000a_0000_0000_0000), false),
+            ("0x1p-1074", f64::from_bits(1), false),
+            ("0x1.8p-1074", f64::from_bits(2), true),
+            ("0x1p-1075", 0.0, true),
+            ("0x1.fffffffffffffp-1023", f64::MIN_POSITIVE, true),
+            ("0x1p-1022", f64::MIN_POSITIVE, false),
+            ("0x3p-1076", f64::from_bits(1), true),
+        ];
+        for &(s, v, range) in cases {
+            let (got, used, got_range) = strtod(s.as_bytes()).unwrap();
+            assert_eq!((got.to_bits(), used, got_range), (v.to_bits(), s.len(), range), "{s}");
+        }
+    }
 
     #[test]
     fn g15_matches_c() {
