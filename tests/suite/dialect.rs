@@ -25,7 +25,6 @@ use csdchar_workloads::tpcc::{self, TpccSpec};
 use crate::common;
 use common::psql;
 
-
 fn sysbench(schema: &str) -> OltpSpec {
     OltpSpec {
         workload: OltpWorkload::ReadWrite,
@@ -454,7 +453,7 @@ fn empty_string_as_null_is_refused_before_anything_is_written() {
         ]
     });
     for r in errors {
-        let e = r.expect_err("refused").0;
+        let e = r.expect_err("refused").message;
         for part in [
             "database postgres",
             "compatibility mode A",

@@ -29,7 +29,6 @@ use mock::{Config, LOGIN_DENIED, Method, MockServer, Role};
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("db_prepare_run_cleanup_log_in_with_opengauss_sha256");
 
-
 /// No libpq environment: the connection strings say everything.
 struct NoEnv;
 
@@ -68,7 +67,7 @@ fn tokio_login(conninfo: &str) -> Result<(), String> {
     rt.block_on(async {
         let client = csdchar_pgwire::client::connect(conninfo)
             .await
-            .map_err(|e| e.0)?;
+            .map_err(|e| e.message)?;
         client
             .batch_execute("SELECT 1")
             .await

@@ -22,7 +22,6 @@ use common::{Mounted, Zram, psql};
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("load_layout_update_mix_server_side_and_cleanup_follow_pgio");
 
-
 const SCHEMA: &str = "csdchar";
 
 fn spec(schemas: u32, blocks: u64, update_pct: u8, server_side: bool) -> PgioSpec {
@@ -78,10 +77,13 @@ fn load_layout_update_mix_server_side_and_cleanup_follow_pgio() {
     );
     // A second prepare without --force refuses.
     let again = rt.block_on(pgio::prepare(&ci, &s, 1, false, Arc::new(|_| {})));
-    assert!(
-        again.unwrap_err().0.contains("exist already"),
-        "refuses existing tables"
+    let again = again.unwrap_err();
+    assert_eq!(
+        again.kind,
+        csdchar_pgwire::error::DbErrorKind::ObjectsExist,
+        "refuses existing tables: {again}"
     );
+    assert!(again.message.contains("exist already"), "{again}");
     for t in ["pgio1", "pgio2"] {
         // One row per block: as many distinct heap blocks as rows, keys 1..=2048.
         assert_eq!(

@@ -25,6 +25,7 @@ use csdchar_dbloop::runner::{OltpInterval, OltpOutcome};
 use csdchar_dbloop::settings::RunSettings;
 use csdchar_pgwire::client;
 use csdchar_pgwire::client::Client;
+use csdchar_pgwire::error::DbErrorKind;
 use csdchar_workloads::bench::Bench;
 use csdchar_workloads::catalog;
 use csdchar_workloads::oltp;
@@ -403,10 +404,10 @@ async fn load(
             fillfactor: bench.fillfactor(),
             phases,
         }),
-        Some(Err(e)) if e.0.contains("--force") && e.0.contains("exist already") => {
-            Err(LoadError::TablesExist(e.0))
+        Some(Err(e)) if e.kind == DbErrorKind::ObjectsExist => {
+            Err(LoadError::TablesExist(e.message))
         }
-        Some(Err(e)) => Err(LoadError::Failed(server.name_fault(&e.0))),
+        Some(Err(e)) => Err(LoadError::Failed(server.name_fault(&e.message))),
     };
     observer.load_ended(bench, &end);
     end
@@ -463,7 +464,7 @@ async fn check_room(
 async fn open_checked<R>(conninfo: &str, job: &DbJob) -> Result<(Client, String), JobError<R>> {
     let client = client::connect(conninfo)
         .await
-        .map_err(|e| JobError::failed(e.0))?;
+        .map_err(|e| JobError::failed(e.message))?;
     let version: String = match client.query_one("SHOW server_version", &[]).await {
         Ok(r) => r.get(0),
         Err(e) => return Err(JobError::failed(format!("server_version: {e}"))),
@@ -532,7 +533,7 @@ pub async fn run(
                 missing.join(", ")
             )));
         }
-        Err(e) => return Err(JobError::failed(e.0)),
+        Err(e) => return Err(JobError::failed(e.message)),
     }
     // Like pgbench: the scale is what the tables hold, whatever was asked.
     if let Bench::Tpcb(t) = bench
@@ -559,7 +560,7 @@ pub async fn run(
     if let Bench::Pgio(p) = bench {
         let found = pgio::loaded_blocks(&client, schema)
             .await
-            .map_err(|e| JobError::failed(e.0))?;
+            .map_err(|e| JobError::failed(e.message))?;
         if found != p.blocks_per_schema {
             observer.note(&DbNote::PgioSizeFromTables {
                 given: p.blocks_per_schema,
@@ -590,7 +591,7 @@ pub async fn run(
         // refuse it, naming what is missing and how to finish it.
         let state = tpcc::TpccLoadState::read(&client, schema)
             .await
-            .map_err(|e| JobError::failed(e.0))?;
+            .map_err(|e| JobError::failed(e.message))?;
         if !state.missing_to_run().is_empty() {
             return Err(JobError::failed(format!(
                 "schema {schema}: {}",
@@ -599,7 +600,7 @@ pub async fn run(
         }
         let cfg = tpcc::read_config(&client, schema)
             .await
-            .map_err(|e| JobError::failed(e.0))?;
+            .map_err(|e| JobError::failed(e.message))?;
         if let Some(given) = job.requested.warehouses
             && given != cfg.warehouses
         {
@@ -620,11 +621,11 @@ pub async fn run(
         if t.mode == tpcc::TpccMode::Procedures {
             let missing = tpcc::missing_functions(&client, schema)
                 .await
-                .map_err(|e| JobError::failed(e.0))?;
+                .map_err(|e| JobError::failed(e.message))?;
             if !missing.is_empty() {
                 tpcc::create_functions(&client, schema)
                     .await
-                    .map_err(|e| JobError::failed(e.0))?;
+                    .map_err(|e| JobError::failed(e.message))?;
                 observer.note(&DbNote::TpccFunctionsCreated {
                     schema: schema.to_string(),
                     missing,
@@ -763,7 +764,7 @@ pub async fn run_steps(
             Ok(out) if !out.started => break, // interrupted waiting for --start-at: no step
             Ok(out) => out,
             Err(e) => {
-                error = Some(server.name_fault(&e.0));
+                error = Some(server.name_fault(&e.message));
                 break;
             }
         };
@@ -877,7 +878,7 @@ pub async fn study(
             }));
         }
         Ok(_) => {}
-        Err(e) => return Err(JobError::failed(e.0)),
+        Err(e) => return Err(JobError::failed(e.message)),
     }
     let fillfactors = job.study_fillfactors();
     // The lowest fillfactor's load is the largest; the tables are replaced.
@@ -1255,7 +1256,7 @@ pub async fn alter(
     });
     match until_interrupted(altered, interrupt).await {
         Some(Ok(())) => Ok(()),
-        Some(Err(e)) => Err(JobError::failed(e.0)),
+        Some(Err(e)) => Err(JobError::failed(e.message)),
         None => Err(JobError::Interrupted { partial: None }),
     }
 }
@@ -1271,10 +1272,10 @@ pub async fn check(conninfo: &str, job: &DbJob) -> Result<Vec<tpcc::CheckOutcome
         return Err("check runs TPC-C's consistency conditions: the workload is not tpcc".into());
     }
     // The conditions hold trivially on missing rows: an incomplete load fails.
-    let client = client::connect(conninfo).await.map_err(|e| e.0)?;
+    let client = client::connect(conninfo).await.map_err(|e| e.message)?;
     let state = tpcc::TpccLoadState::read(&client, &job.schema)
         .await
-        .map_err(|e| e.0)?;
+        .map_err(|e| e.message)?;
     if !state.missing_to_run().is_empty() {
         return Err(format!(
             "schema {}: {}",
@@ -1283,5 +1284,7 @@ pub async fn check(conninfo: &str, job: &DbJob) -> Result<Vec<tpcc::CheckOutcome
         ));
     }
     drop(client);
-    tpcc::check(conninfo, &job.schema).await.map_err(|e| e.0)
+    tpcc::check(conninfo, &job.schema)
+        .await
+        .map_err(|e| e.message)
 }

@@ -192,7 +192,9 @@ pub struct DbServer {
 impl DbServer {
     /// Connects to `conninfo` and probes the dialect.
     pub async fn probe(conninfo: String, source: ServerSource) -> Result<DbServer, String> {
-        let dialect = Dialect::probe_conninfo(&conninfo).await.map_err(|e| e.0)?;
+        let dialect = Dialect::probe_conninfo(&conninfo)
+            .await
+            .map_err(|e| e.message)?;
         Ok(DbServer {
             conninfo,
             dialect,

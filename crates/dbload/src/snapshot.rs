@@ -226,7 +226,7 @@ pub fn name_relations(
     let names = rt.block_on(async {
         let client = csdchar_pgwire::client::connect(url)
             .await
-            .map_err(|e| e.0)?;
+            .map_err(|e| e.message)?;
         relation_names(&client)
             .await
             .map_err(|e| format!("reading pg_class: {e}"))

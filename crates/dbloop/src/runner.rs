@@ -102,7 +102,7 @@ pub async fn run_with(
     io: ClientIoSettings,
     mut on_interval: impl FnMut(&OltpInterval, u32),
 ) -> Result<OltpOutcome, DbError> {
-    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(|e| DbError(e.message))?;
+    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(|e| DbError::from(e))?;
     let threads = settings.threads;
     let report_interval = settings.report_interval;
     let interval_pct = settings.percentiles.first().copied().unwrap_or(95.0);
@@ -143,8 +143,8 @@ pub async fn run_with(
         let target = shared.target.clone();
         tokio::task::spawn_blocking(move || WireConn::connect(&target, None))
             .await
-            .map_err(|e| DbError(format!("TLS probe: {e}")))?
-            .map_err(|e| DbError(e.to_string()))?
+            .map_err(|e| DbError::other(format!("TLS probe: {e}")))?
+            .map_err(|e| DbError::other(e.to_string()))?
             .tls_session()
             .cloned()
     } else {
@@ -203,7 +203,7 @@ pub async fn run_with(
     };
     if let Err(e) = spawned {
         shared.gate.call_off();
-        return Err(DbError(e));
+        return Err(DbError::other(e));
     }
     // The clock starts when every client is connected (or has failed to),
     // and the measurement after the warm-up.
@@ -216,7 +216,7 @@ pub async fn run_with(
                 .open_when(threads as usize, not_before, &interrupt)
         })
         .await
-        .map_err(|e| DbError(format!("client start: {e}")))?
+        .map_err(|e| DbError::other(format!("client start: {e}")))?
     };
     // Interrupted while waiting for --start-at: the clients were released
     // without running, and the step did not start.

@@ -243,7 +243,7 @@ impl Dialect {
         let row = basics
             .into_iter()
             .next()
-            .ok_or_else(|| DbError(format!("{what}: no row")))?;
+            .ok_or_else(|| DbError::other(format!("{what}: no row")))?;
         let field = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
         let (database, server_version, version) = (field(0), field(1), field(2));
         let empty_string_is_null = field(3) == "t";
@@ -355,7 +355,7 @@ impl Dialect {
             None => "its compatibility mode".to_string(),
         };
         let new_db = format!("{db}_pg");
-        Err(DbError(format!(
+        Err(DbError::other(format!(
             "database {db} treats '' as NULL ({} {}, {mode}): the workloads' empty strings \
              (pgbench's filler, the column defaults) would be stored as NULL and change the data, \
              so nothing was created; create a PostgreSQL-compatible database and connect to it: \
@@ -551,7 +551,7 @@ mod tests {
     #[test]
     fn empty_string_as_null_is_refused_with_the_fix() {
         assert!(pg15().check_loadable().is_ok());
-        let e = opengauss_a().check_loadable().unwrap_err().0;
+        let e = opengauss_a().check_loadable().unwrap_err().message;
         for part in [
             "database postgres",
             "compatibility mode A",
@@ -574,7 +574,7 @@ mod tests {
             compatibility: None,
             ..opengauss_a()
         };
-        let e = odd.check_loadable().unwrap_err().0;
+        let e = odd.check_loadable().unwrap_err().message;
         assert!(e.contains("CREATE DATABASE \"My DB_pg\""), "{e}");
         assert!(e.contains("its compatibility mode"), "{e}");
     }

@@ -84,7 +84,7 @@ impl Bench {
             Bench::Tpcc(_) => tpcc::cleanup(conninfo, schema).await,
             Bench::Pgio(p) => pgio::cleanup(conninfo, schema, p.schemas).await,
         }
-        .map_err(|e| e.0)
+        .map_err(|e| e.message)
     }
 
     /// The name in results: sysbench's script name, or `tpcb-like`, `tpcc`, `pgio`.

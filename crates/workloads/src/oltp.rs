@@ -18,7 +18,7 @@ use crate::copy::CopyIn;
 use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
 use csdchar_pgwire::client::{Client, connect};
 use csdchar_pgwire::dialect::Dialect;
-use csdchar_pgwire::error::{DbError, db_err};
+use csdchar_pgwire::error::{DbError, DbErrorKind, db_err};
 use csdchar_pgwire::message::Param;
 
 /// What to prepare and run.
@@ -83,11 +83,14 @@ pub async fn prepare_with(
     let existing = existing_tables(&admin, &spec.schema, &table_names(spec.tables)).await?;
     if !existing.is_empty() {
         if !force {
-            return Err(DbError(format!(
-                "tables exist already in schema {} ({}); run `csdchar db cleanup` or pass --force",
-                spec.schema,
-                existing.join(", ")
-            )));
+            return Err(DbError::new(
+                DbErrorKind::ObjectsExist,
+                format!(
+                    "tables exist already in schema {} ({}); run `csdchar db cleanup` or pass --force",
+                    spec.schema,
+                    existing.join(", ")
+                ),
+            ));
         }
         cleanup(conninfo, &spec.schema, spec.tables).await?;
     }
@@ -120,7 +123,7 @@ pub async fn prepare_with(
     }
     for t in tasks {
         t.await
-            .map_err(|e| DbError(format!("loader task failed: {e}")))??;
+            .map_err(|e| DbError::other(format!("loader task failed: {e}")))??;
     }
     Ok(())
 }
@@ -186,7 +189,7 @@ pub async fn alter_fillfactor(
     let client = connect(conninfo).await?;
     let existing = existing_tables(&client, schema, &table_names(tables)).await?;
     if existing.len() != tables as usize {
-        return Err(DbError(format!(
+        return Err(DbError::other(format!(
             "tables {schema}.sbtest1..sbtest{tables} are missing: run `csdchar db prepare` first"
         )));
     }

@@ -21,7 +21,7 @@ use crate::copy::CopyIn;
 use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
 use csdchar_pgwire::client::connect;
 use csdchar_pgwire::dialect::Dialect;
-use csdchar_pgwire::error::{DbError, db_err};
+use csdchar_pgwire::error::{DbError, DbErrorKind, db_err};
 use csdchar_pgwire::message::Param;
 
 /// What to load and run.
@@ -49,10 +49,10 @@ impl PgioSpec {
     /// Checks the spec against pgio's limits.
     pub fn check(&self) -> Result<(), DbError> {
         if self.schemas == 0 {
-            return Err(DbError("pgio needs at least one schema".into()));
+            return Err(DbError::invalid("pgio needs at least one schema"));
         }
-        pgio::check_update_pct(self.update_pct).map_err(DbError)?;
-        pgio::check_blocks(self.blocks_per_schema, self.work_unit).map_err(DbError)
+        pgio::check_update_pct(self.update_pct).map_err(DbError::invalid)?;
+        pgio::check_blocks(self.blocks_per_schema, self.work_unit).map_err(DbError::invalid)
     }
 
     /// Bytes of heap the tables take (one 8 KiB block per row), indexes excluded.
@@ -88,7 +88,7 @@ pub async fn loaded_blocks(client: &Client, schema: &str) -> Result<u64, DbError
         .get(0);
     match max {
         Some(rows) if rows > 0 => Ok(rows as u64),
-        _ => Err(DbError(format!(
+        _ => Err(DbError::other(format!(
             "{schema}.{} holds no rows: run `csdchar db prepare --workload pgio` first",
             table_name(1)
         ))),
@@ -172,11 +172,14 @@ pub async fn prepare_with(
     let found = existing_tables(&admin, &spec.schema, &names).await?;
     if !found.is_empty() {
         if !force {
-            return Err(DbError(format!(
-                "tables exist already in schema {} ({}); run `csdchar db cleanup --workload pgio` or pass --force",
-                spec.schema,
-                found.join(", ")
-            )));
+            return Err(DbError::new(
+                DbErrorKind::ObjectsExist,
+                format!(
+                    "tables exist already in schema {} ({}); run `csdchar db cleanup --workload pgio` or pass --force",
+                    spec.schema,
+                    found.join(", ")
+                ),
+            ));
         }
         cleanup(conninfo, &spec.schema, spec.schemas).await?;
     }
@@ -218,7 +221,7 @@ pub async fn prepare_with(
     for t in tasks {
         let r = t
             .await
-            .map_err(|e| DbError(format!("loader task failed: {e}")))
+            .map_err(|e| DbError::other(format!("loader task failed: {e}")))
             .and_then(|r| r);
         if let Err(e) = r {
             first_error.get_or_insert(e);
@@ -226,13 +229,16 @@ pub async fn prepare_with(
     }
     match first_error {
         None => Ok(()),
-        Some(e) => Err(DbError(format!(
-            "{}; {} of {} rows were loaded, complete tables only \
+        Some(e) => Err(DbError::new(
+            e.kind.clone(),
+            format!(
+                "{}; {} of {} rows were loaded, complete tables only \
              (run prepare again with --force to start over)",
-            e.0,
-            loaded.load(Ordering::Relaxed),
-            u64::from(spec.schemas) * spec.blocks_per_schema
-        ))),
+                e.message,
+                loaded.load(Ordering::Relaxed),
+                u64::from(spec.schemas) * spec.blocks_per_schema
+            ),
+        )),
     }
 }
 
@@ -433,7 +439,7 @@ mod tests {
             update_pct: 75,
             ..spec(false)
         };
-        assert!(bad.check().unwrap_err().0.contains("0 to 50"));
+        assert!(bad.check().unwrap_err().message.contains("0 to 50"));
         assert_eq!(spec(false).data_bytes(), 3 * 4096 * 8192);
         assert_eq!(table_names(2), vec!["pgio1", "pgio2"]);
     }

@@ -16,7 +16,7 @@ use crate::copy::CopyIn;
 use csdchar_dbloop::event::{Event, EventSource, Protocol, StatementSet, Workload};
 use csdchar_pgwire::client::connect;
 use csdchar_pgwire::dialect::Dialect;
-use csdchar_pgwire::error::{DbError, db_err};
+use csdchar_pgwire::error::{DbError, DbErrorKind, db_err};
 use csdchar_pgwire::message::Param;
 
 /// What to load and run.
@@ -116,11 +116,14 @@ pub async fn prepare_with(
     let found = existing_tables(&admin, &spec.schema, &table_names()).await?;
     if !found.is_empty() {
         if !force {
-            return Err(DbError(format!(
-                "tables exist already in schema {} ({}); run `csdchar db cleanup --workload tpcb` or pass --force",
-                spec.schema,
-                found.join(", ")
-            )));
+            return Err(DbError::new(
+                DbErrorKind::ObjectsExist,
+                format!(
+                    "tables exist already in schema {} ({}); run `csdchar db cleanup --workload tpcb` or pass --force",
+                    spec.schema,
+                    found.join(", ")
+                ),
+            ));
         }
         cleanup(conninfo, &spec.schema).await?;
     }
@@ -135,12 +138,15 @@ pub async fn prepare_with(
     let (branches, tellers, accounts) = tpcb::row_counts(spec.scale);
     let loaded = Arc::new(AtomicU64::new(0));
     let how_far = |loaded: &AtomicU64, step: &str, e: DbError| {
-        DbError(format!(
-            "{}; the load stopped in step '{step}' after {} of {accounts} accounts rows \
+        DbError::new(
+            e.kind.clone(),
+            format!(
+                "{}; the load stopped in step '{step}' after {} of {accounts} accounts rows \
              (run prepare again with --force to start over)",
-            e.0,
-            loaded.load(Ordering::Relaxed)
-        ))
+                e.message,
+                loaded.load(Ordering::Relaxed)
+            ),
+        )
     };
     // The small tables, each in one transaction that creates nothing new
     // but truncates first, so COPY FREEZE is allowed.
@@ -187,7 +193,7 @@ pub async fn prepare_with(
     }
     for t in tasks {
         t.await
-            .map_err(|e| DbError(format!("loader task failed: {e}")))?
+            .map_err(|e| DbError::other(format!("loader task failed: {e}")))?
             .map_err(|e| how_far(&loaded, "generate", e))?;
     }
     times.generate_s = lap();
@@ -224,7 +230,7 @@ async fn parallel(conninfo: &str, statements: impl Iterator<Item = String>) -> R
     }
     for t in tasks {
         t.await
-            .map_err(|e| DbError(format!("task failed: {e}")))??;
+            .map_err(|e| DbError::other(format!("task failed: {e}")))??;
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use crate::catalog::{ensure_schema, existing_tables};
 use crate::copy::CopyIn;
 use csdchar_pgwire::client::connect;
 use csdchar_pgwire::dialect::Dialect;
-use csdchar_pgwire::error::{DbError, db_err};
+use csdchar_pgwire::error::{DbError, DbErrorKind, db_err};
 
 use super::procs::functions_sql;
 
@@ -99,15 +99,18 @@ pub async fn prepare_with(
     match warehouse_range {
         None => {
             if spec.warehouses == 0 {
-                return Err(DbError("warehouses must be 1 or more".into()));
+                return Err(DbError::invalid("warehouses must be 1 or more"));
             }
             if !found.is_empty() {
                 if !force {
-                    return Err(DbError(format!(
-                        "tables exist already in schema {schema} ({}); run `csdchar db cleanup --workload tpcc` \
+                    return Err(DbError::new(
+                        DbErrorKind::ObjectsExist,
+                        format!(
+                            "tables exist already in schema {schema} ({}); run `csdchar db cleanup --workload tpcc` \
                          or pass --force (or load missing warehouses with a warehouse range)",
-                        found.join(", ")
-                    )));
+                            found.join(", ")
+                        ),
+                    ));
                 }
                 cleanup(conninfo, schema).await?;
                 ensure_schema(&admin, schema).await?;
@@ -122,14 +125,13 @@ pub async fn prepare_with(
         }
         Some((from, to)) => {
             if from == 0 || from > to {
-                return Err(DbError(format!(
+                return Err(DbError::other(format!(
                     "warehouse range {from}-{to}: needs 1 <= from <= to"
                 )));
             }
             if force {
-                return Err(DbError(
-                    "--force starts the load over; a warehouse range resumes one: use one of them"
-                        .into(),
+                return Err(DbError::invalid(
+                    "--force starts the load over; a warehouse range resumes one: use one of them",
                 ));
             }
             // bmsql_config alone missing: recreated, and written after the load.
@@ -142,7 +144,7 @@ pub async fn prepare_with(
                     .await
                     .map_err(|e| db_err("creating bmsql_config", e))?;
             } else if found.len() != names.len() {
-                return Err(DbError(format!(
+                return Err(DbError::other(format!(
                     "a warehouse range resumes a load into existing tables, but schema {schema} has {} of \
                      BenchmarkSQL's {} tables; run prepare without a range",
                     found.len(),
@@ -155,7 +157,7 @@ pub async fn prepare_with(
             // Keys are built only once every warehouse is in: past that
             // point a resume finishes the build, it adds no warehouse.
             if state.build_started() && !to_load.is_empty() {
-                return Err(DbError(format!(
+                return Err(DbError::other(format!(
                     "the tables in schema {schema} have keys already, so warehouses {} cannot be added; \
                      use --force to load again",
                     ranges(&to_load.iter().copied().collect())
@@ -169,7 +171,7 @@ pub async fn prepare_with(
             } else if state.item_loaded {
                 let cfg = read_config(&admin, schema).await?;
                 if cfg.constants != data.constants() {
-                    return Err(DbError(format!(
+                    return Err(DbError::other(format!(
                         "the tables were loaded with another seed (NURand constants {:?}, this seed's {:?}); \
                          resume with the seed of the first load",
                         cfg.constants,
@@ -255,7 +257,7 @@ pub async fn prepare_with(
     for t in tasks {
         let r = t
             .await
-            .unwrap_or_else(|e| Err(DbError(format!("loader task failed: {e}"))));
+            .unwrap_or_else(|e| Err(DbError::other(format!("loader task failed: {e}"))));
         if let Err(e) = r {
             first_err.get_or_insert(e);
         }
@@ -276,20 +278,23 @@ pub async fn prepare_with(
                 Err(_) => done.clone(),
             };
         let missing: BTreeSet<u32> = all.difference(&present).copied().collect();
-        return Err(DbError(format!(
-            "{}; the load stopped: warehouses complete: {} (each is loaded in one transaction, so none is \
+        return Err(DbError::new(
+            e.kind.clone(),
+            format!(
+                "{}; the load stopped: warehouses complete: {} (each is loaded in one transaction, so none is \
              partial), missing: {}; item table {}. To resume, run prepare again with the warehouse range \
              {lo}-{hi} and the same seed (only missing warehouses are loaded, then the keys are built), \
              or with --force to start over",
-            e.0,
-            ranges(&present),
-            ranges(&missing),
-            if times.item_loaded || !todo.iter().any(|j| matches!(j, Job::Item)) {
-                "loaded"
-            } else {
-                "not loaded"
-            },
-        )));
+                e.message,
+                ranges(&present),
+                ranges(&missing),
+                if times.item_loaded || !todo.iter().any(|j| matches!(j, Job::Item)) {
+                    "loaded"
+                } else {
+                    "not loaded"
+                },
+            ),
+        ));
     }
     times.load_s = lap();
     if rewrite_config {
@@ -314,12 +319,15 @@ pub async fn prepare_with(
         .map_err(|e| db_err("updating bmsql_config", e))?;
     // BenchmarkSQL's build after the load: indexCreates, foreignKeys, extraHistID.
     let after = |step: &str, e: DbError| {
-        DbError(format!(
-            "{}; all warehouses are loaded but the step '{step}' failed: finish the load with prepare \
+        DbError::new(
+            e.kind.clone(),
+            format!(
+                "{}; all warehouses are loaded but the step '{step}' failed: finish the load with prepare \
              --warehouses {n} --warehouse-range 1-{n} and the same --seed, or start over with --force",
-            e.0,
-            n = config_warehouses
-        ))
+                e.message,
+                n = config_warehouses
+            ),
+        )
     };
     // A resume builds only what an earlier prepare did not.
     let built = TpccLoadState::read(&admin, schema).await?;
@@ -438,7 +446,7 @@ pub(super) async fn pool(
     for t in tasks {
         if let Err(e) = t
             .await
-            .unwrap_or_else(|e| Err(DbError(format!("task failed: {e}"))))
+            .unwrap_or_else(|e| Err(DbError::other(format!("task failed: {e}"))))
         {
             first.get_or_insert(e);
         }
@@ -494,7 +502,7 @@ pub(super) async fn load_job(
             .take()
             .expect("generated ahead")
             .await
-            .map_err(|e| DbError(format!("generating {table}: {e}")))?;
+            .map_err(|e| DbError::other(format!("generating {table}: {e}")))?;
         if let Some(&t) = tables.get(i + 1) {
             next = Some(generate(data, job, t, config_warehouses));
         }
@@ -502,7 +510,7 @@ pub(super) async fn load_job(
             LoadMethod::Copy => copy_text(client, table, text).await,
             LoadMethod::InsertBatch => insert_text(client, table, &text).await,
         }
-        .map_err(|e| DbError(format!("loading {what}: {}", e.0)))?;
+        .map_err(|e| e.context(&format!("loading {what}")))?;
         rows.fetch_add(n, Ordering::Relaxed);
         progress(n);
     }

@@ -408,7 +408,7 @@ pub async fn create_functions(client: &Client, schema: &str) -> Result<(), DbErr
         .batch_execute(&functions_sql().join(";\n"))
         .await
         .map_err(|e| match e.as_db_error() {
-            Some(d) if d.code().code() == "42501" => DbError(format!(
+            Some(d) if d.code().code() == "42501" => DbError::other(format!(
                 "--tpcc-mode procedures needs BenchmarkSQL's transactions as functions in schema {schema}, \
                  and this user may not create them ({}): create them as a user who may (`csdchar db prepare` \
                  creates them), or run with --tpcc-mode statements, which needs none",

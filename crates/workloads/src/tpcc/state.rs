@@ -364,7 +364,7 @@ pub async fn describe_stopped_load(
 /// Reads `bmsql_config` (BenchmarkSQL will not run without it either); a
 /// key missing or holding a bad value is an error naming both.
 pub async fn read_config(client: &Client, schema: &str) -> Result<TpccConfig, DbError> {
-    parse_config(&config_rows(client, schema).await?).map_err(DbError)
+    parse_config(&config_rows(client, schema).await?).map_err(DbError::other)
 }
 
 /// `bmsql_config`'s rows, name and value (NULL: None).
