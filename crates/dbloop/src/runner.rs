@@ -102,7 +102,7 @@ pub async fn run_with(
     io: ClientIoSettings,
     mut on_interval: impl FnMut(&OltpInterval, u32),
 ) -> Result<OltpOutcome, DbError> {
-    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(|e| DbError::from(e))?;
+    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(DbError::from)?;
     let threads = settings.threads;
     let report_interval = settings.report_interval;
     let interval_pct = settings.percentiles.first().copied().unwrap_or(95.0);

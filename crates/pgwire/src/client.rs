@@ -381,6 +381,6 @@ pub fn describe_error(e: &tokio_postgres::Error) -> String {
 /// Connects (tokio-postgres, for everything but the measured loop); a
 /// refused connection names host and port, never a password.
 pub async fn connect(conninfo: &str) -> Result<Client, DbError> {
-    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(|e| DbError::from(e))?;
+    let target = ConnTarget::parse(conninfo, &ProcessEnv).map_err(DbError::from)?;
     connect_client(&target).await.map_err(DbError::other)
 }
