@@ -316,7 +316,7 @@ fn study_through_the_library_gives_the_cli_result() {
 
     let mut seen = Recorder::default();
     let lib = rt
-        .block_on(orchestrate::study(
+        .block_on(csdchar_dbload::study::study(
             &server, &job, &mut seen, &estimator, &interrupt,
         ))
         .unwrap();
@@ -345,7 +345,7 @@ fn study_through_the_library_gives_the_cli_result() {
     common::assert_matches_schema(&lib, "study");
 
     // The tables are there now: a study without force is refused, nothing touched.
-    let refused = rt.block_on(orchestrate::study(
+    let refused = rt.block_on(csdchar_dbload::study::study(
         &server, &job, &mut Quiet, &estimator, &interrupt,
     ));
     match refused {

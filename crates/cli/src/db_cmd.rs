@@ -684,7 +684,9 @@ async fn study(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) -> i
         _ => LoadLeft::Study,
     };
     let mut printer = Printer::new(io, o, left);
-    let ended = orchestrate::study(server, job, &mut printer, &RelationEstimator, &interrupt).await;
+    let ended =
+        csdchar_dbload::study::study(server, job, &mut printer, &RelationEstimator, &interrupt)
+            .await;
     let text = printer.text;
     // The table is the point of a study: show it even when the result goes elsewhere.
     let elsewhere = o.out.output_format == OutputFormat::Json || o.out.output.is_some();

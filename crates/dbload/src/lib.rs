@@ -1,7 +1,7 @@
 //! csdchar's database steps, the orchestration over the database crates: a
 //! [`session`] on a managed cluster (csdchar_pgcluster) or a given server, the
-//! steps as library calls ([`orchestrate`]: prepare, run, study, alter, cleanup,
-//! check) from a [`job::DbJob`], the snapshots and space taken around them
+//! steps as library calls ([`orchestrate`]: prepare, run, alter, cleanup,
+//! check; [`study`]: the fillfactor study) from a [`job::DbJob`], the snapshots and space taken around them
 //! ([`snapshot`], [`space`]) and the peers' text formats ([`text`]).
 
 pub mod job;
@@ -9,4 +9,5 @@ pub mod orchestrate;
 pub mod session;
 pub mod snapshot;
 pub mod space;
+pub mod study;
 pub mod text;
