@@ -8,6 +8,10 @@
 # man-db and bash-completion for that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where the time goes: each phase's start, in seconds since this script began.
+started=$(date +%s)
+phase() { echo "==> $1 (at $(( $(date +%s) - started )) s)"; }
+phase "packages and tools"
 
 need=()
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
@@ -45,10 +49,14 @@ fi
 # As root Chromium is installed above, so the report's browser check must run, not skip.
 if [ "$(id -u)" = 0 ]; then export CSDCHAR_REQUIRE_BROWSER=1 CSDCHAR_REQUIRE_ZFS=1; fi
 # py-opengauss, an independent implementation of openGauss's SHA256 proof that
-# tests/opengauss_auth.rs checks csdchar's against; in a venv under target/, as
+# tests/opengauss_auth.rs checks csdchar's against; in a venv (in the tool cache below), as
 # Debian's Python refuses pip installs outside one (PEP 668). Once it is there the
 # comparison must run, not skip.
-py_venv="${CARGO_TARGET_DIR:-target}/py-opengauss"
+# The Python tools live in the machine's cache, not in target/: like the apt packages above they
+# are installed once per machine, so a fresh clone does not download and build them again (~1 min).
+tool_cache="${CSDCHAR_TOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/csdchar}"
+mkdir -p "$tool_cache"
+py_venv="$tool_cache/py-opengauss"
 if ! "$py_venv/bin/python" -c 'import py_opengauss' 2>/dev/null; then
   { python3 -m venv --clear "$py_venv" && "$py_venv/bin/python" -m pip install --quiet \
       --disable-pip-version-check py-opengauss==1.3.11; } ||
@@ -59,7 +67,7 @@ if "$py_venv/bin/python" -c 'import py_opengauss' 2>/dev/null; then
   export CSDCHAR_PY_OPENGAUSS_PYTHON CSDCHAR_REQUIRE_PY_OPENGAUSS=1
 fi
 # fio-plot (a Python package) draws a chart from csdchar's fio-json in tests/fio_jobs.rs.
-plot_venv="${CARGO_TARGET_DIR:-target}/fio-plot"
+plot_venv="$tool_cache/fio-plot"
 if [ ! -x "$plot_venv/bin/fio-plot" ]; then
   { python3 -m venv --clear "$plot_venv" && "$plot_venv/bin/python" -m pip install --quiet \
       --disable-pip-version-check fio-plot==1.1.21; } ||
@@ -77,9 +85,6 @@ if [ "$(id -u)" = 0 ] && [ ! -e /sys/class/zram-control ]; then
   modprobe zram 2>/dev/null || echo "note: zram module not available; zram tests will skip"
 fi
 
-# Where the time goes: each phase's start, in seconds since this script began.
-started=$(date +%s)
-phase() { echo "==> $1 (at $(( $(date +%s) - started )) s)"; }
 
 phase "fmt"
 cargo fmt --all -- --check
