@@ -273,3 +273,19 @@ fn ordering_options_in_global_are_every_jobs() {
     .to_string();
     assert!(e.starts_with("wait_for=a (t.fio:4): in [global]"), "{e}");
 }
+
+#[test]
+fn a_section_with_no_options_of_its_own_is_a_job() {
+    // fio: `[a]` then `[b]` after a [global] are two jobs, each with the
+    // globals only (init.c __parse_jobs_ini makes a job per section).
+    let p = plan_of("[global]\nioengine=null\nsize=1m\n[a]\n[b]\n");
+    let names: Vec<&str> = p.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(p.jobs.iter().all(|j| j.job_options.is_empty()));
+    // The last section empty, at the end of the file without a newline.
+    let p = plan_of("[global]\nioengine=null\nsize=1m\n[only]");
+    assert_eq!(p.jobs.len(), 1);
+    // Only [global] sections: no job.
+    let e = plan(&sections("[global]\nsize=1m\n[global2]\n"), false).unwrap_err();
+    assert!(e.to_string().contains("no job section"), "{e}");
+}
