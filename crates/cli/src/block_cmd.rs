@@ -205,6 +205,14 @@ pub enum RwArg {
     /// Sequential mixed.
     #[value(alias = "rw")]
     Readwrite,
+    /// Sequential trims: discards on a block device, punched holes in a file (writes' safety rules).
+    Trim,
+    /// Random trims.
+    Randtrim,
+    /// Each block trimmed, then written, in order.
+    Trimwrite,
+    /// Random blocks, each trimmed, then written.
+    Randtrimwrite,
 }
 
 /// Fillers.
@@ -319,6 +327,10 @@ impl BlockOpts {
             RwArg::Randwrite => RwMode::Randwrite,
             RwArg::Randrw => RwMode::Randrw,
             RwArg::Readwrite => RwMode::Readwrite,
+            RwArg::Trim => RwMode::Trim,
+            RwArg::Randtrim => RwMode::Randtrim,
+            RwArg::Trimwrite => RwMode::Trimwrite,
+            RwArg::Randtrimwrite => RwMode::Randtrimwrite,
         };
         if self.verify.is_some() {
             if !matches!(rw, RwMode::Write | RwMode::Randwrite) {

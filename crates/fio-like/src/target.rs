@@ -70,7 +70,7 @@ fn file_lbs(dev: u64) -> u32 {
 /// target that does not exist yet is safe. Job files check every job with
 /// this before the first one runs.
 pub fn check_write_safety(spec: &BlockSpec) -> Result<(), BlockError> {
-    let writes = spec.rw.writes() && !spec.verify_only;
+    let writes = spec.rw.modifies() && !spec.verify_only;
     let Some(path_str) = spec
         .target
         .as_deref()
@@ -180,7 +180,7 @@ fn inspect(
     path_str: &str,
     planned: Option<u64>,
 ) -> Result<Inspected, BlockError> {
-    let writes = spec.rw.writes() && !spec.verify_only;
+    let writes = spec.rw.modifies() && !spec.verify_only;
     let path = Path::new(path_str);
     let meta = match std::fs::metadata(path) {
         Ok(m) => Some(m),
@@ -299,7 +299,7 @@ fn inspect(
 /// Checks the target against the spec, refuses unsafe writes, opens it and
 /// lays out file data where needed.
 pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
-    let writes = spec.rw.writes() && !spec.verify_only;
+    let writes = spec.rw.modifies() && !spec.verify_only;
     let reads_existing = spec.rw.reads() || spec.verify_only;
     let Some(path_str) = spec
         .target

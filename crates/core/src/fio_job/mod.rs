@@ -326,12 +326,13 @@ impl Builder {
                     "randwrite" => RwMode::Randwrite,
                     "rw" | "readwrite" => RwMode::Readwrite,
                     "randrw" => RwMode::Randrw,
-                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-                        return lacks("trims (csdchar reads and writes)");
-                    }
+                    "trim" => RwMode::Trim,
+                    "randtrim" => RwMode::Randtrim,
+                    "trimwrite" => RwMode::Trimwrite,
+                    "randtrimwrite" => RwMode::Randtrimwrite,
                     other => {
                         return Err(format!(
-                            "rw={other}: not a mode (read, write, randread, randwrite, rw, readwrite, randrw)"
+                            "rw={other}: not a mode (read, write, randread, randwrite, rw, readwrite, randrw, trim, randtrim, trimwrite, randtrimwrite)"
                         ));
                     }
                 };
