@@ -12,6 +12,7 @@ use std::sync::{Barrier, OnceLock};
 use std::time::Instant;
 
 use csdchar_core::compressibility::{Codec, PageCompressor, PageTally};
+use csdchar_core::distribution::BlockPicker;
 use csdchar_core::pattern::{DataSpec, mix64};
 use csdchar_core::result::block::{BadBlock, BlockSpec, EngineInfo, RunError};
 use csdchar_core::stats::LatencyRecorder;
@@ -202,6 +203,8 @@ enum Mix {
 enum Planner {
     Random {
         nblocks: u64,
+        /// fio's skewed distributions; None: uniform.
+        skew: Option<BlockPicker>,
     },
     Sequential {
         next: [u64; 3],
@@ -282,7 +285,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     }
 
     let mut planner = match cfg.phase {
-        Phase::Workload if spec.rw.is_random() => Planner::Random { nblocks },
+        Phase::Workload if spec.rw.is_random() => Planner::Random {
+            nblocks,
+            skew: (!spec.random_distribution.is_uniform()).then(|| {
+                BlockPicker::new(&spec.random_distribution, nblocks, spec.bs, seed as u32)
+            }),
+        },
         Phase::Workload => Planner::Sequential {
             next: [0, 0, 0],
             nblocks,
@@ -369,18 +377,18 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     }
                 }
                 let (dir, block) = match &mut planner {
-                    Planner::Random { nblocks } => match &mut mix {
+                    Planner::Random { nblocks, skew } => match &mut mix {
                         Mix::TrimThenWrite(pending) => match pending.take() {
                             Some(b) => (Direction::Write, b),
                             None => {
-                                let b = uniform_below(&mut rng, *nblocks);
+                                let b = random_block(&mut rng, skew, *nblocks, Direction::Trim);
                                 *pending = Some(b);
                                 (Direction::Trim, b)
                             }
                         },
                         m => {
                             let dir = pick_dir(&mut rng, *m);
-                            (dir, uniform_below(&mut rng, *nblocks))
+                            (dir, random_block(&mut rng, skew, *nblocks, dir))
                         }
                     },
                     Planner::Sequential { next, nblocks } => {
@@ -617,6 +625,21 @@ fn send_interval(
         d.lat.reset();
     }
     let _ = shared.events.send(JobEvent::Interval(Box::new(report)));
+}
+
+/// A random block of `0..nblocks` for `dir`: uniform, or from fio's
+/// distribution (whose zones draw uniformly inside with `rng`).
+#[inline]
+fn random_block(
+    rng: &mut Xoshiro256PlusPlus,
+    skew: &mut Option<BlockPicker>,
+    nblocks: u64,
+    dir: Direction,
+) -> u64 {
+    match skew {
+        None => uniform_below(rng, nblocks),
+        Some(p) => p.next(dir.index(), &mut |k| uniform_below(rng, k)),
+    }
 }
 
 #[inline]

@@ -264,6 +264,14 @@ fn inspect(
             spec.bs
         )));
     }
+    let zones_end = spec.random_distribution.zoned_abs_end();
+    if zones_end > size {
+        return Err(usage(format!(
+            "--random-distribution {}: the zones end at byte {zones_end}, beyond the region of {size} bytes \
+             (fio: zoned_abs sizes exceed file size)",
+            spec.random_distribution
+        )));
+    }
     let end = spec.offset + size;
     if spec.verify_only && cur_size < end {
         return Err(usage(format!(

@@ -94,11 +94,13 @@ impl UringEngine {
         }
         // -1 would register as an empty (sparse) slot: only register a real file.
         let fixed_file = fd >= 0 && ring.submitter().register_files(&[fd]).is_ok();
-        // Safety: `fd` is the target's open descriptor (or -1, which fstat
-        // refuses), borrowed only for this call while the caller holds it.
-        let block_device = fd >= 0
-            && rustix::fs::fstat(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) })
-                .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_block_device());
+        let block_device = fd >= 0 && {
+            // Safety: `fd` is the target's open descriptor (not -1, checked
+            // above), borrowed only for this call while the caller holds it.
+            let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            rustix::fs::fstat(borrowed)
+                .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_block_device())
+        };
         let trim_via = if !block_device {
             TrimVia::PunchHole
         } else if probe_ok(&ring, opcode::UringCmd16::CODE) {

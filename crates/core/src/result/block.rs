@@ -7,6 +7,7 @@ use super::{CpuUsage, RunStatus, ToolInfo};
 use crate::capacity::CapacityReport;
 use crate::compressibility::PageTally;
 use crate::counters::DiskStats;
+use crate::distribution::Distribution;
 use crate::pattern::Fill;
 use crate::stats::LatencyStats;
 
@@ -181,6 +182,9 @@ pub struct BlockSpec {
     /// together. Absent: started at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<String>,
+    /// How random offsets are spread (fio's `random_distribution`); absent: uniform.
+    #[serde(default, skip_serializing_if = "Distribution::is_uniform")]
+    pub random_distribution: Distribution,
 }
 
 impl Default for BlockSpec {
@@ -214,6 +218,7 @@ impl Default for BlockSpec {
             force: false,
             percentiles: crate::stats::DEFAULT_PERCENTILES.to_vec(),
             start_at: None,
+            random_distribution: Distribution::Random,
         }
     }
 }
