@@ -503,3 +503,71 @@ fn io_uring_engine_sets_up_or_says_why_not() {
         }
     }
 }
+
+/// Allocated bytes of a file (st_blocks × 512).
+fn allocated(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+#[test]
+fn trims_punch_holes_in_a_file_and_keep_its_size() {
+    let dir = tmp();
+    let file = dir.path().join("data");
+    let f = file.to_str().unwrap();
+    let ran = csdchar(&["block", "--rw", "write", "--size", "8m", "--bs", "64k", f]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let full = allocated(&file);
+    if full < 8 << 20 {
+        eprintln!("skipped: the file system did not allocate the written file ({full} bytes)");
+        return;
+    }
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "randtrim",
+        "--bs",
+        "64k",
+        "--size",
+        "8m",
+        "--iodepth",
+        "4",
+        f,
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let r = ran.outcome.block.unwrap();
+    let t = r.trim.as_ref().expect("trim totals");
+    assert_eq!((t.ios, t.bytes), (128, 8 << 20));
+    assert!(r.read.is_none() && r.write.is_none() && r.data.is_none());
+    assert!(r.intervals.iter().all(|s| s.trim.is_some()));
+    let v = serde_json::to_value(&r).unwrap();
+    assert_matches_schema(&v, "block");
+    // Random trims repeat blocks: some of the file is still there.
+    let left = allocated(&file);
+    assert!(left < full * 8 / 10, "allocated {full} -> {left}");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        8 << 20,
+        "size kept"
+    );
+    // Sequential trims of the whole file free it all.
+    let ran = csdchar(&["block", "--rw", "trim", "--bs", "1m", "--size", "8m", f]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("trim"), "{}", ran.stdout);
+    assert_eq!(allocated(&file), 0);
+    // trimwrite writes every block back after trimming it.
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "trimwrite",
+        "--bs",
+        "64k",
+        "--size",
+        "8m",
+        f,
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    assert!(allocated(&file) >= 8 << 20);
+}

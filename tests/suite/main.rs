@@ -18,6 +18,7 @@ mod db_safety;
 mod dialect;
 mod estimate;
 mod fio_jobs;
+mod fio_parity;
 mod libpq;
 mod libpq_matrix;
 mod merge;

@@ -314,8 +314,10 @@ fn block_result(numjobs: u32, ios: &BlockHost) -> BlockResult {
                 duration_ms: 1000,
                 read: Some(dir(0)),
                 write: Some(dir(1)),
+                trim: None,
                 read_lat_hdr_histogram: Some(lat[0].encoded()),
                 write_lat_hdr_histogram: Some(lat[1].encoded()),
+                trim_lat_hdr_histogram: None,
             }
         })
         .collect();

@@ -152,7 +152,15 @@ fn refuses_an_ext4_loop_device_and_leaves_it_unchanged() {
         return;
     };
     let before = read_all(&lo.dev, 64 << 20);
-    for rw in ["write", "randwrite", "randrw"] {
+    // Trims change the device as writes do: the same refusal.
+    for rw in [
+        "write",
+        "randwrite",
+        "randrw",
+        "trim",
+        "randtrim",
+        "trimwrite",
+    ] {
         let ran = csdchar(&["block", "--rw", rw, "--size", "4m", &lo.dev]);
         assert_eq!(ran.outcome.exit_code, 2, "{rw}: {}", ran.stderr);
         assert!(ran.stderr.contains("ext2/ext3/ext4"), "{}", ran.stderr);
@@ -342,6 +350,86 @@ fn zram_randread_uses_fixed_buffers_and_files() {
         r.engine
     );
     assert!(r.read.unwrap().iops > 1000.0);
+}
+
+#[test]
+fn trims_free_zram_space_and_the_capacity_counters_show_it() {
+    if !is_root_or_skip("trims_free_zram_space") {
+        return;
+    }
+    let Some(z) = Zram::new("64M", "lz4") else {
+        return;
+    };
+    let dev = z.dev();
+    common::write_compressible(&dev, "64m", 50, &[]);
+    let full = z.mm_stat();
+    assert_eq!(full.orig_data_size, 64 << 20);
+    // Sequential trims of the first half, as discards through io_uring.
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "trim",
+        "--bs",
+        "1m",
+        "--size",
+        "32m",
+        &dev,
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let half = z.mm_stat();
+    assert_eq!(half.orig_data_size, 32 << 20, "the trimmed half is gone");
+    assert!(
+        half.compr_data_size * 10 < full.compr_data_size * 6,
+        "compressed bytes {} -> {}",
+        full.compr_data_size,
+        half.compr_data_size
+    );
+    let r = ran.outcome.block.unwrap();
+    assert!(r.read.is_none() && r.write.is_none());
+    let t = r.trim.as_ref().expect("trim totals");
+    assert_eq!((t.ios, t.bytes), (32, 32 << 20));
+    assert!(t.clat.count > 0);
+    let c = r.capacity.as_ref().expect("zram counters around the run");
+    assert_eq!(
+        c.before.logical_bytes.unwrap() - c.after.logical_bytes.unwrap(),
+        32 << 20,
+        "the capacity counters show the space coming back"
+    );
+    // Random trims over the rest, with fio's JSON: trims land in "trim".
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "randtrim",
+        "--size",
+        "64m",
+        "--iodepth",
+        "8",
+        &dev,
+        "--output-format",
+        "fio-json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["trim"]["total_ios"].as_u64(), Some(16384));
+    assert_eq!(v["jobs"][0]["write"]["total_ios"].as_u64(), Some(0));
+    assert!(z.mm_stat().orig_data_size < 32 << 20);
+    // trimwrite: each block trimmed, then written.
+    let ran = csdchar(&[
+        "block",
+        "--rw",
+        "trimwrite",
+        "--size",
+        "8m",
+        &dev,
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let r = ran.outcome.block.unwrap();
+    assert_eq!(r.trim.unwrap().ios, 2048);
+    assert_eq!(r.write.unwrap().ios, 2048);
 }
 
 #[test]

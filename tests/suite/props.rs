@@ -86,7 +86,7 @@ proptest! {
     /// for every mode, block size and region.
     #[test]
     fn offsets_are_aligned_and_inside_the_region(
-        mode in prop::sample::select(vec![RwMode::Read, RwMode::Write, RwMode::Randread, RwMode::Randwrite, RwMode::Randrw, RwMode::Readwrite]),
+        mode in prop::sample::select(vec![RwMode::Read, RwMode::Write, RwMode::Randread, RwMode::Randwrite, RwMode::Randrw, RwMode::Readwrite, RwMode::Trim, RwMode::Randtrim, RwMode::Trimwrite, RwMode::Randtrimwrite]),
         bs_sectors in 1u64..64,
         blocks in 1u64..300,
         offset_sectors in 0u64..1000,
@@ -98,19 +98,29 @@ proptest! {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let r = run_block_with(&spec, RunControl::quiet(), |_, _| Ok(RecordingEngine::new(&seen, None))).unwrap();
         let seen = seen.lock().unwrap();
-        // Not time-based: each job does size / bs I/Os.
-        prop_assert_eq!(seen.len() as u64, blocks * u64::from(numjobs));
-        let total = r.read.map_or(0, |d| d.ios) + r.write.map_or(0, |d| d.ios);
+        // Not time-based: each job does size / bs I/Os (fio's trimwrite
+        // counts the writes: each block is trimmed and written).
+        let per_block = if mode.trims() && mode.writes() { 2 } else { 1 };
+        prop_assert_eq!(seen.len() as u64, per_block * blocks * u64::from(numjobs));
+        let total = r.read.map_or(0, |d| d.ios) + r.write.map_or(0, |d| d.ios) + r.trim.map_or(0, |d| d.ios);
         prop_assert_eq!(total, seen.len() as u64);
         for &(off, dir) in seen.iter() {
             prop_assert!(off >= spec.offset && off + bs <= spec.offset + blocks * bs, "offset {} outside", off);
             prop_assert_eq!((off - spec.offset) % bs, 0);
-            prop_assert!(mode.writes() || dir == Direction::Read);
-            prop_assert!(mode.reads() || dir == Direction::Write);
+            prop_assert!(mode.writes() || dir != Direction::Write);
+            prop_assert!(mode.reads() || dir != Direction::Read);
+            prop_assert!(mode.trims() || dir != Direction::Trim);
+        }
+        if mode.trims() && mode.writes() && numjobs == 1 {
+            // Every write follows the trim of its block.
+            for pair in seen.chunks(2) {
+                prop_assert_eq!(pair[0].1, Direction::Trim);
+                prop_assert_eq!(pair[1], (pair[0].0, Direction::Write));
+            }
         }
         if !mode.is_random() && numjobs == 1 && !mode.reads() {
-            // Sequential writes walk the region in order.
-            let offs: Vec<u64> = seen.iter().map(|x| x.0).collect();
+            // Sequential writes and trims walk the region in order.
+            let offs: Vec<u64> = seen.iter().step_by(per_block as usize).map(|x| x.0).collect();
             let expect: Vec<u64> = (0..blocks).map(|b| spec.offset + b * bs).collect();
             prop_assert_eq!(offs, expect);
         }

@@ -11,6 +11,7 @@ use csdchar_fio_like::{RunControl, run_block};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
+use csdchar_core::distribution::Distribution;
 use csdchar_core::pattern::Fill;
 use csdchar_core::result::block::{BlockSpec, EngineKind, RwMode};
 use csdchar_core::stats::DEFAULT_PERCENTILES;
@@ -119,6 +120,11 @@ pub struct BlockOpts {
     /// Latency percentiles to report, comma-separated (each above 0 and at most 100; at most 20).
     #[arg(long, value_delimiter = ',', value_parser = percentile_arg)]
     pub percentile_list: Option<Vec<f64>>,
+    /// How random offsets are spread, fio's random_distribution: random, zipf[:THETA[:CENTER]],
+    /// pareto[:H[:CENTER]], normal[:SIGMA%[:CENTER]], zoned:ACCESS%/SIZE%:…,
+    /// zoned_abs:ACCESS%/SIZE:… (per direction with commas: reads,writes,trims).
+    #[arg(long, value_name = "DIST", value_parser = distribution_arg, default_value = "random")]
+    pub random_distribution: Distribution,
     /// Output format.
     #[arg(long, value_enum, default_value = "normal")]
     pub output_format: BlockOutputFormat,
@@ -148,7 +154,7 @@ pub struct BlockOpts {
 }
 
 /// The options a job file sets itself.
-const JOB_OPTIONS: [&str; 22] = [
+const JOB_OPTIONS: [&str; 23] = [
     "target",
     "rw",
     "rwmixread",
@@ -171,6 +177,7 @@ const JOB_OPTIONS: [&str; 22] = [
     "iodepth_batch_complete",
     "verify",
     "percentile_list",
+    "random_distribution",
 ];
 
 /// `csdchar block --output-format`.
@@ -205,6 +212,14 @@ pub enum RwArg {
     /// Sequential mixed.
     #[value(alias = "rw")]
     Readwrite,
+    /// Sequential trims: discards on a block device, punched holes in a file (writes' safety rules).
+    Trim,
+    /// Random trims.
+    Randtrim,
+    /// Each block trimmed, then written, in order.
+    Trimwrite,
+    /// Random blocks, each trimmed, then written.
+    Randtrimwrite,
 }
 
 /// Fillers.
@@ -319,6 +334,10 @@ impl BlockOpts {
             RwArg::Randwrite => RwMode::Randwrite,
             RwArg::Randrw => RwMode::Randrw,
             RwArg::Readwrite => RwMode::Readwrite,
+            RwArg::Trim => RwMode::Trim,
+            RwArg::Randtrim => RwMode::Randtrim,
+            RwArg::Trimwrite => RwMode::Trimwrite,
+            RwArg::Randtrimwrite => RwMode::Randtrimwrite,
         };
         if self.verify.is_some() {
             if !matches!(rw, RwMode::Write | RwMode::Randwrite) {
@@ -373,8 +392,14 @@ impl BlockOpts {
             start_at: self
                 .start_at
                 .map(csdchar_core::start_at::format_rfc3339_millis),
+            random_distribution: self.random_distribution.clone(),
         })
     }
+}
+
+/// `--random-distribution`: fio's syntax, sizes in powers of 1024.
+fn distribution_arg(s: &str) -> Result<Distribution, String> {
+    Distribution::parse(s, 1024)
 }
 
 /// The bytes of `results` in the chosen format.

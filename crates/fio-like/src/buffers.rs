@@ -223,7 +223,7 @@ pub fn run_buffer_bytes(spec: &BlockSpec) -> u64 {
         &[(false, true), (true, false)]
     } else {
         let share = spec.rw.read_share(spec.rwmixread);
-        &[(share > 0, share < 100)]
+        &[(share > 0, share < 100 && spec.rw.writes())]
     };
     let per_job = phases
         .iter()

@@ -4,29 +4,43 @@
 
 use csdchar_core::result::block::{EngineInfo, EngineKind};
 
-/// Read or write.
+/// Read, write or trim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
     /// Read from the target into the buffer.
     Read,
     /// Write the buffer to the target.
     Write,
+    /// Discard the range (a block device's discard, a file's punched hole);
+    /// no buffer. Completes with 0 bytes on success.
+    Trim,
 }
 
 impl Direction {
-    /// "read" or "write".
+    /// "read", "write" or "trim".
     pub fn name(self) -> &'static str {
         match self {
             Direction::Read => "read",
             Direction::Write => "write",
+            Direction::Trim => "trim",
         }
     }
 
-    /// 0 for read, 1 for write: index into per-direction arrays.
+    /// 0 for read, 1 for write, 2 for trim: index into per-direction arrays.
     pub fn index(self) -> usize {
         match self {
             Direction::Read => 0,
             Direction::Write => 1,
+            Direction::Trim => 2,
+        }
+    }
+
+    /// The completion result of a request of `len` bytes that succeeded
+    /// (a trim returns 0, as io_uring's discard and fallocate do).
+    pub fn success(self, len: u32) -> i32 {
+        match self {
+            Direction::Trim => 0,
+            _ => len as i32,
         }
     }
 }
@@ -115,7 +129,7 @@ impl IoEngine for NullEngine {
     fn queue(&mut self, req: &IoRequest) {
         self.queued.push(Completion {
             tag: req.tag,
-            result: req.len as i32,
+            result: req.dir.success(req.len),
         });
     }
 

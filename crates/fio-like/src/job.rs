@@ -12,6 +12,7 @@ use std::sync::{Barrier, OnceLock};
 use std::time::Instant;
 
 use csdchar_core::compressibility::{Codec, PageCompressor, PageTally};
+use csdchar_core::distribution::BlockPicker;
 use csdchar_core::pattern::{DataSpec, mix64};
 use csdchar_core::result::block::{BadBlock, BlockSpec, EngineInfo, RunError};
 use csdchar_core::stats::LatencyRecorder;
@@ -122,8 +123,8 @@ pub struct IntervalReport {
     pub index: u64,
     /// Interval length (the last one may be short), ns.
     pub duration_ns: u64,
-    /// [read, write].
-    pub dirs: [IntervalDir; 2],
+    /// [read, write, trim].
+    pub dirs: [IntervalDir; 3],
 }
 
 /// Messages from jobs to the run.
@@ -139,8 +140,8 @@ pub enum JobEvent {
 pub struct JobOutcome {
     /// Job number.
     pub job: u32,
-    /// [read, write] totals.
-    pub dirs: [DirTotals; 2],
+    /// [read, write, trim] totals.
+    pub dirs: [DirTotals; 3],
     /// End of the job's measured period, ns since `base`.
     pub end_ns: u64,
     /// The error that stopped it.
@@ -164,7 +165,7 @@ impl JobOutcome {
     pub fn failed(job: u32, error: RunError) -> Self {
         JobOutcome {
             job,
-            dirs: [DirTotals::new(), DirTotals::new()],
+            dirs: [DirTotals::new(), DirTotals::new(), DirTotals::new()],
             end_ns: 0,
             error: Some(error),
             blocks_checked: 0,
@@ -177,22 +178,36 @@ impl JobOutcome {
     }
 }
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Slot {
     start: u64,
     issue: u64,
     offset: u64,
     buf: u32,
-    dir_write: bool,
+    dir: Direction,
+}
+
+/// How a workload picks each I/O's direction.
+#[derive(Clone, Copy)]
+enum Mix {
+    /// Reads with this % chance, else writes.
+    Share(u8),
+    /// Trims only.
+    Trim,
+    /// A trim, then a write of the block just trimmed (fio's trimwrite and
+    /// randtrimwrite); holds the block awaiting its write.
+    TrimThenWrite(Option<u64>),
 }
 
 /// Decides the direction and block of each I/O.
 enum Planner {
     Random {
         nblocks: u64,
+        /// fio's skewed distributions; None: uniform.
+        skew: Option<BlockPicker>,
     },
     Sequential {
-        next: [u64; 2],
+        next: [u64; 3],
         nblocks: u64,
     },
     /// Block `perm(i)` for i = job, job + numjobs, …
@@ -226,10 +241,15 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let (read_share, writes, reads) = match cfg.phase {
         Phase::Workload => {
             let s = spec.rw.read_share(spec.rwmixread);
-            (s, s < 100, s > 0)
+            (s, s < 100 && spec.rw.writes(), s > 0)
         }
         Phase::VerifyWrite => (0, true, false),
         Phase::VerifyRead => (100, false, true),
+    };
+    let mut mix = match (cfg.phase, spec.rw.trims(), spec.rw.writes()) {
+        (Phase::Workload, true, true) => Mix::TrimThenWrite(None),
+        (Phase::Workload, true, false) => Mix::Trim,
+        _ => Mix::Share(read_share),
     };
     let data = writes.then(|| {
         (
@@ -245,7 +265,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let mut buffers = JobBuffers::new(bs, depth, reads, data);
     let mut outcome = JobOutcome {
         job: cfg.job,
-        dirs: [DirTotals::new(), DirTotals::new()],
+        dirs: [DirTotals::new(), DirTotals::new(), DirTotals::new()],
         end_ns: 0,
         error: None,
         blocks_checked: 0,
@@ -265,9 +285,14 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     }
 
     let mut planner = match cfg.phase {
-        Phase::Workload if spec.rw.is_random() => Planner::Random { nblocks },
+        Phase::Workload if spec.rw.is_random() => Planner::Random {
+            nblocks,
+            skew: (!spec.random_distribution.is_uniform()).then(|| {
+                BlockPicker::new(&spec.random_distribution, nblocks, spec.bs, seed as u32)
+            }),
+        },
         Phase::Workload => Planner::Sequential {
-            next: [0, 0],
+            next: [0, 0, 0],
             nblocks,
         },
         Phase::VerifyWrite if spec.rw.is_random() => Planner::Permuted {
@@ -284,6 +309,9 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     // Budget: fio's `size` per job; verify phases cover the job's share once.
     let budget = match cfg.phase {
         Phase::Workload if spec.time_based => u64::MAX,
+        // fio counts the written bytes of trimwrite against size: each block
+        // is trimmed and written.
+        Phase::Workload if matches!(mix, Mix::TrimThenWrite(_)) => nblocks * 2,
         Phase::Workload => nblocks,
         _ => nblocks.saturating_sub(job).div_ceil(numjobs),
     };
@@ -300,9 +328,18 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     };
     let interval_ns = spec.log_interval_ms.max(1) * 1_000_000;
     let mut cur_interval = 0u64;
-    let mut iv = [new_interval_dir(), new_interval_dir()];
+    let mut iv = [new_interval_dir(), new_interval_dir(), new_interval_dir()];
 
-    let mut slots = vec![Slot::default(); depth];
+    let mut slots = vec![
+        Slot {
+            start: 0,
+            issue: 0,
+            offset: 0,
+            buf: 0,
+            dir: Direction::Read,
+        };
+        depth
+    ];
     let mut free: Vec<u32> = (0..depth as u32).rev().collect();
     let mut queued_tags: Vec<u32> = Vec::with_capacity(depth);
     let mut completions: Vec<Completion> = Vec::with_capacity(depth * 2);
@@ -340,12 +377,28 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     }
                 }
                 let (dir, block) = match &mut planner {
-                    Planner::Random { nblocks } => {
-                        let dir = pick_dir(&mut rng, read_share);
-                        (dir, uniform_below(&mut rng, *nblocks))
-                    }
+                    Planner::Random { nblocks, skew } => match &mut mix {
+                        Mix::TrimThenWrite(pending) => match pending.take() {
+                            Some(b) => (Direction::Write, b),
+                            None => {
+                                let b = random_block(&mut rng, skew, *nblocks, Direction::Trim);
+                                *pending = Some(b);
+                                (Direction::Trim, b)
+                            }
+                        },
+                        m => {
+                            let dir = pick_dir(&mut rng, *m);
+                            (dir, random_block(&mut rng, skew, *nblocks, dir))
+                        }
+                    },
                     Planner::Sequential { next, nblocks } => {
-                        let dir = pick_dir(&mut rng, read_share);
+                        // fio's trimwrite trims while the two positions meet
+                        // (set_rw_ddir: last_start[WRITE] == last_start[TRIM]).
+                        let dir = match mix {
+                            Mix::TrimThenWrite(_) if next[1] == next[2] => Direction::Trim,
+                            Mix::TrimThenWrite(_) => Direction::Write,
+                            m => pick_dir(&mut rng, m),
+                        };
                         let b = next[dir.index()];
                         next[dir.index()] = if b + 1 >= *nblocks { 0 } else { b + 1 };
                         (dir, b)
@@ -374,6 +427,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 };
                 let offset = region + block * spec.bs;
                 let buf = match dir {
+                    Direction::Trim => 0,
                     Direction::Read => buffers.read_buffer(tag),
                     Direction::Write => {
                         seq += 1;
@@ -394,12 +448,16 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     issue: 0,
                     offset,
                     buf,
-                    dir_write: dir == Direction::Write,
+                    dir,
                 };
                 engine.queue(&IoRequest {
                     tag,
                     buf_index: buf,
-                    addr: buffers.addr(buf),
+                    addr: if dir == Direction::Trim {
+                        std::ptr::null_mut()
+                    } else {
+                        buffers.addr(buf)
+                    },
                     len: bs as u32,
                     offset,
                     dir,
@@ -443,17 +501,13 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         }
         for c in &completions {
             let slot = slots[c.tag as usize];
-            let dir = if slot.dir_write {
-                Direction::Write
-            } else {
-                Direction::Read
-            };
+            let dir = slot.dir;
             inflight -= 1;
             free.push(c.tag);
-            if slot.dir_write {
+            if dir == Direction::Write {
                 buffers.release_write(slot.buf);
             }
-            if c.result != bs as i32 {
+            if c.result != dir.success(bs as u32) {
                 if cfg.phase == Phase::VerifyRead {
                     outcome.blocks_checked += 1;
                     outcome.bad_blocks.push(BadBlock {
@@ -557,13 +611,13 @@ fn send_interval(
     job: u32,
     index: u64,
     duration_ns: u64,
-    iv: &mut [IntervalDir; 2],
+    iv: &mut [IntervalDir; 3],
 ) {
     let report = IntervalReport {
         job,
         index,
         duration_ns,
-        dirs: [iv[0].clone(), iv[1].clone()],
+        dirs: iv.clone(),
     };
     for d in iv.iter_mut() {
         d.ios = 0;
@@ -573,8 +627,28 @@ fn send_interval(
     let _ = shared.events.send(JobEvent::Interval(Box::new(report)));
 }
 
+/// A random block of `0..nblocks` for `dir`: uniform, or from fio's
+/// distribution (whose zones draw uniformly inside with `rng`).
 #[inline]
-fn pick_dir(rng: &mut Xoshiro256PlusPlus, read_share: u8) -> Direction {
+fn random_block(
+    rng: &mut Xoshiro256PlusPlus,
+    skew: &mut Option<BlockPicker>,
+    nblocks: u64,
+    dir: Direction,
+) -> u64 {
+    match skew {
+        None => uniform_below(rng, nblocks),
+        Some(p) => p.next(dir.index(), &mut |k| uniform_below(rng, k)),
+    }
+}
+
+#[inline]
+fn pick_dir(rng: &mut Xoshiro256PlusPlus, mix: Mix) -> Direction {
+    let read_share = match mix {
+        Mix::Share(s) => s,
+        Mix::Trim => return Direction::Trim,
+        Mix::TrimThenWrite(_) => return Direction::Write,
+    };
     match read_share {
         100 => Direction::Read,
         0 => Direction::Write,

@@ -176,7 +176,7 @@ where
 }
 
 fn any_io_completed(r: &BlockResult) -> bool {
-    [&r.read, &r.write]
+    [&r.read, &r.write, &r.trim]
         .iter()
         .any(|d| d.as_ref().is_some_and(|d| d.ios > 0))
         || r.verify.as_ref().is_some_and(|v| v.blocks_checked > 0)
@@ -356,23 +356,26 @@ struct IntervalMerger {
     numjobs: usize,
     reads: bool,
     writes: bool,
+    trims: bool,
     interval_ns: u64,
-    pending: BTreeMap<u64, (Vec<bool>, u64, [IntervalDir; 2])>,
+    pending: BTreeMap<u64, (Vec<bool>, u64, [IntervalDir; 3])>,
     done: Vec<bool>,
     next: u64,
     samples: Vec<IntervalSample>,
     /// The last sample emitted, unmerged: a sliver after it is folded into it.
-    last: Option<(u64, u64, [IntervalDir; 2])>,
+    last: Option<(u64, u64, [IntervalDir; 3])>,
 }
 
 impl IntervalMerger {
     fn new(numjobs: usize, spec: &BlockSpec, interval_ns: u64) -> Self {
         let reads = spec.verify_only || (spec.rw.reads() && !spec.verify);
         let writes = !spec.verify_only && spec.rw.writes();
+        let trims = !spec.verify_only && !spec.verify && spec.rw.trims();
         IntervalMerger {
             numjobs,
             reads,
             writes,
+            trims,
             interval_ns,
             pending: BTreeMap::new(),
             done: vec![false; numjobs],
@@ -385,22 +388,12 @@ impl IntervalMerger {
     fn add(&mut self, r: crate::job::IntervalReport) {
         let n = self.numjobs;
         let e = self.pending.entry(r.index).or_insert_with(|| {
-            (
-                vec![false; n],
-                0,
-                [
-                    IntervalDir {
-                        ios: 0,
-                        bytes: 0,
-                        lat: LatencyRecorder::coarse(),
-                    },
-                    IntervalDir {
-                        ios: 0,
-                        bytes: 0,
-                        lat: LatencyRecorder::coarse(),
-                    },
-                ],
-            )
+            let empty = || IntervalDir {
+                ios: 0,
+                bytes: 0,
+                lat: LatencyRecorder::coarse(),
+            };
+            (vec![false; n], 0, [empty(), empty(), empty()])
         });
         e.0[r.job as usize] = true;
         e.1 = e.1.max(r.duration_ns);
@@ -449,7 +442,7 @@ impl IntervalMerger {
         &mut self,
         index: u64,
         duration_ns: u64,
-        dirs: [IntervalDir; 2],
+        dirs: [IntervalDir; 3],
         out: &mut Vec<IntervalSample>,
     ) {
         if self.is_degenerate_tail(index, duration_ns)
@@ -487,7 +480,7 @@ impl IntervalMerger {
         duration_ns.saturating_mul(100) < self.interval_ns.saturating_mul(MIN_TAIL_SHARE_PCT)
     }
 
-    fn sample(&self, index: u64, duration_ns: u64, dirs: &[IntervalDir; 2]) -> IntervalSample {
+    fn sample(&self, index: u64, duration_ns: u64, dirs: &[IntervalDir; 3]) -> IntervalSample {
         let secs = duration_ns.max(1) as f64 / 1e9;
         let dir = |d: &IntervalDir| IntervalDirection {
             ios: d.ios,
@@ -503,8 +496,10 @@ impl IntervalMerger {
             duration_ms: duration_ns / 1_000_000,
             read: self.reads.then(|| dir(&dirs[0])),
             write: self.writes.then(|| dir(&dirs[1])),
+            trim: self.trims.then(|| dir(&dirs[2])),
             read_lat_hdr_histogram: self.reads.then(|| dirs[0].lat.encoded()),
             write_lat_hdr_histogram: self.writes.then(|| dirs[1].lat.encoded()),
+            trim_lat_hdr_histogram: self.trims.then(|| dirs[2].lat.encoded()),
         }
     }
 }
@@ -534,12 +529,12 @@ fn assemble(
     } else {
         RunStatus::Completed
     };
-    let (reads, writes) = if spec.verify_only {
-        (true, false)
+    let (reads, writes, trims) = if spec.verify_only {
+        (true, false, false)
     } else if spec.verify {
-        (false, true)
+        (false, true, false)
     } else {
-        (spec.rw.reads(), spec.rw.writes())
+        (spec.rw.reads(), spec.rw.writes(), spec.rw.trims())
     };
     // Intervals that are full length describe the steady state; the last may be short.
     let short_tail = main.intervals.len() > 1
@@ -570,7 +565,11 @@ fn assemble(
         }
         let series: Vec<f64> = full
             .iter()
-            .filter_map(|s| if d == 0 { s.read } else { s.write })
+            .filter_map(|s| match d {
+                0 => s.read,
+                1 => s.write,
+                _ => s.trim,
+            })
             .map(|x| x.iops)
             .collect();
         DirectionSummary {
@@ -610,6 +609,7 @@ fn assemble(
                 job: j.job,
                 read: reads.then(|| dir(0)),
                 write: writes.then(|| dir(1)),
+                trim: trims.then(|| dir(2)),
             }
         })
         .collect();
@@ -667,6 +667,7 @@ fn assemble(
         elapsed_ns: main.elapsed_ns,
         read: reads.then(|| summary(0)),
         write: writes.then(|| summary(1)),
+        trim: trims.then(|| summary(2)),
         cpu: main.cpu,
         data,
         diskstats,
@@ -731,7 +732,11 @@ mod tests {
             job,
             index,
             duration_ns: duration_ms * 1_000_000,
-            dirs: [dir(ios, lat), dir(0, LatencyRecorder::coarse())],
+            dirs: [
+                dir(ios, lat),
+                dir(0, LatencyRecorder::coarse()),
+                dir(0, LatencyRecorder::coarse()),
+            ],
         }
     }
 

@@ -70,7 +70,7 @@ fn file_lbs(dev: u64) -> u32 {
 /// target that does not exist yet is safe. Job files check every job with
 /// this before the first one runs.
 pub fn check_write_safety(spec: &BlockSpec) -> Result<(), BlockError> {
-    let writes = spec.rw.writes() && !spec.verify_only;
+    let writes = spec.rw.modifies() && !spec.verify_only;
     let Some(path_str) = spec
         .target
         .as_deref()
@@ -180,7 +180,7 @@ fn inspect(
     path_str: &str,
     planned: Option<u64>,
 ) -> Result<Inspected, BlockError> {
-    let writes = spec.rw.writes() && !spec.verify_only;
+    let writes = spec.rw.modifies() && !spec.verify_only;
     let path = Path::new(path_str);
     let meta = match std::fs::metadata(path) {
         Ok(m) => Some(m),
@@ -264,6 +264,14 @@ fn inspect(
             spec.bs
         )));
     }
+    let zones_end = spec.random_distribution.zoned_abs_end();
+    if zones_end > size {
+        return Err(usage(format!(
+            "--random-distribution {}: the zones end at byte {zones_end}, beyond the region of {size} bytes \
+             (fio: zoned_abs sizes exceed file size)",
+            spec.random_distribution
+        )));
+    }
     let end = spec.offset + size;
     if spec.verify_only && cur_size < end {
         return Err(usage(format!(
@@ -299,7 +307,7 @@ fn inspect(
 /// Checks the target against the spec, refuses unsafe writes, opens it and
 /// lays out file data where needed.
 pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
-    let writes = spec.rw.writes() && !spec.verify_only;
+    let writes = spec.rw.modifies() && !spec.verify_only;
     let reads_existing = spec.rw.reads() || spec.verify_only;
     let Some(path_str) = spec
         .target

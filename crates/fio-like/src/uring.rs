@@ -12,6 +12,26 @@ use crate::engine::{Completion, Direction, EngineError, IoEngine, IoRequest};
 /// Applies one set of io_uring setup flags to a builder.
 type SetupFn = fn(&mut io_uring::Builder);
 
+/// `BLOCK_URING_CMD_DISCARD` (linux/fs.h, `_IO(0x12, 0)`): a block device's
+/// discard as an io_uring command (Linux 6.12), start in `addr`, length in `addr3`.
+const BLOCK_URING_CMD_DISCARD: u32 = 0x12 << 8;
+
+/// `BLKDISCARD` (linux/fs.h, `_IO(0x12, 119)`): the synchronous discard fio
+/// falls back to (os_trim in os/os-linux.h).
+const BLKDISCARD: libc::c_ulong = (0x12 << 8) | 119;
+
+/// How trims reach the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TrimVia {
+    /// A block device: `BLOCK_URING_CMD_DISCARD` through the ring (fio's io_uring engine).
+    UringDiscard,
+    /// A block device whose kernel lacks the discard command: `BLKDISCARD`,
+    /// synchronously at queue time (fio's fallback, do_io_u_trim).
+    Ioctl,
+    /// A file: `fallocate(PUNCH_HOLE | KEEP_SIZE)` through the ring.
+    PunchHole,
+}
+
 /// io_uring engine for one job.
 pub struct UringEngine {
     ring: IoUring,
@@ -19,6 +39,12 @@ pub struct UringEngine {
     fixed_file: bool,
     fixed_buffers: bool,
     setup_flags: Vec<String>,
+    trim_via: TrimVia,
+    /// Offset and length of each tag's trim in flight (to redo one
+    /// synchronously when the kernel lacks the discard command).
+    trims: Vec<(u64, u64)>,
+    /// Completions of requests done synchronously, handed out by `reap`.
+    done_now: Vec<Completion>,
 }
 
 impl UringEngine {
@@ -68,13 +94,74 @@ impl UringEngine {
         }
         // -1 would register as an empty (sparse) slot: only register a real file.
         let fixed_file = fd >= 0 && ring.submitter().register_files(&[fd]).is_ok();
+        let block_device = fd >= 0 && {
+            // Safety: `fd` is the target's open descriptor (not -1, checked
+            // above), borrowed only for this call while the caller holds it.
+            let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            rustix::fs::fstat(borrowed)
+                .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_block_device())
+        };
+        let trim_via = if !block_device {
+            TrimVia::PunchHole
+        } else if probe_ok(&ring, opcode::UringCmd16::CODE) {
+            TrimVia::UringDiscard
+        } else {
+            TrimVia::Ioctl
+        };
         Ok(UringEngine {
             ring,
             fd,
             fixed_file,
             fixed_buffers: false,
             setup_flags: names.iter().map(|s| s.to_string()).collect(),
+            trim_via,
+            trims: Vec::new(),
+            done_now: Vec::new(),
         })
+    }
+
+    /// A trim's entry: the discard command on a block device, a punched hole in a file.
+    fn trim_entry(&self, req: &IoRequest) -> squeue::Entry {
+        macro_rules! with_fd {
+            ($build:expr) => {
+                if self.fixed_file {
+                    $build(types::Fixed(0))
+                } else {
+                    $build(types::Fd(self.fd))
+                }
+            };
+        }
+        let len = u64::from(req.len);
+        match self.trim_via {
+            TrimVia::PunchHole => with_fd!(|fd| opcode::Fallocate::new(fd, len)
+                .offset(req.offset)
+                .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                .build()),
+            _ => {
+                // addr3 (the first 8 bytes of the command area) holds the length.
+                let mut cmd = [0u8; 16];
+                cmd[..8].copy_from_slice(&len.to_ne_bytes());
+                with_fd!(|fd| opcode::UringCmd16::new(fd, BLOCK_URING_CMD_DISCARD)
+                    .addr(Some(req.offset))
+                    .cmd(cmd)
+                    .build())
+            }
+        }
+    }
+
+    /// `BLKDISCARD` on `offset..offset + len`: 0 or a negative errno.
+    fn discard_now(&self, offset: u64, len: u64) -> i32 {
+        let range: [u64; 2] = [offset, len];
+        // Safety: BLKDISCARD reads two u64 (start, length) from the pointer,
+        // which points at `range`, alive for the call; `fd` is the open device.
+        let rc = unsafe { libc::ioctl(self.fd, BLKDISCARD, range.as_ptr()) };
+        if rc == 0 {
+            0
+        } else {
+            -io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO)
+        }
     }
 
     fn entry(&self, req: &IoRequest) -> squeue::Entry {
@@ -91,14 +178,24 @@ impl UringEngine {
                 }
             };
         }
+        if req.dir == Direction::Trim {
+            return self.trim_entry(req).user_data(u64::from(req.tag));
+        }
         let e = match (req.dir, self.fixed_file) {
             (Direction::Read, true) => build!(ReadFixed, Read, types::Fixed(0)),
             (Direction::Read, false) => build!(ReadFixed, Read, types::Fd(self.fd)),
             (Direction::Write, true) => build!(WriteFixed, Write, types::Fixed(0)),
             (Direction::Write, false) => build!(WriteFixed, Write, types::Fd(self.fd)),
+            (Direction::Trim, _) => unreachable!("trims are built above"),
         };
         e.user_data(u64::from(req.tag))
     }
+}
+
+/// Whether the ring's kernel has opcode `code` (false when it cannot say).
+fn probe_ok(ring: &IoUring, code: u8) -> bool {
+    let mut probe = Probe::new();
+    ring.submitter().register_probe(&mut probe).is_ok() && probe.is_supported(code)
 }
 
 fn unavailable(e: io::Error) -> EngineError {
@@ -139,6 +236,22 @@ impl IoEngine for UringEngine {
 
     #[inline]
     fn queue(&mut self, req: &IoRequest) {
+        if req.dir == Direction::Trim {
+            let len = u64::from(req.len);
+            if self.trim_via == TrimVia::Ioctl {
+                let result = self.discard_now(req.offset, len);
+                self.done_now.push(Completion {
+                    tag: req.tag,
+                    result,
+                });
+                return;
+            }
+            let t = req.tag as usize;
+            if self.trims.len() <= t {
+                self.trims.resize(t + 1, (0, 0));
+            }
+            self.trims[t] = (req.offset, len);
+        }
         let entry = self.entry(req);
         // Safety: the buffer stays valid and untouched until this request's
         // completion is reaped (the job loop owns it until then), and the
@@ -150,7 +263,9 @@ impl IoEngine for UringEngine {
     }
 
     fn submit_and_wait(&mut self, min: u32) -> Result<(), EngineError> {
-        match self.ring.submit_and_wait(min as usize) {
+        // Requests done at queue time count towards `min`.
+        let min = (min as usize).saturating_sub(self.done_now.len());
+        match self.ring.submit_and_wait(min) {
             Ok(_) => Ok(()),
             // A signal (Ctrl-C) or a full completion queue: the loop reaps and looks again.
             Err(e)
@@ -170,11 +285,30 @@ impl IoEngine for UringEngine {
 
     #[inline]
     fn reap(&mut self, out: &mut Vec<Completion>) {
+        out.append(&mut self.done_now);
+        let via = self.trim_via;
+        let mut redo = Vec::new();
         for cqe in self.ring.completion() {
-            out.push(Completion {
-                tag: cqe.user_data() as u32,
-                result: cqe.result(),
-            });
+            let tag = cqe.user_data() as u32;
+            let result = cqe.result();
+            // A kernel without the block discard command answers it with
+            // EOPNOTSUPP (or ENOTTY): do it as fio does then, with BLKDISCARD.
+            if via == TrimVia::UringDiscard
+                && matches!(-result, libc::EOPNOTSUPP | libc::ENOTTY)
+                && let Some(&(offset, len)) = self.trims.get(tag as usize)
+                && len > 0
+            {
+                redo.push((tag, offset, len));
+                continue;
+            }
+            out.push(Completion { tag, result });
+        }
+        if !redo.is_empty() {
+            self.trim_via = TrimVia::Ioctl;
+            for (tag, offset, len) in redo {
+                let result = self.discard_now(offset, len);
+                out.push(Completion { tag, result });
+            }
         }
     }
 

@@ -105,7 +105,7 @@ fn clones_apart(r: &BlockResult) -> bool {
     !reported_as_one
         && r.jobs.len() > 1
         && r.jobs.iter().all(|j| {
-            [&j.read, &j.write]
+            [&j.read, &j.write, &j.trim]
                 .into_iter()
                 .flatten()
                 .all(|d| d.clat.is_some())
@@ -230,10 +230,12 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
         .iter()
         .find_map(|p| p.error.as_ref())
         .map_or(0, |er| er.errno.unwrap_or(5));
-    let (reads, writes): (Vec<DirView<'_>>, Vec<DirView<'_>>) = match e.clone {
+    type Views<'v> = Vec<DirView<'v>>;
+    let (reads, writes, trims): (Views<'_>, Views<'_>, Views<'_>) = match e.clone {
         Some(i) => (
             first.jobs[i].read.iter().map(DirView::of_job).collect(),
             first.jobs[i].write.iter().map(DirView::of_job).collect(),
+            first.jobs[i].trim.iter().map(DirView::of_job).collect(),
         ),
         None => (
             e.parts
@@ -246,9 +248,19 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
                 .filter_map(|p| p.write.as_ref())
                 .map(DirView::of_run)
                 .collect(),
+            e.parts
+                .iter()
+                .filter_map(|p| p.trim.as_ref())
+                .map(DirView::of_run)
+                .collect(),
         ),
     };
-    let clat_all: Vec<&LatencyStats> = reads.iter().chain(&writes).filter_map(|d| d.clat).collect();
+    let clat_all: Vec<&LatencyStats> = reads
+        .iter()
+        .chain(&writes)
+        .chain(&trims)
+        .filter_map(|d| d.clat)
+        .collect();
     let clat_total = merged(&clat_all, &first.spec.percentiles);
     // Interval series are kept per run, not per job.
     let intervals: Vec<&IntervalSample> = match e.clone {
@@ -292,7 +304,17 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             1,
         ),
     );
-    j.insert("trim".into(), ddir(&[], 0, &[], plus, &[], 2));
+    j.insert(
+        "trim".into(),
+        ddir(
+            &trims,
+            runtime_ms,
+            &first.spec.percentiles,
+            plus,
+            &intervals,
+            2,
+        ),
+    );
     j.insert(
         "sync".into(),
         json!({"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}}),
@@ -450,7 +472,7 @@ fn ddir<'a>(
         .filter_map(|s| match which {
             0 => s.read.as_ref(),
             1 => s.write.as_ref(),
-            _ => None,
+            _ => s.trim.as_ref(),
         })
         .map(|d| (d.bw_bytes_per_s / 1024.0, d.iops))
         .collect();

@@ -286,14 +286,18 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
             .filter_map(|(i, p)| p.intervals.get(k).map(|s| (i, s)))
             .collect();
         let dir = |d: usize| -> Result<(Option<IntervalDirection>, Option<String>), MergeFailure> {
-            let pick = |s: &IntervalSample| if d == 0 { s.read } else { s.write };
+            let pick = |s: &IntervalSample| match d {
+                0 => s.read,
+                1 => s.write,
+                _ => s.trim,
+            };
             let present: Vec<(usize, IntervalDirection, Option<&str>)> = ss
                 .iter()
                 .filter_map(|(i, s)| {
-                    let text = if d == 0 {
-                        s.read_lat_hdr_histogram.as_deref()
-                    } else {
-                        s.write_lat_hdr_histogram.as_deref()
+                    let text = match d {
+                        0 => s.read_lat_hdr_histogram.as_deref(),
+                        1 => s.write_lat_hdr_histogram.as_deref(),
+                        _ => s.trim_lat_hdr_histogram.as_deref(),
                     };
                     pick(s).map(|x| (*i, x, text))
                 })
@@ -328,14 +332,17 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         };
         let (read, read_h) = dir(0)?;
         let (write, write_h) = dir(1)?;
+        let (trim, trim_h) = dir(2)?;
         intervals.push(IntervalSample {
             index: k as u64,
             t_ms: ss.iter().map(|(_, s)| s.t_ms).max().unwrap_or(0),
             duration_ms: ss.iter().map(|(_, s)| s.duration_ms).max().unwrap_or(0),
             read,
             write,
+            trim,
             read_lat_hdr_histogram: read_h,
             write_lat_hdr_histogram: write_h,
+            trim_lat_hdr_histogram: trim_h,
         });
     }
     // As the engine does: a short last interval is left out of the spread.
@@ -353,10 +360,10 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
             .iter()
             .enumerate()
             .filter_map(|(i, p)| {
-                if d == 0 {
-                    p.read.as_ref()
-                } else {
-                    p.write.as_ref()
+                match d {
+                    0 => p.read.as_ref(),
+                    1 => p.write.as_ref(),
+                    _ => p.trim.as_ref(),
                 }
                 .map(|x| (i, x))
             })
@@ -372,7 +379,11 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         let bytes: u64 = present.iter().map(|(_, x)| x.bytes).sum();
         let series: Vec<f64> = full
             .iter()
-            .filter_map(|s| if d == 0 { s.read } else { s.write })
+            .filter_map(|s| match d {
+                0 => s.read,
+                1 => s.write,
+                _ => s.trim,
+            })
             .map(|x| x.iops)
             .collect();
         Ok(Some(DirectionSummary {
@@ -388,6 +399,7 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
     };
     let read = summary(0)?;
     let write = summary(1)?;
+    let trim = summary(2)?;
     let status = [
         RunStatus::IoError,
         RunStatus::VerifyFailed,
@@ -468,6 +480,7 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         elapsed_ns,
         read,
         write,
+        trim,
         cpu: csdchar_core::result::CpuUsage {
             user_s,
             system_s,

@@ -51,6 +51,9 @@ pub fn interval_line(s: &IntervalSample) -> String {
     if let Some(w) = &s.write {
         parts.push(dir("write", w));
     }
+    if let Some(t) = &s.trim {
+        parts.push(dir("trim", t));
+    }
     format!(
         "[ {:>6.1}s ] {}\n",
         s.t_ms as f64 / 1000.0,
@@ -151,6 +154,9 @@ pub fn block_text(r: &BlockResult) -> Vec<u8> {
     }
     if let Some(d) = &r.write {
         direction(&mut out, "write", d, r.elapsed_ns);
+    }
+    if let Some(d) = &r.trim {
+        direction(&mut out, "trim", d, r.elapsed_ns);
     }
     let c = &r.cpu;
     let _ = writeln!(

@@ -18,6 +18,7 @@
 pub mod ini;
 pub mod value;
 
+use crate::distribution::Distribution;
 use crate::pattern::Fill;
 use crate::result::block::{BlockSpec, EngineKind, RwMode};
 use crate::stats::DEFAULT_PERCENTILES;
@@ -220,6 +221,7 @@ struct Builder {
     new_group: bool,
     wait_for: Option<(String, String)>,
     group_reporting: bool,
+    random_distribution: Distribution,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -261,6 +263,7 @@ impl Builder {
             new_group: false,
             wait_for: None,
             group_reporting: false,
+            random_distribution: Distribution::Random,
             set_at: Vec::new(),
         }
     }
@@ -326,12 +329,13 @@ impl Builder {
                     "randwrite" => RwMode::Randwrite,
                     "rw" | "readwrite" => RwMode::Readwrite,
                     "randrw" => RwMode::Randrw,
-                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-                        return lacks("trims (csdchar reads and writes)");
-                    }
+                    "trim" => RwMode::Trim,
+                    "randtrim" => RwMode::Randtrim,
+                    "trimwrite" => RwMode::Trimwrite,
+                    "randtrimwrite" => RwMode::Randtrimwrite,
                     other => {
                         return Err(format!(
-                            "rw={other}: not a mode (read, write, randread, randwrite, rw, readwrite, randrw)"
+                            "rw={other}: not a mode (read, write, randread, randwrite, rw, readwrite, randrw, trim, randtrim, trimwrite, randtrimwrite)"
                         ));
                     }
                 };
@@ -490,6 +494,10 @@ impl Builder {
             "new_group" => self.new_group = value::boolean(v).map_err(wrap)?,
             "wait_for" => self.wait_for = Some((need()?.to_string(), o.place())),
             "group_reporting" => self.group_reporting = value::boolean(v).map_err(wrap)?,
+            "random_distribution" => {
+                self.random_distribution = Distribution::parse(need()?, self.kb_base)
+                    .map_err(|e| format!("random_distribution: {e}"))?
+            }
             n if NEUTRAL.contains(&n) => {
                 if n == "invalidate" && !value::boolean(v).map_err(wrap)? {
                     return lacks(
@@ -622,6 +630,7 @@ impl Builder {
             force: false,
             percentiles: self.percentiles.clone(),
             start_at: None,
+            random_distribution: self.random_distribution.clone(),
         })
     }
 }
@@ -981,6 +990,9 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
     ));
     if spec.verify {
         lines.push("verify=crc32c".into());
+    }
+    if !spec.random_distribution.is_uniform() {
+        lines.push(format!("random_distribution={}", spec.random_distribution));
     }
     if spec.percentiles != DEFAULT_PERCENTILES {
         let list: Vec<String> = spec.percentiles.iter().map(|p| p.to_string()).collect();

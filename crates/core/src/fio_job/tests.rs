@@ -82,7 +82,7 @@ fn clones_share_a_named_file_and_get_their_own_without_one() {
 
 #[test]
 fn every_unsupported_option_is_named_with_its_place() {
-    let text = "[global]\nfilename=/tmp/x\nlockmem=1g\n[a]\nrw=trim\nsize=1m\nexitall\n";
+    let text = "[global]\nfilename=/tmp/x\nlockmem=1g\n[a]\nzonemode=zbd\nsize=1m\nexitall\n";
     let e = plan(&sections(text), false).unwrap_err();
     let PlanError::Unsupported(list) = &e else {
         panic!("{e}")
@@ -97,7 +97,7 @@ fn every_unsupported_option_is_named_with_its_place() {
     assert!(msg.contains("--ignore-unsupported"), "{msg}");
     let p = plan(&sections(text), true).unwrap();
     assert_eq!(p.ignored.len(), 3);
-    assert_eq!(p.jobs[0].spec.rw, RwMode::Read, "the trim mode was skipped");
+    assert_eq!(p.jobs[0].spec.rw, RwMode::Read);
 }
 
 #[test]
@@ -272,4 +272,33 @@ fn ordering_options_in_global_are_every_jobs() {
     .unwrap_err()
     .to_string();
     assert!(e.starts_with("wait_for=a (t.fio:4): in [global]"), "{e}");
+}
+
+#[test]
+fn a_section_with_no_options_of_its_own_is_a_job() {
+    // fio: `[a]` then `[b]` after a [global] are two jobs, each with the
+    // globals only (init.c __parse_jobs_ini makes a job per section).
+    let p = plan_of("[global]\nioengine=null\nsize=1m\n[a]\n[b]\n");
+    let names: Vec<&str> = p.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(p.jobs.iter().all(|j| j.job_options.is_empty()));
+    // The last section empty, at the end of the file without a newline.
+    let p = plan_of("[global]\nioengine=null\nsize=1m\n[only]");
+    assert_eq!(p.jobs.len(), 1);
+    // Only [global] sections: no job.
+    let e = plan(&sections("[global]\nsize=1m\n[global2]\n"), false).unwrap_err();
+    assert!(e.to_string().contains("no job section"), "{e}");
+}
+
+#[test]
+fn trim_modes_are_fio_s() {
+    for (mode, rw) in [
+        ("trim", RwMode::Trim),
+        ("randtrim", RwMode::Randtrim),
+        ("trimwrite", RwMode::Trimwrite),
+        ("randtrimwrite", RwMode::Randtrimwrite),
+    ] {
+        let p = plan_of(&format!("[a]\nfilename=/x\nsize=1m\nrw={mode}\n"));
+        assert_eq!(p.jobs[0].spec.rw, rw);
+    }
 }

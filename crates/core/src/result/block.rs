@@ -7,6 +7,7 @@ use super::{CpuUsage, RunStatus, ToolInfo};
 use crate::capacity::CapacityReport;
 use crate::compressibility::PageTally;
 use crate::counters::DiskStats;
+use crate::distribution::Distribution;
 use crate::pattern::Fill;
 use crate::stats::LatencyStats;
 
@@ -29,6 +30,14 @@ pub enum RwMode {
     Randrw,
     /// Sequential mixed reads and writes (`rwmixread` % reads).
     Readwrite,
+    /// Sequential trims (discards on a block device, punched holes in a file).
+    Trim,
+    /// Uniformly random trims.
+    Randtrim,
+    /// Sequential trim then write of the same block, block after block (fio's trimwrite).
+    Trimwrite,
+    /// Random blocks, each trimmed then written (fio's randtrimwrite).
+    Randtrimwrite,
 }
 
 impl RwMode {
@@ -41,30 +50,66 @@ impl RwMode {
             RwMode::Randwrite => "randwrite",
             RwMode::Randrw => "randrw",
             RwMode::Readwrite => "readwrite",
+            RwMode::Trim => "trim",
+            RwMode::Randtrim => "randtrim",
+            RwMode::Trimwrite => "trimwrite",
+            RwMode::Randtrimwrite => "randtrimwrite",
         }
     }
 
     /// Whether offsets are random.
     pub fn is_random(self) -> bool {
-        matches!(self, RwMode::Randread | RwMode::Randwrite | RwMode::Randrw)
+        matches!(
+            self,
+            RwMode::Randread
+                | RwMode::Randwrite
+                | RwMode::Randrw
+                | RwMode::Randtrim
+                | RwMode::Randtrimwrite
+        )
     }
 
-    /// Whether the mode writes at all.
+    /// Whether the mode writes data at all.
     pub fn writes(self) -> bool {
-        !matches!(self, RwMode::Read | RwMode::Randread)
+        matches!(
+            self,
+            RwMode::Write
+                | RwMode::Randwrite
+                | RwMode::Randrw
+                | RwMode::Readwrite
+                | RwMode::Trimwrite
+                | RwMode::Randtrimwrite
+        )
     }
 
     /// Whether the mode reads at all.
     pub fn reads(self) -> bool {
-        !matches!(self, RwMode::Write | RwMode::Randwrite)
+        matches!(
+            self,
+            RwMode::Read | RwMode::Randread | RwMode::Randrw | RwMode::Readwrite
+        )
+    }
+
+    /// Whether the mode trims (discards) at all.
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            RwMode::Trim | RwMode::Randtrim | RwMode::Trimwrite | RwMode::Randtrimwrite
+        )
+    }
+
+    /// Whether the mode changes the target (writes or trims): the write
+    /// safety rules apply to it.
+    pub fn modifies(self) -> bool {
+        self.writes() || self.trims()
     }
 
     /// Share of I/Os that are reads, given fio's `rwmixread`.
     pub fn read_share(self, rwmixread: u8) -> u8 {
         match self {
             RwMode::Read | RwMode::Randread => 100,
-            RwMode::Write | RwMode::Randwrite => 0,
             RwMode::Randrw | RwMode::Readwrite => rwmixread,
+            _ => 0,
         }
     }
 }
@@ -137,6 +182,9 @@ pub struct BlockSpec {
     /// together. Absent: started at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<String>,
+    /// How random offsets are spread (fio's `random_distribution`); absent: uniform.
+    #[serde(default, skip_serializing_if = "Distribution::is_uniform")]
+    pub random_distribution: Distribution,
 }
 
 impl Default for BlockSpec {
@@ -170,6 +218,7 @@ impl Default for BlockSpec {
             force: false,
             percentiles: crate::stats::DEFAULT_PERCENTILES.to_vec(),
             start_at: None,
+            random_distribution: Distribution::Random,
         }
     }
 }
@@ -288,6 +337,9 @@ pub struct IntervalSample {
     pub read: Option<IntervalDirection>,
     /// Writes in this interval; null when the job does not write.
     pub write: Option<IntervalDirection>,
+    /// Trims in this interval; absent when the job does not trim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim: Option<IntervalDirection>,
     /// The interval's read latency (total: slat + clat) histogram, all jobs together, lossless:
     /// values in ns, 2 significant digits (1 % error), 1 ns to 1 h, in HdrHistogram's standard
     /// V2 compressed (deflate) encoding, base64 (starts with "HISTF"; HdrHistogram's tools read
@@ -298,6 +350,9 @@ pub struct IntervalSample {
     /// The interval's write latency (total) histogram, as `read_lat_hdr_histogram`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_lat_hdr_histogram: Option<String>,
+    /// The interval's trim latency (total) histogram, as `read_lat_hdr_histogram`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim_lat_hdr_histogram: Option<String>,
 }
 
 /// One direction within one interval.
@@ -326,6 +381,9 @@ pub struct JobSummary {
     pub read: Option<JobDirection>,
     /// Writes of this job.
     pub write: Option<JobDirection>,
+    /// Trims of this job; absent when the job does not trim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim: Option<JobDirection>,
 }
 
 /// One direction of one job.
@@ -452,6 +510,9 @@ pub struct BlockResult {
     pub read: Option<DirectionSummary>,
     /// Write totals and latencies; null when the job does not write.
     pub write: Option<DirectionSummary>,
+    /// Trim totals and latencies (bytes are bytes discarded); absent when the job does not trim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim: Option<DirectionSummary>,
     /// CPU use.
     pub cpu: CpuUsage,
     /// Written data layout and its measured compressibility; null when nothing was written.
@@ -530,5 +591,11 @@ mod tests {
         assert!(RwMode::Randrw.is_random() && RwMode::Randrw.writes() && RwMode::Randrw.reads());
         assert_eq!(RwMode::Randread.read_share(10), 100);
         assert_eq!(RwMode::Readwrite.read_share(30), 30);
+        // Trims change the target (the write rules apply) but write no data.
+        assert!(RwMode::Trim.trims() && RwMode::Trim.modifies() && !RwMode::Trim.writes());
+        assert!(!RwMode::Randtrim.reads() && RwMode::Randtrim.is_random());
+        assert!(RwMode::Trimwrite.trims() && RwMode::Trimwrite.writes());
+        assert!(!RwMode::Randwrite.trims() && !RwMode::Read.modifies());
+        assert_eq!(RwMode::Trimwrite.read_share(50), 0);
     }
 }

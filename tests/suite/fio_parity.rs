@@ -1,0 +1,133 @@
+//! csdchar against fio itself on the same job: where random I/O lands under
+//! fio's skewed distributions (fio's offsets from its `write_iolog`).
+//! fio is installed by `scripts/test.sh`, which sets CSDCHAR_REQUIRE_FIO_TOOLS
+//! so CI cannot skip; elsewhere the tests skip without it.
+
+use crate::common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use common::RecordingEngine;
+use csdchar_fio_like::{RunControl, run_block_with};
+
+fn fio() -> Option<PathBuf> {
+    let found = std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join("fio"))
+        .find(|p| p.is_file());
+    assert!(
+        found.is_some() || std::env::var_os("CSDCHAR_REQUIRE_FIO_TOOLS").is_none(),
+        "fio is not installed"
+    );
+    if found.is_none() {
+        eprintln!("skipped: fio is not installed");
+    }
+    found
+}
+
+/// I/Os per block number, from fio's iolog (`FILE read OFFSET LEN` lines).
+fn fio_counts(dir: &Path, job: &str, bs: u64) -> HashMap<u64, u64> {
+    let fio = fio().expect("checked by the caller");
+    let base = dir.join("base.fio");
+    std::fs::write(&base, job).unwrap();
+    let with_log = dir.join("fio.fio");
+    let log = dir.join("offsets.iolog");
+    std::fs::write(&with_log, format!("{job}write_iolog={}\n", log.display())).unwrap();
+    let out = std::process::Command::new(fio)
+        .arg("--output=/dev/null")
+        .arg(&with_log)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut counts = HashMap::new();
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // Version 3 lines: MSEC FILE ACTION OFFSET LENGTH.
+        if f.len() == 5 && matches!(f[2], "read" | "write" | "trim") {
+            *counts.entry(f[3].parse::<u64>().unwrap() / bs).or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// I/Os per block number when csdchar runs the same job file (null engine,
+/// offsets recorded).
+fn csdchar_counts(dir: &Path, bs: u64) -> HashMap<u64, u64> {
+    let plan = csdchar_fio_like::jobfile::load_job_file(&dir.join("base.fio"), false).unwrap();
+    let spec = &plan.jobs[0].spec;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    run_block_with(spec, RunControl::quiet(), |_, _| {
+        Ok(RecordingEngine::new(&seen, None))
+    })
+    .unwrap();
+    let mut counts = HashMap::new();
+    for (off, _) in seen.lock().unwrap().iter() {
+        *counts.entry((off - spec.offset) / bs).or_default() += 1;
+    }
+    counts
+}
+
+/// Share of all I/Os on the hottest `frac` of `nblocks` blocks.
+fn hottest(counts: &HashMap<u64, u64>, nblocks: u64, frac: f64) -> f64 {
+    let mut c: Vec<u64> = counts.values().copied().collect();
+    c.sort_unstable_by(|a, b| b.cmp(a));
+    let total: u64 = c.iter().sum();
+    let k = ((nblocks as f64 * frac) as usize).min(c.len());
+    c[..k].iter().sum::<u64>() as f64 / total as f64
+}
+
+#[test]
+fn skewed_offsets_put_fio_s_share_on_the_hottest_blocks() {
+    if fio().is_none() {
+        return;
+    }
+    let bs = 4096u64;
+    let size = 1u64 << 30;
+    let nblocks = size / bs;
+    for dist in [
+        "zipf:1.2",
+        "zipf:0.8",
+        "pareto:0.9",
+        "normal:5",
+        "zoned:60/10:30/20:10/",
+        "zoned_abs:70/100m:30/400m",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let job = format!(
+            "[global]\nioengine=null\nsize=1g\nbs=4k\nrw=randread\nrandom_distribution={dist}\n[skew]\n"
+        );
+        let theirs = fio_counts(dir.path(), &job, bs);
+        let ours = csdchar_counts(dir.path(), bs);
+        let (t_total, o_total): (u64, u64) = (theirs.values().sum(), ours.values().sum());
+        assert_eq!(
+            t_total, nblocks,
+            "{dist}: fio did one I/O per block of size"
+        );
+        assert_eq!(o_total, t_total, "{dist}");
+        for frac in [0.001, 0.01, 0.1, 0.5] {
+            let (t, o) = (
+                hottest(&theirs, nblocks, frac),
+                hottest(&ours, nblocks, frac),
+            );
+            assert!(
+                (t - o).abs() <= 0.01,
+                "{dist}: hottest {}% of blocks get {:.2}% of fio's I/Os and {:.2}% of csdchar's",
+                frac * 100.0,
+                t * 100.0,
+                o * 100.0
+            );
+        }
+        // As many blocks touched (within 2%).
+        let (t, o) = (theirs.len() as f64, ours.len() as f64);
+        assert!(
+            (t / o - 1.0).abs() <= 0.02,
+            "{dist}: fio touched {t} blocks, csdchar {o}"
+        );
+    }
+}
