@@ -27,7 +27,6 @@ use common::psql;
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("prepare_and_run_through_the_library");
 
-
 /// sysbench's oltp_read_only on 2 x 2000 rows at fillfactor 70, steps of 1
 /// and 2 clients, 1 s each: what the CLI makes of [`CLI_ARGS`].
 fn job() -> DbJob {
@@ -64,6 +63,7 @@ fn job() -> DbJob {
             drop_caches: false,
             io_sampling: true,
             start_at: None,
+            start_late_limit: std::time::Duration::from_millis(50),
             // The driver the CLI takes from CSDCHAR_CLIENT_IO too.
             client_io: csdchar_dbloop::settings::ClientIoSettings {
                 client_io: common::client_io(),

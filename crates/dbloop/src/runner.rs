@@ -73,6 +73,9 @@ pub struct OltpOutcome {
     /// Whether the step started: false when interrupted while waiting for
     /// [`RunSettings::start_at`] (nothing was measured).
     pub started: bool,
+    /// When the clients' clock started (the warm-up first), by the wall clock; None when the
+    /// step did not start.
+    pub began: Option<std::time::SystemTime>,
 }
 
 /// Totals of one event kind.
@@ -221,7 +224,8 @@ pub async fn run_with(
     // Interrupted while waiting for --start-at: the clients were released
     // without running, and the step did not start.
     let started = opened.is_some();
-    let start = opened.unwrap_or_else(Instant::now) + settings.warmup;
+    let began = opened.map(|o| o.1);
+    let start = opened.map_or_else(Instant::now, |o| o.0) + settings.warmup;
     // The I/O sampler's own connection, opened while the clients warm up.
     let mut sampler = None;
     if started
@@ -344,6 +348,7 @@ pub async fn run_with(
         transport,
         tls,
         started,
+        began,
     })
 }
 
