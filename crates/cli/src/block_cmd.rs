@@ -379,6 +379,7 @@ impl BlockOpts {
                 .unwrap_or_else(|| DEFAULT_PERCENTILES.to_vec()),
             start_at: self
                 .start_at
+                .or(self.fleet.start_instant)
                 .map(csdchar_core::start_at::format_rfc3339_millis),
         })
     }

@@ -194,7 +194,7 @@ pub fn job_of(o: &DbOpts) -> DbJob {
             reconnect: o.run.reconnect,
             drop_caches: o.run.drop_caches,
             io_sampling: true,
-            start_at: o.run.start_at,
+            start_at: o.run.start_at.or(o.fleet.start_instant),
             start_late_limit: o.run.start_late_limit,
             client_io: o.run.client_io(),
         },

@@ -47,7 +47,6 @@ pub fn run_block_fleet(opts: &BlockOpts, argv: &[String], io: &mut Io<'_>) -> Ou
     local.output = None;
     local.fleet.hosts = None;
     // The options are checked here; each host checks its own target in the preflight.
-    local.target = None;
     if let Err(e) = local.validate() {
         return usage(io, &e.to_string());
     }

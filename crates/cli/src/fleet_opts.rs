@@ -44,6 +44,15 @@ pub struct FleetArgs {
     /// nothing, exit 0 when all is well (what a --hosts controller's preflight runs on each host).
     #[arg(long, conflicts_with = "hosts")]
     pub check_only: bool,
+    /// The instant a --hosts controller picked (RFC 3339), as --start-at but also when already
+    /// past: a host whose set-up overran it starts at once and records how late.
+    #[arg(long, hide = true, value_name = "TIME", value_parser = instant_arg, conflicts_with_all = ["hosts", "start_at"])]
+    pub start_instant: Option<std::time::SystemTime>,
+}
+
+/// `--start-instant`: any RFC 3339 time.
+fn instant_arg(s: &str) -> Result<std::time::SystemTime, String> {
+    csdchar_core::start_at::parse_rfc3339(s)
 }
 
 /// The options that configure the controller only: never passed to a host.

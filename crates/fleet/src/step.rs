@@ -1,6 +1,6 @@
 //! One step on every host at one instant.
 //!
-//! Each host runs `csdchar --stop-on-stdin-eof ARGS --start-at AT
+//! Each host runs `csdchar --stop-on-stdin-eof ARGS --start-instant AT
 //! --output-format json --output WORKDIR/FILE` over its own ssh session, in a
 //! process group of its own (a Ctrl-C at the controller's terminal reaches
 //! the controller only, which then stops every host in order). The
@@ -115,7 +115,7 @@ pub fn run_command(host: &Host, plan: &StepPlan) -> String {
     words.push("--stop-on-stdin-eof".to_string());
     words.extend(plan.argv.iter().cloned());
     words.extend([
-        "--start-at".to_string(),
+        "--start-instant".to_string(),
         csdchar_core::start_at::format_rfc3339_millis(plan.start_at),
         "--output-format".to_string(),
         "json".to_string(),
