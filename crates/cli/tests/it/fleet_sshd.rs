@@ -290,6 +290,13 @@ fn three_sshd_hosts_run_a_block_step_and_refuse_a_changed_host_key() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     let m = lb.manifest("run1");
     assert_eq!(m["merged"], true, "{m}");
+    let named: Vec<&str> = m["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, lb.names);
     let spread = m["start_spread_ms"].as_f64().unwrap();
     eprintln!("start spread over 3 loopback sshd hosts: {spread:.3} ms");
     assert!(spread <= 50.0, "{spread}");
@@ -368,8 +375,6 @@ fn a_killed_sshd_host_ends_the_step_and_ctrl_c_leaves_no_remote_csdchar() {
     );
 
     // Ctrl-C on the controller: every remote csdchar ends within seconds.
-    let names: Vec<String> = lb.names.clone();
-    let _ = names;
     let live = Loopback::new(2).expect("sshd was there a moment ago");
     let needle = live.dir.path().display().to_string();
     let mut child = live
@@ -407,4 +412,114 @@ fn wait_running(needle: &str, child: &mut Child, hosts: usize) {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(3000));
+}
+
+/// A server prepared by `db prepare --keep-running`, stopped on drop.
+struct Server {
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(mut c) =
+            csdchar_pgcluster::ManagedCluster::start(&csdchar_pgcluster::ClusterSpec {
+                pgdata: Some(self.dir.path().join("pgdata")),
+                ..csdchar_pgcluster::ClusterSpec::default()
+            })
+        {
+            let _ = c.stop();
+        }
+    }
+}
+
+#[test]
+fn three_sshd_hosts_run_a_db_step_merged_exactly() {
+    let Some(lb) = Loopback::new(3) else { return };
+    let server = Server {
+        dir: tempfile::Builder::new()
+            .prefix("csdchar-fleetdb")
+            .tempdir_in("/var/tmp")
+            .unwrap(),
+    };
+    let pgdata = server.dir.path().join("pgdata");
+    let out = Command::new(env!("CARGO_BIN_EXE_csdchar"))
+        .args([
+            "db",
+            "prepare",
+            "--tables",
+            "2",
+            "--table-size",
+            "2000",
+            "--keep-running",
+            "--pgdata",
+        ])
+        .arg(&pgdata)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let port = std::fs::read_to_string(pgdata.join("postmaster.pid"))
+        .unwrap()
+        .lines()
+        .nth(3)
+        .unwrap()
+        .to_string();
+    let url = format!(
+        "host={} port={port} user=postgres dbname=postgres",
+        pgdata.join("csdchar-socket").display()
+    );
+    let out = lb.run(
+        &[
+            "db",
+            "run",
+            "--url",
+            &url,
+            "--workload",
+            "oltp_read_write",
+            "--tables",
+            "2",
+            "--table-size",
+            "2000",
+            "--threads",
+            "16",
+            "--time",
+            "3s",
+            "--start-delay",
+            "2s",
+            "--output-format",
+            "json",
+        ],
+        "db",
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let m = lb.manifest("db");
+    let spread = m["start_spread_ms"].as_f64().unwrap();
+    eprintln!("db step: start spread over 3 loopback sshd hosts: {spread:.3} ms");
+    assert!(spread <= 50.0, "{spread}");
+    // The merged result is the exact merge of the three raw results.
+    let raw: Vec<csdchar_core::result::db::DbResult> = m["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let p = lb.path(&format!("db/{}", h["result"].as_str().unwrap()));
+            serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+        })
+        .collect();
+    let refs: Vec<&csdchar_core::result::db::DbResult> = raw.iter().collect();
+    let exact = csdchar_report::merge::merge_db(&refs).unwrap();
+    let saved = std::fs::read(lb.path("db/result.json")).unwrap();
+    assert!(
+        saved == csdchar_report::text::json_pretty(&exact),
+        "result.json is not the exact merge of the hosts' results"
+    );
+    let merged: csdchar_core::result::db::DbResult = serde_json::from_slice(&saved).unwrap();
+    assert_eq!(merged.steps[0].threads, 48);
+    let tx: u64 = raw.iter().map(|r| r.steps[0].transactions).sum();
+    assert_eq!(merged.steps[0].transactions, tx);
+    assert!(tx > 0);
+    for r in &raw {
+        let s = r.steps[0].start.as_ref().expect("a start record");
+        assert!(!s.too_late, "{s:?}");
+    }
 }
