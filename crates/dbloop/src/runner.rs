@@ -293,24 +293,23 @@ pub async fn run_with(
     for t in tasks {
         let _ = t.join();
     }
+    // The measured time ends with the clients, before the wait for their
+    // backends below (which other load hosts' backends on the same server
+    // can stretch to its timeout).
+    let elapsed = start
+        .elapsed()
+        .as_secs_f64()
+        .min(settings.time.as_secs_f64().max(0.001) + 1.0);
     // The step's figures: after the clients' backends have published their
     // last counters (at exit), over the measured time.
     let io = match (&mut sampler, &first_io) {
         (Some((client, s)), Some(first)) => {
             crate::iostat::settle(client, Duration::from_secs(3)).await;
             let end = s.sample(client).await;
-            let secs = start
-                .elapsed()
-                .as_secs_f64()
-                .min(settings.time.as_secs_f64().max(0.001) + 1.0);
-            Some(first.rates(&end, secs))
+            Some(first.rates(&end, elapsed))
         }
         _ => None,
     };
-    let elapsed = start
-        .elapsed()
-        .as_secs_f64()
-        .min(settings.time.as_secs_f64().max(0.001) + 1.0);
     let mut tally = Tally::default();
     for s in &stats {
         let s = s.lock().expect("not poisoned");
