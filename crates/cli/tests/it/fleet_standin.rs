@@ -405,3 +405,71 @@ fn bad_fleet_input_is_refused_before_anything() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--output: with --hosts"));
 }
+
+#[test]
+fn a_campaign_runs_its_load_steps_on_the_hosts_and_the_rest_here() {
+    let f = Standin::new(&["a", "b"]);
+    let bin = env!("CARGO_BIN_EXE_csdchar");
+    let d = f.dir.path().display().to_string();
+    let campaign = format!(
+        r#"name = "fleet-standin"
+[targets.here]
+dir = "{d}/data"
+
+[hosts]
+a = {{ destination = "a", csdchar = "{bin}", workdir = "{d}/work-a" }}
+b = {{ destination = "b", csdchar = "{bin}", workdir = "{d}/work-b" }}
+
+[[steps]]
+command = "block"
+args = {{ engine = "null", rw = "randread", size = "1m", runtime = "500ms", time-based = true, start-delay = "1s" }}
+
+[[steps]]
+command = "block"
+on = "local"
+args = {{ engine = "null", rw = "read", size = "1m", runtime = "200ms", time-based = true }}
+"#
+    );
+    std::fs::write(f.path("c.toml"), campaign).unwrap();
+    let campaign_cmd = |file: &str| {
+        Command::new(bin)
+            .args(["campaign", file, "--out"])
+            .arg(f.path("out"))
+            .env(
+                "CSDCHAR_SSH",
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ssh-standin"),
+            )
+            .env("STANDIN_DIR", f.dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = campaign_cmd(f.path("c.toml").to_str().unwrap());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let read = |rel: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(f.path(rel)).unwrap()).unwrap()
+    };
+    // The load step ran on both hosts and its result is their merge; the other one ran here.
+    assert_eq!(read("out/here/01-block.json")["spec"]["numjobs"], 2);
+    let m = read("out/here/01-block.d/fleet.json");
+    assert_eq!(m["merged_hosts"], serde_json::json!(["a", "b"]));
+    assert_eq!(read("out/here/02-block.json")["spec"]["numjobs"], 1);
+    assert_eq!(f.started().len(), 2, "{:?}", f.started());
+
+    // A one-off step cannot be sent to the hosts.
+    let bad = std::fs::read_to_string(f.path("c.toml"))
+        .unwrap()
+        .replace("on = \"local\"", "on = \"all\"")
+        .replace("command = \"block\"\non", "command = \"db cleanup\"\non")
+        .replace(
+            "args = { engine = \"null\", rw = \"read\", size = \"1m\", runtime = \"200ms\", time-based = true }",
+            "",
+        );
+    std::fs::write(f.path("bad.toml"), bad).unwrap();
+    let out = campaign_cmd(f.path("bad.toml").to_str().unwrap());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("db cleanup runs once"),
+        "{}",
+        text(&out.stderr)
+    );
+}
