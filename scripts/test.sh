@@ -25,6 +25,9 @@ python3 -c 'import six' 2>/dev/null || need+=(python3-six)
 # Device-mapper stacks in the device-safety tests (they skip where the kernel has none).
 command -v dmsetup >/dev/null || need+=(dmsetup)
 command -v cc >/dev/null || need+=(build-essential)
+# The OpenSSH client drives several load hosts (--hosts: crates/fleet); ssh-keygen makes the
+# loopback tests' keys.
+command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || need+=(openssh-client)
 # The Debian package: built with dpkg-deb/dpkg-shlibdeps and strip, then installed and checked
 # with man and bash's completion loader (scripts/package-deb.sh, scripts/check-deb.sh).
 command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)
@@ -83,6 +86,27 @@ if ! command -v cargo >/dev/null; then
 fi
 if [ "$(id -u)" = 0 ] && [ ! -e /sys/class/zram-control ]; then
   modprobe zram 2>/dev/null || echo "note: zram module not available; zram tests will skip"
+fi
+
+# sshd for the loopback multi-host tests (crates/cli/tests/it/fleet_sshd.rs): Debian's
+# openssh-server unpacked under target/, never installed (its postinst would start a daemon on
+# port 22 and add a user); the tests start their own sshd processes on 127.0.0.2-4 as an
+# unprivileged user and stop them.
+sshd_root="${CARGO_TARGET_DIR:-target}/openssh-server"
+if [ ! -x "$sshd_root/usr/sbin/sshd" ] && command -v apt-get >/dev/null; then
+  sshd_dl=$(mktemp -d)
+  if (cd "$sshd_dl" && { apt-get download openssh-server libwrap0 >/dev/null 2>&1 ||
+        { apt-get update -qq && apt-get download openssh-server libwrap0 >/dev/null 2>&1; }; }); then
+    mkdir -p "$sshd_root"
+    for deb in "$sshd_dl"/*.deb; do dpkg -x "$deb" "$sshd_root"; done
+  else
+    echo "note: could not download openssh-server; the loopback sshd tests will skip"
+  fi
+  rm -rf "$sshd_dl"
+fi
+if [ -x "$sshd_root/usr/sbin/sshd" ]; then
+  CSDCHAR_SSHD="$(cd "$sshd_root/usr/sbin" && pwd)/sshd"
+  export CSDCHAR_SSHD CSDCHAR_REQUIRE_SSHD=1
 fi
 
 

@@ -31,6 +31,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("report", &["core"]),
     ("campaign", &["core", "devices"]),
+    ("fleet", &["core"]),
     (
         "cli",
         &[
@@ -46,6 +47,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "report",
             "campaign",
             "pgbench-script",
+            "fleet",
         ],
     ),
 ];

@@ -571,3 +571,77 @@ fn trims_punch_holes_in_a_file_and_keep_its_size() {
     assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
     assert!(allocated(&file) >= 8 << 20);
 }
+
+#[test]
+fn start_at_records_the_measured_start_and_says_when_it_began_late() {
+    // On time: the result's start is the instant waited for, not the moment the command began.
+    let at = std::time::SystemTime::now() + Duration::from_millis(1500);
+    let text = csdchar_core::start_at::format_rfc3339_millis(at);
+    let ran = csdchar(&[
+        "block",
+        "--engine",
+        "null",
+        "--rw",
+        "randread",
+        "--runtime",
+        "200ms",
+        "--time-based",
+        "--start-at",
+        &text,
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let r = ran.outcome.block.unwrap();
+    let start = r.start.expect("a start record");
+    assert_eq!(start.requested, text);
+    assert!(start.late_ms < start.limit_ms, "{start:?}");
+    assert!(!start.too_late);
+    assert_eq!(
+        r.started_at, start.began,
+        "the recorded start is the measured one"
+    );
+    assert!(r.started_at >= text, "{} before {text}", r.started_at);
+    assert!(!ran.stderr.contains("began"), "{}", ran.stderr);
+
+    // Late: an instant the set-up overran (here one already past) is recorded and reported.
+    let mut spec = block_spec(&[
+        "--engine",
+        "null",
+        "--rw",
+        "randread",
+        "--runtime",
+        "100ms",
+        "--time-based",
+    ]);
+    let past = std::time::SystemTime::now() - Duration::from_millis(700);
+    spec.start_at = Some(csdchar_core::start_at::format_rfc3339_millis(past));
+    let ctl = RunControl {
+        start_late_limit: Duration::from_millis(50),
+        ..RunControl::quiet()
+    };
+    let r = run_block_with(&spec, ctl, |_, _| {
+        Ok::<_, EngineError>(csdchar_fio_like::NullEngine::new())
+    })
+    .unwrap();
+    let start = r.start.expect("a start record");
+    assert!(start.late_ms >= 650.0, "{start:?}");
+    assert!(start.too_late);
+    assert_eq!(r.started_at, start.began);
+    assert!(csdchar_cli::block_cmd::late_start_note(&start).contains("--start-late-limit"));
+
+    // Without --start-at there is no record.
+    let ran = csdchar(&[
+        "block",
+        "--engine",
+        "null",
+        "--rw",
+        "read",
+        "--runtime",
+        "50ms",
+        "--time-based",
+        "--output-format",
+        "json",
+    ]);
+    assert!(ran.outcome.block.unwrap().start.is_none());
+}

@@ -196,6 +196,25 @@ fn percona_recipe_expands_phases_outside_workloads_inside() {
 }
 
 #[test]
+fn the_two_host_recipe_runs_its_runs_on_its_hosts() {
+    let c = Campaign::load(&recipe("sysbench-two-hosts.toml")).unwrap();
+    assert_eq!(c.hosts.len(), 2);
+    assert!(
+        c.hosts[1].starts_with("bench@load2 name=load2"),
+        "{:?}",
+        c.hosts
+    );
+    let names = vec!["load1".to_string(), "load2".to_string()];
+    let plan = c.plan(Path::new("/out")).unwrap();
+    for s in &plan.steps {
+        let words = s.kind.words().join(" ");
+        let load = s.kind == CommandKind::DbRun;
+        let on = s.on.resolve(&words, load, &names).unwrap();
+        assert_eq!(on.is_some(), load, "{}", s.key);
+    }
+}
+
+#[test]
 fn every_recipe_plans() {
     for (name, steps) in [
         ("percona-sysbench.toml", 18),
@@ -203,6 +222,7 @@ fn every_recipe_plans() {
         ("opengauss-study.toml", 2 * (4 + 2 * (2 + 3) + 2)),
         ("pgio.toml", 2 * 3),
         ("zfs-pgbench.toml", 5),
+        ("sysbench-two-hosts.toml", 1 + 3 * 5),
     ] {
         let c = Campaign::load(&recipe(name)).unwrap();
         let plan = c.plan(Path::new("/out")).unwrap();

@@ -63,6 +63,7 @@ fn job() -> DbJob {
             drop_caches: false,
             io_sampling: true,
             start_at: None,
+            start_late_limit: std::time::Duration::from_millis(50),
             // The driver the CLI takes from CSDCHAR_CLIENT_IO too.
             client_io: csdchar_dbloop::settings::ClientIoSettings {
                 client_io: common::client_io(),

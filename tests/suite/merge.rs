@@ -81,6 +81,7 @@ fn db_result(threads: u32, host: &DbHost) -> DbResult {
         .filter(|(k, ns)| *k == 0 && ns % 2 == 0)
         .count() as u64;
     let step = DbStep {
+        start: None,
         threads,
         elapsed_s: secs,
         transactions: n,

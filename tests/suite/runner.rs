@@ -112,3 +112,39 @@ fn kinds_rollbacks_warmup_and_rate() {
         "the interval series covers the measured time only"
     );
 }
+
+/// Another load host's clients on the same server keep their backends during this host's
+/// wait for its own to publish their counters: the measured time still ends with this host's
+/// clients (it was once taken after that wait, which such backends stretch to its timeout).
+#[test]
+fn another_hosts_backends_do_not_stretch_the_measured_time() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let cluster = ManagedCluster::start(&ClusterSpec::default()).unwrap();
+    let conninfo = cluster.conninfo("postgres");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let w = Arc::new(workload());
+    let out = rt.block_on(async {
+        // The other host: one idle client backend for the whole run.
+        let other = csdchar_pgwire::client::connect(&conninfo).await.unwrap();
+        let settings = csdchar_dbloop::settings::RunSettings {
+            io_sampling: true,
+            ..common::run_settings(2, 1000, None)
+        };
+        let t0 = std::time::Instant::now();
+        let out = common::run_workload(&conninfo, Arc::clone(&w), &settings, |_, _| {})
+            .await
+            .unwrap();
+        let took = t0.elapsed();
+        other.simple_query("SELECT 1").await.unwrap();
+        (out, took)
+    });
+    let (out, took) = out;
+    assert!(
+        out.elapsed_s < 1.4,
+        "measured {} s of a 1 s run (the run took {took:?})",
+        out.elapsed_s
+    );
+    assert!(out.io.is_some(), "sampled");
+}

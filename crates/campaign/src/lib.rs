@@ -35,11 +35,13 @@
 //! ```
 
 pub mod estimate;
+pub mod hosts;
 pub mod manifest;
 pub mod plan;
 pub mod run;
 pub mod spec;
 
+pub use hosts::StepHosts;
 pub use manifest::{CampaignStatus, MANIFEST_FILE, Manifest, StepStatus, check_result};
 pub use plan::{Plan, PlannedStep, format_duration, mount_placeholder};
 pub use run::{

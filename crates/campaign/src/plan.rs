@@ -63,6 +63,8 @@ pub struct PlannedStep {
     pub result_path: Option<PathBuf>,
     /// Expected duration (see [`crate::estimate`]).
     pub estimated: Duration,
+    /// Where its `[[steps]]` entry says it runs (`on`).
+    pub on: crate::hosts::StepHosts,
 }
 
 impl PlannedStep {
@@ -456,6 +458,7 @@ fn build(
         command: argv,
         result_path,
         estimated,
+        on: spec.on.clone(),
     }
 }
 

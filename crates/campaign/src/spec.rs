@@ -262,6 +262,8 @@ pub struct StepSpec {
     /// do not use them (`within = ["fillfactor"]`: an estimate after each
     /// prepare).
     pub within: Vec<String>,
+    /// Where it runs (`on`): here, or on load hosts.
+    pub on: crate::hosts::StepHosts,
 }
 
 impl StepSpec {
@@ -309,6 +311,9 @@ pub struct Campaign {
     pub grid: Vec<GridVar>,
     /// Steps in file order.
     pub steps: Vec<StepSpec>,
+    /// `[hosts]` as hosts-file lines (`DESTINATION name=NAME …`), in file order; empty
+    /// without it (`csdchar campaign --hosts FILE` gives them instead).
+    pub hosts: Vec<String>,
 }
 
 /// Options the campaign sets itself from the target and the output directory.
@@ -354,9 +359,10 @@ impl Campaign {
         })?;
         let bad = |m: String| Err(CampaignError::File(m));
         for key in table.keys() {
-            if !["name", "description", "targets", "grid", "steps"].contains(&key.as_str()) {
+            if !["name", "description", "targets", "grid", "steps", "hosts"].contains(&key.as_str())
+            {
                 return bad(format!(
-                    "{key}: unknown key (allowed: name, description, targets, grid, steps)"
+                    "{key}: unknown key (allowed: name, description, targets, grid, steps, hosts)"
                 ));
             }
         }
@@ -376,6 +382,13 @@ impl Campaign {
             Some(_) => return bad("description: must be a string".into()),
         };
         let targets = parse_targets(table.get("targets"))?;
+        let hosts = match table.get("hosts") {
+            None => Vec::new(),
+            Some(Value::Table(t)) => crate::hosts::parse_hosts_table(t)?,
+            Some(_) => {
+                return bad("hosts: must be a table (e.g. [hosts] load1 = \"bench@load1\")".into());
+            }
+        };
         let grid = match table.get("grid") {
             None => Vec::new(),
             Some(Value::Table(t)) => parse_grid("grid", t)?,
@@ -415,6 +428,7 @@ impl Campaign {
             targets,
             grid,
             steps,
+            hosts,
         })
     }
 
@@ -771,9 +785,11 @@ fn parse_step(
     let mut step_targets: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
     let mut local = Vec::new();
     let mut within = Vec::new();
+    let mut on = crate::hosts::StepHosts::Default;
     for (k, v) in t {
         match (k.as_str(), v) {
             ("command", _) => {}
+            ("on", v) => on = crate::hosts::StepHosts::parse(&key, v)?,
             ("args", Value::Table(a)) => {
                 for (name, v) in a {
                     let opt = name.trim_start_matches('-').replace('_', "-");
@@ -889,7 +905,7 @@ fn parse_step(
             }
             _ => {
                 return bad(format!(
-                    "{key}.{k}: unknown key (allowed: command, args, targets, grid, within)"
+                    "{key}.{k}: unknown key (allowed: command, args, targets, grid, within, on)"
                 ));
             }
         }
@@ -901,6 +917,7 @@ fn parse_step(
         targets: step_targets,
         grid: local,
         within,
+        on,
     };
     // Every {name} must be a variable of [grid] or of this step's grid.
     let known: Vec<&str> = grid

@@ -40,7 +40,7 @@ pub enum VerifyArg {
 }
 
 /// `csdchar block`: options keep fio's names and meanings.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct BlockOpts {
     /// Block device or regular file. Not needed with --engine null.
     pub target: Option<PathBuf>,
@@ -151,6 +151,13 @@ pub struct BlockOpts {
     /// ends the wait), so runs on several hosts start at the same instant. Not with --job-file.
     #[arg(long, value_name = "TIME", value_parser = start_at_arg, conflicts_with = "job_file")]
     pub start_at: Option<std::time::SystemTime>,
+    /// With --start-at: how late the measured run may begin (its set-up overran the instant)
+    /// before csdchar says so; the result records the lateness (`start`) either way.
+    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = duration_arg)]
+    pub start_late_limit: std::time::Duration,
+    /// Several load hosts (`--hosts FILE`).
+    #[command(flatten)]
+    pub fleet: crate::fleet_opts::FleetArgs,
 }
 
 /// The options a job file sets itself.
@@ -391,6 +398,7 @@ impl BlockOpts {
                 .unwrap_or_else(|| DEFAULT_PERCENTILES.to_vec()),
             start_at: self
                 .start_at
+                .or(self.fleet.start_instant)
                 .map(csdchar_core::start_at::format_rfc3339_millis),
             random_distribution: self.random_distribution.clone(),
         })
@@ -499,6 +507,18 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
             return Outcome::code(EXIT_USAGE);
         }
     };
+    if opts.fleet.check_only {
+        return match csdchar_fio_like::target::precheck(&spec, None) {
+            Ok(_) => {
+                let _ = writeln!(io.stdout, "ok");
+                Outcome::code(0)
+            }
+            Err(e) => {
+                let _ = writeln!(io.stderr, "error: {e}");
+                Outcome::code(e.exit_code())
+            }
+        };
+    }
     if opts.print_job {
         // args_os: an argument that is not UTF-8 must not panic the command.
         let command: Vec<String> = std::env::args_os()
@@ -525,6 +545,7 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         } else {
             None
         },
+        start_late_limit: opts.start_late_limit,
     };
     let result = match run_block(&spec, ctl) {
         Ok(r) => r,
@@ -533,6 +554,9 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
             return Outcome::code(e.exit_code());
         }
     };
+    if let Some(s) = result.start.as_ref().filter(|s| s.too_late) {
+        let _ = writeln!(io.stderr, "{}", late_start_note(s));
+    }
     let bytes = render(std::slice::from_ref(&result), &[], opts.output_format);
     let mut exit_code = csdchar_fio_like::error::exit_code(result.status);
     if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {
@@ -569,4 +593,13 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         exit_code,
         block: Some(result),
     }
+}
+
+/// The line saying a run began later than `--start-at` allowed.
+pub fn late_start_note(s: &csdchar_core::result::StartRecord) -> String {
+    format!(
+        "note: the measured run began {:.1} ms after --start-at {} (limit {} ms, --start-late-limit): \
+         set-up overran the instant, so other hosts started at it measured an earlier period",
+        s.late_ms, s.requested, s.limit_ms
+    )
 }

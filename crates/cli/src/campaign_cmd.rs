@@ -12,8 +12,8 @@ use std::sync::atomic::AtomicBool;
 
 use clap::Args;
 use csdchar_campaign::{
-    Campaign, CampaignError, CampaignStatus, Event, Executor, PlannedStep, RunOptions, StepOutcome,
-    StepRunner, StorageProvisioner,
+    Campaign, CampaignError, CampaignStatus, CommandKind, Event, Executor, PlannedStep, RunOptions,
+    StepOutcome, StepRunner, StorageProvisioner,
 };
 use csdchar_report::{InputSpec, ReportOptions, build_report_with};
 
@@ -41,6 +41,11 @@ pub struct CampaignOpts {
     /// Resume although the campaign file or a target changed since the manifest was written.
     #[arg(long)]
     pub force: bool,
+    /// Load hosts, one ssh destination per line (as `block`/`db run --hosts`), instead of the
+    /// file's [hosts]: load steps (db run, block) run on every host unless their `on` says
+    /// otherwise, other steps once, here.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
 }
 
 /// What campaign steps need of the other commands, given by the crate root
@@ -60,6 +65,67 @@ struct CliSteps<'c> {
     interrupt: Arc<AtomicBool>,
     /// The campaign's output directory.
     out: PathBuf,
+    /// The load hosts ([hosts] or --hosts).
+    hosts: Vec<csdchar_fleet::Host>,
+}
+
+/// Whether a step of `kind` is a load step, which may run on hosts.
+fn is_load(kind: CommandKind) -> bool {
+    matches!(kind, CommandKind::DbRun | CommandKind::Block)
+}
+
+/// A host as a hosts-file line.
+fn host_line(h: &csdchar_fleet::Host) -> String {
+    format!(
+        "{} name={} csdchar={} workdir={}{}",
+        h.destination,
+        h.name,
+        h.csdchar,
+        h.workdir,
+        if h.sudo { " sudo" } else { "" }
+    )
+}
+
+impl CliSteps<'_> {
+    /// The hosts `step` runs on, or None (here).
+    fn hosts_of(&self, step: &PlannedStep) -> Result<Option<Vec<String>>, String> {
+        let names: Vec<String> = self.hosts.iter().map(|h| h.name.clone()).collect();
+        step.on
+            .resolve(&step.kind.words().join(" "), is_load(step.kind), &names)
+            .map_err(|e| format!("{}: {e}", step.key))
+    }
+
+    /// `step`'s argv to run it on `names` (`--hosts` and its run directory, which a
+    /// re-run replaces: a resumed step runs again on every host), and that directory.
+    fn on_hosts(
+        &self,
+        step: &PlannedStep,
+        names: &[String],
+    ) -> Result<(Vec<String>, PathBuf), String> {
+        let stem = step.key.rsplit('/').next().unwrap_or(&step.key);
+        let dir = self.out.join(&step.target);
+        let file = dir.join(format!("{stem}.hosts"));
+        let run = dir.join(format!("{stem}.d"));
+        let lines: Vec<String> = self
+            .hosts
+            .iter()
+            .filter(|h| names.contains(&h.name))
+            .map(host_line)
+            .collect();
+        let _ = std::fs::remove_file(&file);
+        csdchar_fio_like::safety::write_output(&file, (lines.join("\n") + "\n").as_bytes())
+            .map_err(|e| e.to_string())?;
+        if run.exists() {
+            std::fs::remove_dir_all(&run).map_err(|e| format!("{}: {e}", run.display()))?;
+        }
+        let mut argv = step.command.clone();
+        if let Some(i) = argv.iter().position(|a| a == "--output") {
+            argv[i + 1] = run.display().to_string();
+        }
+        argv.push("--hosts".to_string());
+        argv.push(file.display().to_string());
+        Ok((argv, run))
+    }
 }
 
 /// The step's log: `<out>/<target>/<step>.log`, next to its result.
@@ -70,10 +136,23 @@ fn log_path(step: &PlannedStep, out: &std::path::Path) -> PathBuf {
 
 impl StepRunner for CliSteps<'_> {
     fn check(&self, step: &PlannedStep) -> Result<(), String> {
-        (self.commands.check)(&step.command).map_err(|e| format!("{}: {e}", step.command_line()))
+        let mut argv = step.command.clone();
+        if self.hosts_of(step)?.is_some() {
+            // Checked as it will run: with --hosts (the file is written when it runs).
+            argv.extend(["--hosts".to_string(), "hosts".to_string()]);
+        }
+        (self.commands.check)(&argv).map_err(|e| format!("{}: {e}", step.command_line()))
     }
 
     fn run(&mut self, step: &PlannedStep, _interrupt: &AtomicBool) -> StepOutcome {
+        let (argv, run_dir) = match self.hosts_of(step) {
+            Ok(Some(names)) => match self.on_hosts(step, &names) {
+                Ok((a, d)) => (a, Some(d)),
+                Err(e) => return StepOutcome::Failed(e),
+            },
+            Ok(None) => (step.command.clone(), None),
+            Err(e) => return StepOutcome::Failed(e),
+        };
         let mut stdout: Vec<u8> = Vec::new();
         let mut stderr: Vec<u8> = Vec::new();
         let ran = {
@@ -82,7 +161,7 @@ impl StepRunner for CliSteps<'_> {
                 stderr: &mut stderr,
                 interrupt: Arc::clone(&self.interrupt),
             };
-            (self.commands.run)(&step.command, &mut io)
+            (self.commands.run)(&argv, &mut io)
         };
         let code = match ran {
             Ok(code) => code,
@@ -93,6 +172,15 @@ impl StepRunner for CliSteps<'_> {
         log.extend_from_slice(&stderr);
         // The log goes where results go, under the same rule.
         let _ = csdchar_fio_like::safety::write_output(&log_path(step, &self.out), &log);
+        // On hosts: the merged result is the step's result (the hosts' own stay in the run's directory).
+        if let (Some(d), Some(result)) = (&run_dir, &step.result_path)
+            && let Ok(bytes) = std::fs::read(d.join("result.json"))
+        {
+            let _ = std::fs::remove_file(result);
+            if let Err(e) = csdchar_fio_like::safety::write_output(result, &bytes) {
+                return StepOutcome::Failed(e.to_string());
+            }
+        }
         let stderr = String::from_utf8_lossy(&stderr);
         match code {
             0 => StepOutcome::Done,
@@ -128,11 +216,46 @@ pub fn run_campaign(opts: &CampaignOpts, io: &mut Io<'_>, commands: &StepCommand
         Ok(p) => p,
         Err(e) => return usage(io, &e),
     };
+    let hosts_text = match &opts.hosts {
+        Some(f) => match std::fs::read_to_string(f) {
+            Ok(t) => t,
+            Err(e) => return usage(io, &format!("--hosts: cannot read {}: {e}", f.display())),
+        },
+        None => campaign.hosts.join("\n"),
+    };
+    let hosts = if hosts_text.trim().is_empty() {
+        Vec::new()
+    } else {
+        match csdchar_fleet::parse_hosts(&hosts_text) {
+            Ok(h) => h,
+            Err(e) => return usage(io, &e),
+        }
+    };
     let mut steps = CliSteps {
         commands,
         interrupt: Arc::clone(&io.interrupt),
         out: plan.out.clone(),
+        hosts,
     };
+    // Where every step runs is decided before anything runs.
+    for step in &plan.steps {
+        match steps.hosts_of(step) {
+            Err(e) => return usage(io, &e),
+            Ok(Some(_))
+                if step.kind == CommandKind::DbRun
+                    && !step.command.iter().any(|a| a == "--url") =>
+            {
+                return usage(
+                    io,
+                    &format!(
+                        "{}: db run on load hosts needs a target with url (the server every host drives)",
+                        step.key
+                    ),
+                );
+            }
+            Ok(_) => {}
+        }
+    }
     let interrupt = Arc::clone(&io.interrupt);
     let options = RunOptions {
         fail_fast: opts.fail_fast,

@@ -26,6 +26,15 @@ pub struct Cli {
     /// What to run.
     #[command(subcommand)]
     pub command: Command,
+    /// End the command as Ctrl-C would (saving its partial result) when standard input reaches
+    /// its end: a controller of several hosts holds it open over ssh, so the load stops when
+    /// the controller stops or dies.
+    #[arg(long, global = true)]
+    pub stop_on_stdin_eof: bool,
+    /// The arguments as given (without the program name), for `--hosts`, which runs them on
+    /// every host; empty when the command line was built in-process.
+    #[arg(skip)]
+    pub argv: Vec<String>,
 }
 
 /// Subcommands.

@@ -194,7 +194,8 @@ pub fn job_of(o: &DbOpts) -> DbJob {
             reconnect: o.run.reconnect,
             drop_caches: o.run.drop_caches,
             io_sampling: true,
-            start_at: o.run.start_at,
+            start_at: o.run.start_at.or(o.fleet.start_instant),
+            start_late_limit: o.run.start_late_limit,
             client_io: o.run.client_io(),
         },
         requested: Requested {
@@ -476,6 +477,9 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
         let _ = writeln!(io.stderr, "error: {}", refusal(&r));
         return Outcome::code(EXIT_USAGE);
     }
+    if o.fleet.check_only {
+        return Outcome::code(check_only(&choice, io));
+    }
     let session = match open_session(o, step, &job, io) {
         Ok(s) => s,
         Err(code) => return Outcome::code(code),
@@ -505,6 +509,27 @@ pub fn run_db(args: &DbArgs, io: &mut Io<'_>) -> Outcome {
     }
     drop(session); // stop (and remove a temporary) cluster before exiting
     Outcome::code(exit)
+}
+
+/// `--check-only`: the server `--url` names answers (a data directory given
+/// exists); nothing is started or changed.
+fn check_only(choice: &ServerChoice, io: &mut Io<'_>) -> i32 {
+    if let Some(url) = &choice.url {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => return fail(io, &format!("cannot start the async runtime: {e}")),
+        };
+        if let Err(e) = rt.block_on(csdchar_pgwire::client::connect(url)) {
+            return fail(io, &format!("--url: {e}"));
+        }
+    } else if let Some(p) = choice.cluster.pgdata.as_ref().filter(|p| !p.is_dir()) {
+        return fail(io, &format!("--pgdata: {} is not a directory", p.display()));
+    }
+    let _ = writeln!(io.stdout, "ok");
+    0
 }
 
 /// Opens the server the options name (starting a managed cluster) and
@@ -879,6 +904,10 @@ impl DbObserver for Printer<'_, '_> {
                 whole_seconds(*first_load_s),
                 whole_seconds(*total_s),
             ),
+            DbNote::LateStart(s) => {
+                let line = crate::block_cmd::late_start_note(s);
+                line.trim_start_matches("note: ").to_string()
+            }
             DbNote::TpccFunctionsCreated { schema, missing } => format!(
                 "--tpcc-mode procedures: created the transaction functions missing from schema {schema} ({})",
                 missing.join(", ")

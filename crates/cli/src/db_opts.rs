@@ -123,6 +123,9 @@ pub struct DbOpts {
     /// Where the result goes.
     #[command(flatten)]
     pub out: DbOutputArgs,
+    /// Several load hosts (`db run --hosts FILE`).
+    #[command(flatten)]
+    pub fleet: crate::fleet_opts::FleetArgs,
 }
 
 impl Default for DbOpts {
@@ -407,6 +410,10 @@ pub struct RunArgs {
     /// wait), so runs on several load hosts start at the same instant.
     #[arg(long, value_name = "TIME", value_parser = crate::args::start_at_arg)]
     pub start_at: Option<std::time::SystemTime>,
+    /// With --start-at: how late the first step's clock may begin (its connecting overran the
+    /// instant) before csdchar says so; the step records its lateness (`start`) either way.
+    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = crate::args::duration_arg)]
+    pub start_late_limit: std::time::Duration,
     /// How the clients' connections are driven: threads (one OS thread and blocking socket per
     /// client), uring (a few threads, each with one io_uring and many connections; same
     /// statements, order and counting) or auto (per step, by client count and transport: uring

@@ -18,6 +18,8 @@ pub mod cli;
 pub mod db_cmd;
 pub mod db_opts;
 pub mod estimate_cmd;
+pub mod fleet_cmd;
+pub mod fleet_opts;
 pub mod install_cmd;
 pub mod io;
 pub mod report_cmd;
@@ -39,7 +41,16 @@ pub use io::{EXIT_INTERRUPTED, EXIT_USAGE, Io, Outcome, emit};
 pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
     // Every result this process makes names this build.
     build_info::register();
+    if cli.stop_on_stdin_eof {
+        stop_on_stdin_eof(&io.interrupt);
+    }
     match cli.command {
+        Command::Block(opts) if opts.fleet.hosts.is_some() => {
+            fleet_cmd::run_block_fleet(&opts, &cli.argv, io)
+        }
+        Command::Db(cmd) if cmd.step().1.fleet.hosts.is_some() => {
+            fleet_cmd::run_db_fleet(&cmd, &cli.argv, io)
+        }
         Command::Block(opts) => block_cmd::run_block_command(&opts, io),
         Command::Capacity(opts) => capacity_cmd::run_capacity_command(&opts, io),
         Command::Estimate(opts) => estimate_cmd::run_estimate_command(&opts, io),
@@ -62,6 +73,27 @@ pub fn run(cli: Cli, io: &mut Io<'_>) -> Outcome {
         Command::Completions { shell } => install_cmd::run_completions(shell, io),
         Command::Manpages { dir } => install_cmd::run_manpages(&dir, io),
     }
+}
+
+/// Sets `interrupt` when standard input reaches its end (`--stop-on-stdin-eof`):
+/// a controller of several hosts holds it open over ssh, and closes it (or
+/// dies) to stop the load.
+fn stop_on_stdin_eof(interrupt: &Arc<AtomicBool>) {
+    let flag = Arc::clone(interrupt);
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut sink = [0u8; 512];
+        let mut stdin = std::io::stdin();
+        loop {
+            match stdin.read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
 }
 
 /// The JSON Schema of `csdchar.block/1`, generated from the documented types.
@@ -105,8 +137,16 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(c) => c,
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(mut c) => {
+            c.argv = args
+                .iter()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            c
+        }
         Err(e) => {
             if e.use_stderr() {
                 eprintln!("{}", one_line(&e));
@@ -148,8 +188,12 @@ where
 /// A campaign step's argv (without the program name) as csdchar parses it, or
 /// clap's first line about it.
 fn parse_step(argv: &[String]) -> Result<Cli, String> {
-    let argv = std::iter::once("csdchar".to_string()).chain(argv.iter().cloned());
-    Cli::try_parse_from(argv).map_err(|e| {
+    let full = std::iter::once("csdchar".to_string()).chain(argv.iter().cloned());
+    let parsed = Cli::try_parse_from(full).map(|mut c| {
+        c.argv = argv.to_vec();
+        c
+    });
+    parsed.map_err(|e| {
         let text = e.to_string();
         text.lines()
             .find(|l| !l.trim().is_empty())

@@ -78,6 +78,9 @@ pub struct RunPlan {
     pub io_sampling: bool,
     /// Start the first step's clock at this instant (later steps start at once).
     pub start_at: Option<SystemTime>,
+    /// How late after `start_at` the first step may begin before its record says it began
+    /// too late ([`csdchar_core::result::StartRecord`]).
+    pub start_late_limit: std::time::Duration,
     /// How the clients' connections are driven (threads or io_uring).
     pub client_io: csdchar_dbloop::settings::ClientIoSettings,
 }

@@ -82,6 +82,8 @@ pub enum DbNote {
     },
     /// Memory could serve the reads pgio means to measure on the drive.
     CacheWarning(String),
+    /// The first step's clock began later after `--start-at` than its limit allows.
+    LateStart(csdchar_core::result::StartRecord),
     /// What a study is about to do, before it starts: its loads (the
     /// unmeasured warm-up ones and `fillfactors` x `repeat` measured ones)
     /// and its run steps; their length is known, the loads' is not yet.
@@ -774,7 +776,17 @@ pub async fn run_steps(
             Ok(c) => Some(crate::snapshot::take(&c, dialect, tables).await),
             Err(_) => None,
         };
-        let step = db_step(threads, &out, before, after);
+        let mut step = db_step(threads, &out, before, after);
+        // The step that waited for --start-at records how late its clock began.
+        if steps.is_empty()
+            && let (Some(at), Some(began)) = (plan.start_at, out.began)
+        {
+            let record = csdchar_core::result::StartRecord::new(at, began, plan.start_late_limit);
+            if record.too_late {
+                observer.note(&DbNote::LateStart(record.clone()));
+            }
+            step.start = Some(record);
+        }
         observer.step_finished(bench, &step, protocol);
         steps.push(step);
         if let Some(e) = out.error {
@@ -850,6 +862,7 @@ pub(crate) fn db_step(
         transport: Some(out.transport.name().to_string()),
         tls_protocol: out.tls.as_ref().map(|t| t.0.clone()),
         tls_cipher: out.tls.as_ref().map(|t| t.1.clone()),
+        start: None,
         before,
         after,
     }

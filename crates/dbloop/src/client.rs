@@ -145,7 +145,7 @@ impl StartGate {
         clients: usize,
         not_before: Option<SystemTime>,
         interrupt: &AtomicBool,
-    ) -> Option<Instant> {
+    ) -> Option<(Instant, SystemTime)> {
         let s = self.state.lock().expect("not poisoned");
         let s = self
             .changed
@@ -167,10 +167,10 @@ impl StartGate {
             }
         }
         let mut s = self.state.lock().expect("not poisoned");
-        let start = Instant::now();
+        let (start, wall) = (Instant::now(), SystemTime::now());
         s.start = Some(start);
         self.changed.notify_all();
-        Some(start)
+        Some((start, wall))
     }
 
     /// Releases the waiting clients without a run.

@@ -73,6 +73,9 @@ pub struct OltpOutcome {
     /// Whether the step started: false when interrupted while waiting for
     /// [`RunSettings::start_at`] (nothing was measured).
     pub started: bool,
+    /// When the clients' clock started (the warm-up first), by the wall clock; None when the
+    /// step did not start.
+    pub began: Option<std::time::SystemTime>,
 }
 
 /// Totals of one event kind.
@@ -221,7 +224,8 @@ pub async fn run_with(
     // Interrupted while waiting for --start-at: the clients were released
     // without running, and the step did not start.
     let started = opened.is_some();
-    let start = opened.unwrap_or_else(Instant::now) + settings.warmup;
+    let began = opened.map(|o| o.1);
+    let start = opened.map_or_else(Instant::now, |o| o.0) + settings.warmup;
     // The I/O sampler's own connection, opened while the clients warm up.
     let mut sampler = None;
     if started
@@ -289,24 +293,23 @@ pub async fn run_with(
     for t in tasks {
         let _ = t.join();
     }
+    // The measured time ends with the clients, before the wait for their
+    // backends below (which other load hosts' backends on the same server
+    // can stretch to its timeout).
+    let elapsed = start
+        .elapsed()
+        .as_secs_f64()
+        .min(settings.time.as_secs_f64().max(0.001) + 1.0);
     // The step's figures: after the clients' backends have published their
     // last counters (at exit), over the measured time.
     let io = match (&mut sampler, &first_io) {
         (Some((client, s)), Some(first)) => {
             crate::iostat::settle(client, Duration::from_secs(3)).await;
             let end = s.sample(client).await;
-            let secs = start
-                .elapsed()
-                .as_secs_f64()
-                .min(settings.time.as_secs_f64().max(0.001) + 1.0);
-            Some(first.rates(&end, secs))
+            Some(first.rates(&end, elapsed))
         }
         _ => None,
     };
-    let elapsed = start
-        .elapsed()
-        .as_secs_f64()
-        .min(settings.time.as_secs_f64().max(0.001) + 1.0);
     let mut tally = Tally::default();
     for s in &stats {
         let s = s.lock().expect("not poisoned");
@@ -344,6 +347,7 @@ pub async fn run_with(
         transport,
         tls,
         started,
+        began,
     })
 }
 

@@ -321,6 +321,7 @@ fn run_jobs(
                         let ctl = RunControl {
                             interrupt: Arc::clone(interrupt),
                             on_interval: None,
+                            start_late_limit: crate::run::DEFAULT_START_LATE_LIMIT,
                         };
                         let outcome = run_block(&spec, ctl)
                             .map(|mut r| {

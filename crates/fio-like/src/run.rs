@@ -16,7 +16,7 @@ use csdchar_core::result::block::{
     EngineKind, IntervalDirection, IntervalSample, JobDirection, JobSummary, RunError, SeriesStats,
     VerifyReport,
 };
-use csdchar_core::result::{CpuUsage, RunStatus, ToolInfo};
+use csdchar_core::result::{CpuUsage, RunStatus, StartRecord, ToolInfo};
 use csdchar_core::stats::{LatencyRecorder, LatencyStats};
 use csdchar_core::units::format_bytes;
 
@@ -35,7 +35,13 @@ pub struct RunControl<'a> {
     pub interrupt: Arc<AtomicBool>,
     /// Called with each interval sample as it completes (live output).
     pub on_interval: Option<&'a mut dyn FnMut(&IntervalSample)>,
+    /// How late after `--start-at` the run may begin before its [`StartRecord`] says it
+    /// began too late.
+    pub start_late_limit: Duration,
 }
+
+/// The lateness after `--start-at` allowed by default (`--start-late-limit`).
+pub const DEFAULT_START_LATE_LIMIT: Duration = Duration::from_millis(50);
 
 impl RunControl<'_> {
     /// No live output, a fresh interrupt flag.
@@ -43,6 +49,7 @@ impl RunControl<'_> {
         RunControl {
             interrupt: Arc::new(AtomicBool::new(false)),
             on_interval: None,
+            start_late_limit: DEFAULT_START_LATE_LIMIT,
         }
     }
 }
@@ -66,7 +73,9 @@ where
     E: IoEngine,
     F: Fn(RawFd, u32) -> Result<E, EngineError> + Sync,
 {
-    let started_at = now_rfc3339();
+    // Replaced by the instant the first phase's clock started, once it has.
+    let mut started_at = now_rfc3339();
+    let mut start = None;
     // Buffers are allocated on the job threads, after the target is set up; a
     // spec whose buffers cannot fit must be refused before that.
     crate::buffers::check_buffer_memory(spec).map_err(BlockError::Usage)?;
@@ -116,6 +125,11 @@ where
         // Only the first phase waits for --start-at.
         let not_before = if i == 0 { start_at } else { None };
         let out = run_phase(spec, &target, phase, not_before, &mut ctl, &factory);
+        if i == 0 {
+            // The recorded start is the measured one, after set-up and any wait.
+            started_at = csdchar_core::start_at::format_rfc3339_millis(out.began);
+            start = start_at.map(|at| StartRecord::new(at, out.began, ctl.start_late_limit));
+        }
         let stop =
             out.jobs.iter().any(|j| j.error.is_some()) || ctl.interrupt.load(Ordering::Relaxed);
         if phase == Phase::VerifyRead {
@@ -162,9 +176,10 @@ where
         }
         _ => (None, None),
     };
-    let result = assemble(
+    let mut result = assemble(
         spec, started_at, &target, main, verify, capacity, diskstats, &ctl,
     );
+    result.start = start;
     if target.created && result.status == RunStatus::IoError && !any_io_completed(&result) {
         // The run failed before its first I/O: a file it created holds nothing
         // of value and must not be left behind (a pre-existing one is kept).
@@ -186,6 +201,8 @@ fn any_io_completed(r: &BlockResult) -> bool {
 type CpuSnapshot = ((f64, f64), Option<(u64, u64)>);
 
 struct PhaseOutcome {
+    /// When the phase's clock started (after set-up and any wait).
+    began: SystemTime,
     jobs: Vec<JobOutcome>,
     intervals: Vec<IntervalSample>,
     elapsed_ns: u64,
@@ -270,6 +287,7 @@ where
         if let Some(at) = not_before {
             wait_until(at, &interrupt);
         }
+        let began = SystemTime::now();
         let base = Instant::now();
         base_cell.set(base).expect("set once");
         gate.wait();
@@ -338,6 +356,7 @@ where
             cores: cores(),
         };
         PhaseOutcome {
+            began,
             jobs,
             intervals: agg.samples,
             elapsed_ns,
@@ -676,6 +695,7 @@ fn assemble(
         jobs,
         verify,
         job_file: None,
+        start: None,
     }
 }
 

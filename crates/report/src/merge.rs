@@ -231,6 +231,7 @@ pub fn merge_db_step(of: &[(usize, &DbStep)], spec: &DbSpec) -> Result<DbStep, M
             .flatten()
     };
     Ok(DbStep {
+        start: None,
         threads: of.iter().map(|(_, s)| s.threads).sum(),
         elapsed_s,
         transactions,
@@ -497,6 +498,8 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         jobs,
         verify,
         job_file: None,
+        // Each host began at its own moment: their records stay in the parts.
+        start: None,
     })
 }
 

@@ -531,6 +531,10 @@ pub struct BlockResult {
     /// The job of a fio job file this run was (`--job-file`); absent for a command line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_file: Option<JobFileJob>,
+    /// With `--start-at`: when the measured period (ramp-up first) really began and how late;
+    /// absent without `--start-at` and in results written before this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<super::StartRecord>,
 }
 
 /// Where a run came from in a fio job file, and what csdchar changed or skipped.

@@ -206,6 +206,10 @@ pub struct DbStep {
     /// The TLS cipher suite they negotiated (e.g. "TLS13_AES_256_GCM_SHA384"); absent as above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_cipher: Option<String>,
+    /// With `--start-at`, on the step that waited for it (the first): when its clock (warm-up
+    /// first) really began and how late; absent otherwise and in results written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<super::StartRecord>,
     /// Database and device state before the step.
     pub before: Option<DbSnapshot>,
     /// Database and device state after the step.

@@ -88,6 +88,48 @@ pub enum RunStatus {
     VerifyFailed,
 }
 
+/// When a run was told to start at an instant (`--start-at`, or the instant a controller of
+/// several hosts picked): the instant, when its measured period really began, and how late.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StartRecord {
+    /// The instant asked for, RFC 3339 UTC with milliseconds.
+    pub requested: String,
+    /// When the run's clock really started (its ramp-up or warm-up first, then the measured
+    /// period), RFC 3339 UTC with milliseconds, read after the wait.
+    pub began: String,
+    /// How late it began, ms (`began` − `requested`, to the microsecond; 0 when it began
+    /// before, which a wait never lets happen).
+    pub late_ms: f64,
+    /// The lateness allowed (`--start-late-limit`), ms.
+    pub limit_ms: f64,
+    /// Whether `late_ms` exceeded `limit_ms`: the set-up overran the instant, so this run
+    /// measured a later period than the other hosts started at the same instant.
+    pub too_late: bool,
+}
+
+impl StartRecord {
+    /// The record of a run asked to start at `requested` whose clock started at `began`.
+    pub fn new(
+        requested: std::time::SystemTime,
+        began: std::time::SystemTime,
+        limit: std::time::Duration,
+    ) -> Self {
+        let late = began
+            .duration_since(requested)
+            .unwrap_or_default()
+            .as_micros() as f64
+            / 1000.0;
+        let limit_ms = limit.as_micros() as f64 / 1000.0;
+        StartRecord {
+            requested: crate::start_at::format_rfc3339_millis(requested),
+            began: crate::start_at::format_rfc3339_millis(began),
+            late_ms: late,
+            limit_ms,
+            too_late: late > limit_ms,
+        }
+    }
+}
+
 /// CPU time used by csdchar during the measured period.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuUsage {
@@ -116,5 +158,29 @@ mod tests {
         assert_eq!(old.commit, "unknown");
         assert_eq!(old.dirty, None);
         assert_eq!(old.build, None);
+    }
+
+    #[test]
+    fn a_start_record_measures_lateness_against_its_limit() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let at = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let r = StartRecord::new(
+            at,
+            at + Duration::from_micros(3_250),
+            Duration::from_millis(50),
+        );
+        assert_eq!(r.late_ms, 3.25);
+        assert!(!r.too_late);
+        assert_eq!(r.requested, "2027-01-15T08:00:00.000Z");
+        let r = StartRecord::new(
+            at,
+            at + Duration::from_millis(900),
+            Duration::from_millis(50),
+        );
+        assert!(r.too_late);
+        assert_eq!(r.began, "2027-01-15T08:00:00.900Z");
+        let early = StartRecord::new(at, at - Duration::from_millis(1), Duration::ZERO);
+        assert_eq!(early.late_ms, 0.0);
+        assert!(!early.too_late);
     }
 }
