@@ -86,6 +86,10 @@ fn tpcc_mix(m: &[f64]) -> Result<TpccMix, String> {
 
 /// The workload the options describe.
 fn bench_of(o: &DbOpts) -> Bench {
+    // Scripts were read and compiled once already by `validate`, which refuses bad ones.
+    if let Ok(Some(spec)) = crate::db_script::script_spec(o) {
+        return Bench::Script(spec);
+    }
     if o.tables.workload == WorkloadArg::Pgio {
         return Bench::Pgio(PgioSpec {
             schemas: o.load.schemas,
@@ -184,7 +188,11 @@ pub fn job_of(o: &DbOpts) -> DbJob {
         },
         run: RunPlan {
             threads: o.threads.threads.clone(),
-            time: o.run.time,
+            // pgbench's -t: the step ends when the clients have run their transactions.
+            time: match o.script.transactions {
+                Some(_) if o.script.given() => Duration::from_secs(365 * 86400),
+                _ => o.run.time,
+            },
             warmup: o.run.warmup,
             rate: o.run.rate,
             report_interval: (!ri.is_zero()).then_some(ri),
@@ -291,6 +299,24 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
                     .to_possible_value()
                     .map_or("this workload".into(), |v| v.get_name().to_string())
             ));
+        }
+    }
+    if crate::db_script::script_spec(o)?.is_some() {
+        if step == "study" {
+            return Err("-f/-b: a study of a script loads its tables, which csdchar cannot make for a user's script: run it with `csdchar db run` on tables you loaded at each fillfactor".into());
+        }
+        if o.server.url.is_none() && o.server.pgdata.is_none() {
+            return Err("-f/-b: a script runs on tables you made: pass --url or --pgdata (a temporary cluster would hold none)".into());
+        }
+        for (option, given) in [
+            ("--reconnect", o.run.reconnect),
+            ("--pipeline", o.run.pipeline),
+        ] {
+            if given {
+                return Err(format!(
+                    "{option}: not with pgbench scripts (a script's client aborts on a lost connection, and pipelines are the script's own \\startpipeline)"
+                ));
+            }
         }
     }
     if step != "study" && o.load.repeat > 1 {
@@ -823,6 +849,7 @@ impl<'i, 'o> Printer<'i, 'o> {
 impl DbObserver for Printer<'_, '_> {
     fn note(&mut self, note: &DbNote) {
         let line = match note {
+            DbNote::ScriptMessage(m) => m.clone(),
             DbNote::ScaleFromTables { given, found } => {
                 format!("--scale {given} ignored, using the count of pgbench_branches ({found})")
             }
@@ -991,11 +1018,17 @@ impl DbObserver for Printer<'_, '_> {
             Bench::Pgio(p) => format!("{threads} thread(s) per schema x {} schema(s)", p.schemas),
             _ => format!("{clients} thread(s)"),
         };
+        let how_long = match bench {
+            Bench::Script(sc) if sc.transactions.is_some() => format!(
+                "{} transaction(s) per client",
+                sc.transactions.unwrap_or_default()
+            ),
+            _ => format!("{:.0}s", time.as_secs_f64()),
+        };
         let _ = writeln!(
             self.io.stdout,
-            "Running {} with {who} for {:.0}s",
+            "Running {} with {who} for {how_long}",
             bench.name(),
-            time.as_secs_f64()
         );
     }
 
@@ -1005,7 +1038,7 @@ impl DbObserver for Printer<'_, '_> {
         }
         let pct = self.pct;
         let line = match bench {
-            Bench::Tpcb(_) => text::progress_line(iv, pct),
+            Bench::Tpcb(_) | Bench::Script(_) => text::progress_line(iv, pct),
             Bench::Tpcc(_) => text::tpcc_interval_line(iv, clients, pct),
             Bench::Pgio(_) => text::pgio_interval_line(iv, clients, pct),
             Bench::Sysbench(..) => text::interval_line(iv, clients, pct),

@@ -120,6 +120,9 @@ pub struct DbOpts {
     /// How the workload runs.
     #[command(flatten)]
     pub run: RunArgs,
+    /// pgbench custom scripts.
+    #[command(flatten)]
+    pub script: crate::db_script::ScriptArgs,
     /// Where the result goes.
     #[command(flatten)]
     pub out: DbOutputArgs,
@@ -314,15 +317,15 @@ pub struct LoadArgs {
 pub struct ThreadsArgs {
     /// Clients; a comma-separated list runs one step per count (e.g. 1,8,16,32); tpcc: terminals,
     /// pgio: clients per schema. prepare: loader connections.
-    #[arg(long, value_delimiter = ',', default_value = "1", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(short = 'c', long, value_delimiter = ',', default_value = "1", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub threads: Vec<u32>,
 }
 
 /// How the workload runs.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Duration of each step (e.g. 30s, 5m; at least 1s).
-    #[arg(long, default_value = "10s", value_parser = duration_arg)]
+    /// Duration of each step (e.g. 30s, 5m; at least 1s; pgbench's -T).
+    #[arg(short = 'T', long, default_value = "10s", value_parser = duration_arg)]
     pub time: std::time::Duration,
     /// Run this long before each step's measured --time, counting nothing (sysbench's --warmup-time; e.g. 30s).
     #[arg(long, default_value = "0s", value_parser = duration_arg)]
@@ -391,8 +394,9 @@ pub struct RunArgs {
     /// It does not keep the cache out during a step: --pg-memory-limit does.
     #[arg(long)]
     pub drop_caches: bool,
-    /// Protocol (pgbench's -M); default: prepared for sysbench workloads, simple for tpcb, as the peers do.
-    #[arg(long, value_enum)]
+    /// Protocol (pgbench's -M); default: prepared for sysbench workloads, simple for tpcb and
+    /// scripts, as the peers do.
+    #[arg(short = 'M', long, value_enum)]
     pub protocol: Option<ProtocolArg>,
     /// Send each transaction's statements in one round trip (BEGIN … COMMIT
     /// pipelined, same statements and order; sysbench waits for each).

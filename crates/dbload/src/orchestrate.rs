@@ -45,6 +45,9 @@ pub type LoadProgress = Arc<dyn Fn(u64) + Send + Sync>;
 /// instead of what it was asked, or why its figures may mislead.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DbNote {
+    /// A line a pgbench script's client would write to stderr (`debug()`,
+    /// `--verbose-errors`, a failed prepare).
+    ScriptMessage(String),
     /// pgbench's scale is the count of pgbench_branches, not the one given.
     ScaleFromTables {
         /// The scale asked for.
@@ -383,6 +386,10 @@ async fn load(
             Bench::Pgio(p) => pgio::prepare_with(conninfo, p, dialect, threads, force, progress)
                 .await
                 .map(|()| LoadPhases::None),
+            Bench::Script(_) => Err(csdchar_pgwire::error::DbError(
+                "a script's tables are the user's: csdchar does not load them (create them, then run the script)"
+                    .into(),
+            )),
         }
     };
     let end = match until_interrupted(work, interrupt).await {
@@ -519,7 +526,10 @@ pub async fn run(
     let started_at = now_rfc3339();
     let (client, version) = open_checked(conninfo, job).await?;
     let schema = job.schema.as_str();
+    let mut tables = tables;
     match catalog::existing_tables(&client, schema, &tables).await {
+        // A script's tables are those it names that exist (it may create the others).
+        Ok(t) if matches!(bench, Bench::Script(_)) => tables.retain(|n| t.contains(n)),
         Ok(t) if t.len() == tables.len() => {}
         Ok(t) => {
             let missing: Vec<&str> = tables
@@ -553,6 +563,28 @@ pub async fn run(
                 ..t.clone()
             }));
         }
+    }
+    // Like pgbench: with a builtin among the scripts, :scale is pgbench_branches' rows.
+    if let Bench::Script(sc) = bench
+        && sc.program.uses_builtin()
+    {
+        let found: i64 = client
+            .query_one("select count(*) from pgbench_branches", &[])
+            .await
+            .map_err(|e| JobError::failed(format!("reading the scale from pgbench_branches: {e}")))?
+            .get(0);
+        if let Some(given) = job.requested.scale
+            && i64::from(given) != found
+        {
+            observer.note(&DbNote::ScaleFromTables {
+                given,
+                found: found as u32,
+            });
+        }
+        adjusted = Some(Bench::Script(csdchar_workloads::script::ScriptSpec {
+            scale: found,
+            ..sc.clone()
+        }));
     }
     // Like pgio's SCALE, but from the tables: keys are drawn from the rows
     // they hold, and the result records their size, not the one given.
@@ -702,9 +734,10 @@ pub async fn run_steps(
     let mut error = None;
     for &per in &plan.threads {
         // Built per step: TPC-C numbers its terminals from 0 in every step.
-        let workload = Arc::new(bench.workload(plan.protocol));
-        let protocol = workload.protocol;
         let threads = bench.clients(per);
+        let (workload, script_totals) = bench.step_workload(plan.protocol, threads);
+        let workload = Arc::new(workload);
+        let protocol = workload.protocol;
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
@@ -771,7 +804,14 @@ pub async fn run_steps(
             Ok(c) => Some(crate::snapshot::take(&c, dialect, tables).await),
             Err(_) => None,
         };
-        let step = db_step(threads, &out, before, after);
+        let mut step = db_step(threads, &out, before, after);
+        if let (Bench::Script(sc), Some(t)) = (bench, &script_totals) {
+            let t = t.lock().expect("not poisoned");
+            for m in &t.messages {
+                observer.note(&DbNote::ScriptMessage(m.clone()));
+            }
+            step.script = Some(t.step(&sc.program));
+        }
         observer.step_finished(bench, &step, protocol);
         steps.push(step);
         if let Some(e) = out.error {
@@ -847,6 +887,7 @@ fn db_step(
         transport: Some(out.transport.name().to_string()),
         tls_protocol: out.tls.as_ref().map(|t| t.0.clone()),
         tls_cipher: out.tls.as_ref().map(|t| t.1.clone()),
+        script: None,
         before,
         after,
     }

@@ -285,6 +285,9 @@ pub struct Workload {
     pub protocol: Protocol,
     /// Seed of the clients' random streams.
     pub seed: u64,
+    /// Clients that drive their connection themselves (pgbench scripts): when set,
+    /// each client runs its [`crate::session::Session`] and `sources` is not used.
+    pub sessions: Option<crate::session::SessionFactory>,
 }
 
 #[cfg(test)]

@@ -9,5 +9,6 @@ pub mod catalog;
 pub mod copy;
 pub mod oltp;
 pub mod pgio;
+pub mod script;
 pub mod tpcb;
 pub mod tpcc;

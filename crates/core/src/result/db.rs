@@ -120,6 +120,10 @@ pub struct DbSpec {
     /// `client_threads` says what it ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_threads: Option<u32>,
+    /// pgbench custom scripts (`-f`, `-b`): the scripts and options; absent for the other
+    /// workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<super::script::ScriptParams>,
 }
 
 /// pgio's parameters, with its names.
@@ -206,6 +210,10 @@ pub struct DbStep {
     /// The TLS cipher suite they negotiated (e.g. "TLS13_AES_256_GCM_SHA384"); absent as above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_cipher: Option<String>,
+    /// pgbench custom scripts: failures, retries, aborted clients, per script and per
+    /// statement; absent for the other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<super::script::ScriptStep>,
     /// Database and device state before the step.
     pub before: Option<DbSnapshot>,
     /// Database and device state after the step.
