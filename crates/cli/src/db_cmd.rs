@@ -698,7 +698,14 @@ async fn run(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) -> i32
     let mut printer = Printer::new(io, o, LoadLeft::Prepare);
     let ended = orchestrate::run(server, job, &mut printer, &interrupt).await;
     let text = printer.text;
-    finish(ended, o, io, |_| text, |_| None)
+    // A script's client that aborted leaves the run incomplete (pgbench exits non-zero too).
+    let aborted = matches!(&ended, Ok(r) if r.steps.iter().any(|s| {
+        s.script.as_ref().is_some_and(|x| !x.aborted_clients.is_empty())
+    }));
+    match finish(ended, o, io, |_| text, |_| None) {
+        0 if aborted => 1,
+        code => code,
+    }
 }
 
 /// `csdchar db study`: per fillfactor, load, measure space, run; then the

@@ -122,7 +122,7 @@ pub struct DbOpts {
     pub run: RunArgs,
     /// pgbench custom scripts.
     #[command(flatten)]
-    pub script: crate::db_script::ScriptArgs,
+    pub script: ScriptArgs,
     /// Where the result goes.
     #[command(flatten)]
     pub out: DbOutputArgs,
@@ -447,6 +447,56 @@ impl RunArgs {
             },
             client_threads: self.client_threads.map(|n| n as usize),
         }
+    }
+}
+
+/// pgbench's script options (pgbench's names; csdchar's own where it has one: `--time`
+/// is `-T`, `--threads` is `-c`, `--protocol` is `-M`, `--scale` is `-s`).
+#[derive(Debug, Clone, Args)]
+pub struct ScriptArgs {
+    /// pgbench script FILE[@WEIGHT] (pgbench's -f; repeatable, `-` is stdin): run it instead of
+    /// --workload, on tables you made, each client choosing a script per transaction by weight.
+    #[arg(short = 'f', long = "file", value_name = "FILE[@W]")]
+    pub files: Vec<String>,
+    /// pgbench builtin NAME[@WEIGHT] (pgbench's -b: tpcb-like, simple-update, select-only, or an
+    /// unambiguous prefix), run as a script beside the -f files; `:scale` then comes from
+    /// pgbench_branches.
+    #[arg(short = 'b', long = "builtin", value_name = "NAME[@W]")]
+    pub builtins: Vec<String>,
+    /// Script variable NAME=VALUE for every client (pgbench's -D; repeatable).
+    #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
+    pub defines: Vec<String>,
+    /// Scripts: transactions per client (pgbench's -t); the step ends when every client has
+    /// run them (--time is then not used).
+    #[arg(short = 't', long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub transactions: Option<u64>,
+    /// Scripts: tries per transaction after serialization failures (40001) and deadlocks
+    /// (40P01), with the same random values (pgbench's --max-tries; 1: no retry, 0: unlimited).
+    #[arg(long, default_value_t = 1)]
+    pub max_tries: u32,
+    /// Scripts: seed of the clients' random states: an integer, `time` (the default) or `rand`
+    /// (pgbench's --random-seed).
+    #[arg(long, value_name = "SEED")]
+    pub random_seed: Option<String>,
+    /// Scripts: report serialization failures and deadlocks apart (pgbench's --failures-detailed).
+    #[arg(long)]
+    pub failures_detailed: bool,
+    /// Scripts: every error and retry as a note (pgbench's --verbose-errors).
+    #[arg(long)]
+    pub verbose_errors: bool,
+    /// Scripts: the tables to snapshot (and a study to measure), comma-separated; default: the
+    /// tables the scripts name after FROM, JOIN, UPDATE, INTO, TABLE, TRUNCATE or LOCK.
+    #[arg(long, value_delimiter = ',', value_name = "TABLE,...")]
+    pub script_tables: Vec<String>,
+    /// Scripts: the pgbench major whose rules apply where they differ (15 or 18: \syncpipeline).
+    #[arg(long, default_value_t = 18, value_parser = clap::value_parser!(u32).range(15..=18))]
+    pub pgbench_version: u32,
+}
+
+impl ScriptArgs {
+    /// Whether scripts were given.
+    pub fn given(&self) -> bool {
+        !self.files.is_empty() || !self.builtins.is_empty()
     }
 }
 

@@ -61,6 +61,20 @@ pub fn script_summary(out: &mut String, s: &DbStep, spec: &ScriptSpec) {
         "number of failed transactions: {failed} ({}%)",
         pct(failed, all)
     );
+    if spec.failures_detailed {
+        let _ = writeln!(
+            out,
+            "number of serialization failures: {} ({}%)",
+            sc.serialization_failures,
+            pct(sc.serialization_failures, all)
+        );
+        let _ = writeln!(
+            out,
+            "number of deadlock failures: {} ({}%)",
+            sc.deadlock_failures,
+            pct(sc.deadlock_failures, all)
+        );
+    }
     if spec.max_tries != 1 {
         let _ = writeln!(
             out,

@@ -59,11 +59,3 @@ pub trait Session: Send {
 
 /// Makes client `i`'s session.
 pub type SessionFactory = Box<dyn Fn(usize) -> Box<dyn Session> + Send + Sync>;
-
-/// The event source of a workload whose clients run sessions: it draws nothing.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoEvents;
-
-impl crate::event::EventSource for NoEvents {
-    fn draw(&mut self, _: &mut rand_xoshiro::Xoshiro256PlusPlus, _: &mut crate::event::Event) {}
-}

@@ -39,6 +39,8 @@ pub struct ScriptSpec {
     pub latency_limit_us: Option<i64>,
     /// `--verbose-errors`.
     pub verbose_errors: bool,
+    /// `--failures-detailed`: reports split failures into serialization and deadlock.
+    pub failures_detailed: bool,
     /// `-D` as given (for the result).
     pub defines: Vec<String>,
     /// The tables the step snapshots and the study loads: named by `--script-tables` or
@@ -233,7 +235,7 @@ pub fn workload(spec: &ScriptSpec, clients: u32) -> (Workload, Arc<Mutex<ScriptT
     };
     let w = Workload {
         statements: StatementSet::default(),
-        sources: Box::new(|| Box::new(csdchar_dbloop::session::NoEvents)),
+        sources: Box::new(|| Box::new(csdchar_dbloop::event::NoEvents)),
         retry_codes: &[],
         rollback_codes: &[],
         abandon_codes: &[],
