@@ -301,12 +301,16 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
             ));
         }
     }
-    if crate::db_script::script_spec(o)?.is_some() {
-        if step == "study" {
-            return Err("-f/-b: a study of a script loads its tables, which csdchar cannot make for a user's script: run it with `csdchar db run` on tables you loaded at each fillfactor".into());
+    if let Some(spec) = crate::db_script::script_spec(o)? {
+        if step == "study" && spec.init_sql.is_none() {
+            return Err("-f/-b: a study loads the tables at each fillfactor: give the SQL that makes the scripts' tables with --script-init FILE".into());
         }
-        if o.server.url.is_none() && o.server.pgdata.is_none() {
-            return Err("-f/-b: a script runs on tables you made: pass --url or --pgdata (a temporary cluster would hold none)".into());
+        if step != "study"
+            && spec.init_sql.is_none()
+            && o.server.url.is_none()
+            && o.server.pgdata.is_none()
+        {
+            return Err("-f/-b: a script runs on tables you made: pass --url or --pgdata, or --script-init FILE to make them on a temporary cluster".into());
         }
         for (option, given) in [
             ("--reconnect", o.run.reconnect),

@@ -488,6 +488,11 @@ pub struct ScriptArgs {
     /// tables the scripts name after FROM, JOIN, UPDATE, INTO, TABLE, TRUNCATE or LOCK.
     #[arg(long, value_delimiter = ',', value_name = "TABLE,...")]
     pub script_tables: Vec<String>,
+    /// Scripts: SQL FILE that creates and fills the scripts' tables (one simple query; e.g. a
+    /// pg_dump of them): `db study` runs it at each load, then sets each table's --fillfactor
+    /// (ALTER TABLE … SET (fillfactor), VACUUM FULL); without it a study of a script is refused.
+    #[arg(long, value_name = "FILE")]
+    pub script_init: Option<PathBuf>,
     /// Scripts: the pgbench major whose rules apply where they differ (15 or 18: \syncpipeline).
     #[arg(long, default_value_t = 18, value_parser = clap::value_parser!(u32).range(15..=18))]
     pub pgbench_version: u32,

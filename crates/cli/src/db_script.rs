@@ -62,6 +62,7 @@ pub fn script_spec(o: &DbOpts) -> Result<Option<ScriptSpec>, String> {
             ("--failures-detailed", a.failures_detailed),
             ("--verbose-errors", a.verbose_errors),
             ("--script-tables", !a.script_tables.is_empty()),
+            ("--script-init", a.script_init.is_some()),
         ] {
             if given {
                 return Err(format!(
@@ -116,6 +117,11 @@ pub fn script_spec(o: &DbOpts) -> Result<Option<ScriptSpec>, String> {
             }
         },
     };
+    if a.script_init.is_some() && a.script_tables.is_empty() && tables_in(&program).is_empty() {
+        return Err(
+            "--script-init: the scripts name no table: name them with --script-tables".into(),
+        );
+    }
     let tables = if a.script_tables.is_empty() {
         tables_in(&program)
     } else {
@@ -133,6 +139,15 @@ pub fn script_spec(o: &DbOpts) -> Result<Option<ScriptSpec>, String> {
         defines: a.defines.clone(),
         tables,
         schema: o.server.schema.clone(),
+        init_sql: match &a.script_init {
+            None => None,
+            Some(p) => {
+                Some(std::fs::read_to_string(p).map_err(|e| {
+                    format!("--script-init: could not read \"{}\": {e}", p.display())
+                })?)
+            }
+        },
+        fillfactor: o.load.fillfactor.first().copied(),
     }))
 }
 

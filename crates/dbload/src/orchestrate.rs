@@ -386,10 +386,9 @@ async fn load(
             Bench::Pgio(p) => pgio::prepare_with(conninfo, p, dialect, threads, force, progress)
                 .await
                 .map(|()| LoadPhases::None),
-            Bench::Script(_) => Err(csdchar_pgwire::error::DbError(
-                "a script's tables are the user's: csdchar does not load them (create them, then run the script)"
-                    .into(),
-            )),
+            Bench::Script(s) => csdchar_workloads::script::prepare(conninfo, s, force)
+                .await
+                .map(|_| LoadPhases::None),
         }
     };
     let end = match until_interrupted(work, interrupt).await {

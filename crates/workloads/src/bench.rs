@@ -49,8 +49,7 @@ impl Bench {
             Bench::Tpcc(t) => t.fillfactor,
             // pgio's fillfactor 10 is its design (one row per block), not an option.
             Bench::Pgio(_) => None,
-            // The user's tables are loaded by the user (or the script).
-            Bench::Script(_) => None,
+            Bench::Script(s) => s.fillfactor,
         }
     }
 
@@ -78,7 +77,10 @@ impl Bench {
                 ..t.clone()
             }),
             Bench::Pgio(p) => Bench::Pgio(p.clone()),
-            Bench::Script(s) => Bench::Script(s.clone()),
+            Bench::Script(s) => Bench::Script(ScriptSpec {
+                fillfactor: Some(ff),
+                ..s.clone()
+            }),
         }
     }
 
@@ -89,7 +91,10 @@ impl Bench {
             Bench::Tpcb(_) => tpcb::cleanup(conninfo, schema).await,
             Bench::Tpcc(_) => tpcc::cleanup(conninfo, schema).await,
             Bench::Pgio(p) => pgio::cleanup(conninfo, schema, p.schemas).await,
-            // The user's tables are theirs: never dropped.
+            // The user's tables are theirs: dropped only when csdchar loads them (--script-init).
+            Bench::Script(s) if s.init_sql.is_some() => {
+                crate::catalog::drop_tables(conninfo, schema, &s.tables).await
+            }
             Bench::Script(_) => Ok(Vec::new()),
         }
         .map_err(|e| e.0)

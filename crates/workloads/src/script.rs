@@ -48,6 +48,12 @@ pub struct ScriptSpec {
     pub tables: Vec<String>,
     /// The database schema (the connections' search_path).
     pub schema: String,
+    /// `--script-init FILE`: SQL that creates and fills the scripts' tables, sent as one
+    /// simple query at each load of a study; None: the tables are the user's, never loaded.
+    pub init_sql: Option<String>,
+    /// The fillfactor a load sets on the tables (`ALTER TABLE … SET (fillfactor)`, then
+    /// `VACUUM FULL` rewrites them at it); None: left as the init SQL made them.
+    pub fillfactor: Option<u8>,
 }
 
 impl ScriptSpec {
@@ -92,6 +98,78 @@ impl ScriptSpec {
             })
         })
     }
+}
+
+/// Loads the scripts' tables: the init SQL (refused when one of the tables exists, unless
+/// `force`, which drops them first), then each table the init made at the spec's
+/// fillfactor (`ALTER TABLE … SET (fillfactor = N)`, `VACUUM FULL`, `ANALYZE`). Returns
+/// the tables made.
+pub async fn prepare(
+    conninfo: &str,
+    spec: &ScriptSpec,
+    force: bool,
+) -> Result<Vec<String>, csdchar_pgwire::error::DbError> {
+    use csdchar_pgwire::error::DbError;
+    let init = spec.init_sql.as_deref().ok_or_else(|| {
+        DbError(
+            "a script's tables are the user's: csdchar loads them only with --script-init FILE"
+                .into(),
+        )
+    })?;
+    if spec.tables.is_empty() {
+        return Err(DbError(
+            "the scripts name no table: name them with --script-tables".into(),
+        ));
+    }
+    let client = csdchar_pgwire::client::connect(conninfo).await?;
+    let existing = crate::catalog::existing_tables(&client, &spec.schema, &spec.tables).await?;
+    if !existing.is_empty() {
+        if !force {
+            return Err(DbError(format!(
+                "tables {} exist already in schema {}: pass --force to replace them",
+                existing.join(", "),
+                spec.schema
+            )));
+        }
+        drop(client);
+        crate::catalog::drop_tables(conninfo, &spec.schema, &spec.tables).await?;
+        return Box::pin(prepare(conninfo, spec, false)).await;
+    }
+    crate::catalog::ensure_schema(&client, &spec.schema).await?;
+    let err = |what: &str, e: tokio_postgres::Error| {
+        DbError(format!(
+            "{what}: {}",
+            e.as_db_error()
+                .map_or(e.to_string(), |d| d.message().to_string())
+        ))
+    };
+    client
+        .batch_execute(init)
+        .await
+        .map_err(|e| err("--script-init", e))?;
+    let made = crate::catalog::existing_tables(&client, &spec.schema, &spec.tables).await?;
+    for t in &made {
+        let q = format!(
+            "\"{}\".\"{}\"",
+            spec.schema.replace('"', "\"\""),
+            t.replace('"', "\"\"")
+        );
+        if let Some(ff) = spec.fillfactor {
+            client
+                .batch_execute(&format!("ALTER TABLE {q} SET (fillfactor = {ff})"))
+                .await
+                .map_err(|e| err(&format!("setting the fillfactor of {t}"), e))?;
+            client
+                .batch_execute(&format!("VACUUM FULL {q}"))
+                .await
+                .map_err(|e| err(&format!("rewriting {t}"), e))?;
+        }
+        client
+            .batch_execute(&format!("ANALYZE {q}"))
+            .await
+            .map_err(|e| err(&format!("analyzing {t}"), e))?;
+    }
+    Ok(made)
 }
 
 /// Per script: pgbench's counts and latency sums.
