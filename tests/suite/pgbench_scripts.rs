@@ -429,3 +429,91 @@ fn bad_scripts_are_refused_before_connecting() {
         assert!(ran.stderr.contains(want), "{args:?}: {}", ran.stderr);
     }
 }
+
+/// Each client's log as (client, transaction_no, script_no) triples, and the field counts seen.
+fn log_shape(dir: &Path, prefix: &str) -> (Vec<(u64, u64, u64)>, Vec<usize>) {
+    let mut triples = Vec::new();
+    let mut widths = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if !p.file_name().unwrap().to_str().unwrap().starts_with(prefix) {
+            continue;
+        }
+        for line in std::fs::read_to_string(&p).unwrap().lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            widths.push(f.len());
+            if f.len() >= 6 && f.len() < 15 {
+                triples.push((
+                    f[0].parse().unwrap(),
+                    f[1].parse().unwrap(),
+                    f[3].parse().unwrap(),
+                ));
+            }
+        }
+    }
+    triples.sort();
+    widths.sort();
+    widths.dedup();
+    (triples, widths)
+}
+
+#[test]
+fn transaction_logs_follow_pgbench_s_formats() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let Some(_) = pgbench_bin() else {
+        eprintln!("skipped: pgbench 15 is not installed");
+        return;
+    };
+    let c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.sql", "\\set x random(1, 9)\nSELECT :x;\n");
+    let b = write(dir.path(), "b.sql", "SELECT 2;\n");
+    let (fa, fb) = (format!("{a}@3"), format!("{b}@2"));
+    for extra in [
+        vec!["--max-tries", "3"],
+        vec!["--sampling-rate", "0.3"],
+        vec!["--aggregate-interval", "1"],
+    ] {
+        let logs = tempfile::tempdir().unwrap();
+        let ours = logs.path().join("ours").display().to_string();
+        let theirs = logs.path().join("theirs").display().to_string();
+        // Aggregation is by time: a run of 2 s gives its whole intervals.
+        let aggregate = extra[0] == "--aggregate-interval";
+        let (how, much) = if aggregate { ("-T", "2") } else { ("-t", "40") };
+        let mut args = vec![
+            "-f",
+            fa.as_str(),
+            "-f",
+            fb.as_str(),
+            "-c",
+            "2",
+            how,
+            much,
+            "--random-seed",
+            "11",
+            "-l",
+        ];
+        args.extend_from_slice(&extra);
+        let mut mine = args.clone();
+        mine.extend(["--log-prefix", ours.as_str()]);
+        let (code, _, err) = run(&c, &mine);
+        assert_eq!(code, 0, "{extra:?}: {err}");
+        let mut pa = args.clone();
+        pa.extend(["-j", "2", "--log-prefix", theirs.as_str()]);
+        let (code, text) = pgbench(&c, &pa);
+        assert_eq!(code, 0, "{text}");
+        let (t_ours, w_ours) = log_shape(logs.path(), "ours");
+        let (t_theirs, w_theirs) = log_shape(logs.path(), "theirs");
+        assert_eq!(w_ours, w_theirs, "{extra:?}: fields per line");
+        // The same transactions (sampled alike), numbered alike, of the same scripts.
+        assert_eq!(t_ours, t_theirs, "{extra:?}");
+        if aggregate {
+            assert_eq!(w_ours, [15], "{extra:?}");
+        }
+        if extra[0] == "--sampling-rate" {
+            assert!(!t_ours.is_empty() && t_ours.len() < 80, "{}", t_ours.len());
+        }
+    }
+}

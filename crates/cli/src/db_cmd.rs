@@ -841,6 +841,8 @@ struct Printer<'i, 'o> {
     text: String,
     /// What an interrupted load leaves to do.
     left: LoadLeft,
+    /// `--log-prefix`.
+    log_prefix: String,
 }
 
 impl<'i, 'o> Printer<'i, 'o> {
@@ -853,11 +855,40 @@ impl<'i, 'o> Printer<'i, 'o> {
             bar: None,
             text: String::new(),
             left,
+            log_prefix: o.script.log_prefix.clone(),
         }
     }
 }
 
 impl DbObserver for Printer<'_, '_> {
+    fn script_logs(&mut self, _clients: u32, logs: &[(usize, Vec<u8>)]) {
+        // pgbench's names: PREFIX.PID for its first thread, PREFIX.PID.N for thread N.
+        let pid = std::process::id();
+        let files: Vec<(std::path::PathBuf, Vec<u8>)> = logs
+            .iter()
+            .map(|(c, text)| {
+                let name = match c {
+                    0 => format!("{}.{pid}", self.log_prefix),
+                    n => format!("{}.{pid}.{n}", self.log_prefix),
+                };
+                (std::path::PathBuf::from(name), text.clone())
+            })
+            .collect();
+        match csdchar_fio_like::safety::write_outputs(std::path::Path::new("."), &files) {
+            Ok(()) => {
+                let _ = writeln!(
+                    self.io.stderr,
+                    "note: transaction logs written: {}.{pid}[.N] ({} file(s))",
+                    self.log_prefix,
+                    files.len()
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(self.io.stderr, "error: --log: {e}");
+            }
+        }
+    }
+
     fn note(&mut self, note: &DbNote) {
         let line = match note {
             DbNote::ScriptMessage(m) => m.clone(),

@@ -488,6 +488,22 @@ pub struct ScriptArgs {
     /// tables the scripts name after FROM, JOIN, UPDATE, INTO, TABLE, TRUNCATE or LOCK.
     #[arg(long, value_delimiter = ',', value_name = "TABLE,...")]
     pub script_tables: Vec<String>,
+    /// Scripts: write pgbench's transaction log of each client (pgbench's -l): PREFIX.PID for
+    /// client 0, PREFIX.PID.N for client N (pgbench's per-thread files with -j = -c), in the
+    /// current directory, under the output rule.
+    #[arg(short = 'l', long)]
+    pub log: bool,
+    /// Scripts: the log files' prefix (pgbench's --log-prefix).
+    #[arg(long, default_value = "pgbench_log")]
+    pub log_prefix: String,
+    /// Scripts: one log line per this many seconds instead of one per transaction (pgbench's
+    /// --aggregate-interval; with --log).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub aggregate_interval: Option<u64>,
+    /// Scripts: log this fraction of the transactions, 0 < RATE <= 1 (pgbench's --sampling-rate;
+    /// with --log, not with --aggregate-interval).
+    #[arg(long, value_name = "RATE")]
+    pub sampling_rate: Option<f64>,
     /// Scripts: SQL FILE that creates and fills the scripts' tables (one simple query; e.g. a
     /// pg_dump of them): `db study` runs it at each load, then sets each table's --fillfactor
     /// (ALTER TABLE … SET (fillfactor), VACUUM FULL); without it a study of a script is refused.

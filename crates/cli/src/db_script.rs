@@ -63,6 +63,9 @@ pub fn script_spec(o: &DbOpts) -> Result<Option<ScriptSpec>, String> {
             ("--verbose-errors", a.verbose_errors),
             ("--script-tables", !a.script_tables.is_empty()),
             ("--script-init", a.script_init.is_some()),
+            ("--log", a.log),
+            ("--aggregate-interval", a.aggregate_interval.is_some()),
+            ("--sampling-rate", a.sampling_rate.is_some()),
         ] {
             if given {
                 return Err(format!(
@@ -105,6 +108,20 @@ pub fn script_spec(o: &DbOpts) -> Result<Option<ScriptSpec>, String> {
             "--max-tries: 0 (unlimited) needs the step to end by --time, not --transactions".into(),
         );
     }
+    if (a.aggregate_interval.is_some() || a.sampling_rate.is_some()) && !a.log {
+        return Err("--aggregate-interval and --sampling-rate: with --log".into());
+    }
+    if a.aggregate_interval.is_some() && a.sampling_rate.is_some() {
+        return Err("--sampling-rate: not with --aggregate-interval (pgbench's rule)".into());
+    }
+    if let Some(r) = a.sampling_rate
+        && !(r > 0.0 && r <= 1.0)
+    {
+        return Err(format!("--sampling-rate: {r} is not in (0, 1]"));
+    }
+    if a.log && o.threads.threads.len() > 1 {
+        return Err("--log: one --threads count (each step would write the same files)".into());
+    }
     let random_seed = match a.random_seed.as_deref() {
         None | Some("time") => seed_now(),
         Some(s) => match RandomSeed::parse(s).map_err(|e| format!("--random-seed: {e}"))? {
@@ -136,6 +153,12 @@ pub fn script_spec(o: &DbOpts) -> Result<Option<ScriptSpec>, String> {
         latency_limit_us: None,
         verbose_errors: a.verbose_errors,
         failures_detailed: a.failures_detailed,
+        log: a.log.then_some(csdchar_workloads::script_log::LogSpec {
+            aggregate_interval_s: a.aggregate_interval,
+            sampling_rate: a.sampling_rate,
+            max_tries: a.max_tries,
+            failures_detailed: a.failures_detailed,
+        }),
         defines: a.defines.clone(),
         tables,
         schema: o.server.schema.clone(),

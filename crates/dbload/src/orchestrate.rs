@@ -152,6 +152,8 @@ pub trait DbObserver {
     fn step_finished(&mut self, _bench: &Bench, _step: &DbStep, _protocol: Protocol) {}
     /// `alter` finished rewriting `table` at `fillfactor`, `elapsed` after it began.
     fn table_altered(&mut self, _table: &str, _fillfactor: u8, _elapsed: Duration) {}
+    /// A script step's `-l` logs: each client's text (client id, text), in client order.
+    fn script_logs(&mut self, _clients: u32, _logs: &[(usize, Vec<u8>)]) {}
 }
 
 /// An observer that ignores everything.
@@ -810,6 +812,11 @@ pub async fn run_steps(
                 observer.note(&DbNote::ScriptMessage(m.clone()));
             }
             step.script = Some(t.step(&sc.program));
+            if sc.log.is_some() {
+                let mut logs = t.logs.clone();
+                logs.sort_by_key(|(c, _)| *c);
+                observer.script_logs(threads, &logs);
+            }
         }
         observer.step_finished(bench, &step, protocol);
         steps.push(step);

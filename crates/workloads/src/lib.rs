@@ -10,5 +10,6 @@ pub mod copy;
 pub mod oltp;
 pub mod pgio;
 pub mod script;
+pub mod script_log;
 pub mod tpcb;
 pub mod tpcc;

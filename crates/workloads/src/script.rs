@@ -41,6 +41,8 @@ pub struct ScriptSpec {
     pub verbose_errors: bool,
     /// `--failures-detailed`: reports split failures into serialization and deadlock.
     pub failures_detailed: bool,
+    /// `-l`: pgbench's transaction log of each client.
+    pub log: Option<crate::script_log::LogSpec>,
     /// `-D` as given (for the result).
     pub defines: Vec<String>,
     /// The tables the step snapshots and the study loads: named by `--script-tables` or
@@ -205,6 +207,8 @@ pub struct ScriptTotals {
     /// Lines pgbench would write to stderr (`debug()`, `--verbose-errors`, failed
     /// prepares), at most [`MAX_MESSAGES`].
     pub messages: Vec<String>,
+    /// Each client's `-l` log text (client id, text), when asked.
+    pub logs: Vec<(usize, Vec<u8>)>,
 }
 
 /// Lines kept of what clients would write to stderr.
@@ -291,6 +295,7 @@ pub fn workload(spec: &ScriptSpec, clients: u32) -> (Workload, Arc<Mutex<ScriptT
         verbose_errors: spec.verbose_errors,
     };
     let (scale, random_seed, limit) = (spec.scale, spec.random_seed, spec.transactions);
+    let log = spec.log;
     let sink = Arc::clone(&totals);
     let factory = move |i: usize| -> Box<dyn Session> {
         let client = Client::new(
@@ -304,12 +309,10 @@ pub fn workload(spec: &ScriptSpec, clients: u32) -> (Workload, Arc<Mutex<ScriptT
             },
             options,
         );
-        Box::new(ScriptSession::new(
-            client,
-            startup.threads[i].choose,
-            limit,
-            Arc::clone(&sink),
-        ))
+        let mut s = ScriptSession::new(client, startup.threads[i].choose, limit, Arc::clone(&sink));
+        s.log = log
+            .map(|l| crate::script_log::TxnLog::new(l, i, startup.threads[i].sample, s.wall0_us));
+        Box::new(s)
     };
     let w = Workload {
         statements: StatementSet::default(),
@@ -494,6 +497,10 @@ struct ScriptSession {
     kept: Vec<Kept>,
     /// Messages queued in `out` for the pipeline (not sent yet).
     queued: bool,
+    /// The wall clock at `epoch`, µs since the Unix epoch (for `-l`).
+    wall0_us: i64,
+    /// `-l`'s log.
+    log: Option<crate::script_log::TxnLog>,
 }
 
 impl ScriptSession {
@@ -523,6 +530,10 @@ impl ScriptSession {
             in_flight: InFlight::Reply,
             kept: Vec::new(),
             queued: false,
+            wall0_us: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as i64),
+            log: None,
         }
     }
 
@@ -586,6 +597,17 @@ impl ScriptSession {
                 Step::End(end) => {
                     let kind = end.script;
                     if self.txn_start >= self.measured {
+                        if let Some(log) = self.log.as_mut() {
+                            let lat =
+                                now.saturating_duration_since(self.txn_start).as_secs_f64() * 1e6;
+                            log.record(
+                                self.wall0_us + now_us,
+                                lat,
+                                end.script,
+                                end.status,
+                                end.tries,
+                            );
+                        }
                         let c = &mut self.counts[end.script];
                         if end.tries > 1 {
                             c.retried += 1;
@@ -659,6 +681,17 @@ impl ScriptSession {
 impl Session for ScriptSession {
     fn start(&mut self, measured: Instant) {
         self.measured = measured;
+        // The first aggregation interval starts with the measured time.
+        if let Some(log) = self.log.take() {
+            let start =
+                self.wall0_us + measured.saturating_duration_since(self.epoch).as_micros() as i64;
+            self.log = Some(crate::script_log::TxnLog::new(
+                log.spec(),
+                log.client(),
+                log.sample(),
+                start,
+            ));
+        }
     }
 
     fn begin(&mut self, now: Instant, out: &mut BytesMut) -> Turn {
@@ -726,8 +759,16 @@ impl Session for ScriptSession {
         if std::mem::replace(&mut self.published, true) {
             return;
         }
+        let now_us = self.wall0_us + self.us(Instant::now());
+        let log = self.log.take().map(|mut l| {
+            l.finish(now_us);
+            std::mem::take(&mut l.text)
+        });
         let stats = self.client.command_stats();
         let mut t = self.totals.lock().expect("not poisoned");
+        if let Some(text) = log {
+            t.logs.push((self.client.id(), text));
+        }
         if t.scripts.len() < self.counts.len() {
             t.scripts.resize(self.counts.len(), ScriptCounts::default());
         }
