@@ -381,6 +381,26 @@ fn an_error_aborts_the_client_as_in_pgbench() {
         assert!(text.contains("processed: 0/10"), "{text}");
         assert_eq!(psql(&c, "SELECT count(*) FROM log"), "2");
     }
+    // A script that leaves its block open: the transaction is counted, then the client aborts.
+    let open = write(dir.path(), "open.sql", "BEGIN;\nSELECT 1;\n");
+    let (code, r, err) = run(&c, &["-f", &open, "-c", "2", "-t", "5"]);
+    assert_eq!(code, 1, "{err}");
+    let step = &r["steps"][0];
+    assert_eq!(step["transactions"], 2, "{step}");
+    let aborted = step["script"]["aborted_clients"].as_array().unwrap();
+    assert_eq!(aborted.len(), 2);
+    assert!(
+        aborted[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("end of script reached without completing the last transaction"),
+        "{aborted:?}"
+    );
+    if pgbench_bin().is_some() {
+        let (code, text) = pgbench(&c, &["-f", &open, "-c", "2", "-j", "2", "-t", "5"]);
+        assert_eq!(code, 2, "{text}");
+        assert!(text.contains("processed: 2/10"), "{text}");
+    }
 }
 
 #[test]
