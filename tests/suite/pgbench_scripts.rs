@@ -537,3 +537,49 @@ fn transaction_logs_follow_pgbench_s_formats() {
         }
     }
 }
+
+#[test]
+fn syncpipeline_of_pgbench_18_sends_both_parts() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let s = write(
+        dir.path(),
+        "sync.sql",
+        "\\startpipeline\n\
+         INSERT INTO log (client, script, a) VALUES (:client_id, 1, 'first');\n\
+         \\syncpipeline\n\
+         INSERT INTO log (client, script, a) VALUES (:client_id, 1, 'second');\n\
+         SELECT 1;\n\
+         \\endpipeline\n",
+    );
+    for mode in ["extended", "prepared"] {
+        reset(&c);
+        let (code, r, err) = run(&c, &["-f", &s, "-M", mode, "-c", "2", "-t", "7"]);
+        assert_eq!(code, 0, "{mode}: {err}");
+        assert_eq!(r["steps"][0]["transactions"], 14, "{mode}");
+        assert_eq!(
+            psql(
+                &c,
+                "SELECT count(*) FILTER (WHERE a = 'first') || ',' || count(*) FILTER (WHERE a = 'second') FROM log"
+            ),
+            "14,14",
+            "{mode}"
+        );
+    }
+    // pgbench 15 has no \syncpipeline: refused before connecting under its rules.
+    let ran = csdchar(&[
+        "db",
+        "run",
+        "--url",
+        "host=/nonexistent-csdchar port=1",
+        "-f",
+        &s,
+        "--pgbench-version",
+        "15",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 2, "{}", ran.stderr);
+    assert!(ran.stderr.contains("sync.sql:3"), "{}", ran.stderr);
+}
