@@ -381,6 +381,14 @@ fn an_error_aborts_the_client_as_in_pgbench() {
         assert!(text.contains("processed: 0/10"), "{text}");
         assert_eq!(psql(&c, "SELECT count(*) FROM log"), "2");
     }
+    // --exit-on-abort (pgbench 18): the first abort ends the run, its result saved.
+    let (code, r, err) = run(&c, &["-f", &bad, "-c", "2", "-t", "5", "--exit-on-abort"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--exit-on-abort"), "{err}");
+    assert!(
+        r["error"].as_str().unwrap().contains("division by zero"),
+        "{r}"
+    );
     // A script that leaves its block open: the transaction is counted, then the client aborts.
     let open = write(dir.path(), "open.sql", "BEGIN;\nSELECT 1;\n");
     let (code, r, err) = run(&c, &["-f", &open, "-c", "2", "-t", "5"]);

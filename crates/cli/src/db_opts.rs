@@ -481,6 +481,10 @@ pub struct ScriptArgs {
     /// Scripts: report serialization failures and deadlocks apart (pgbench's --failures-detailed).
     #[arg(long)]
     pub failures_detailed: bool,
+    /// Scripts: a client's abort ends the run (pgbench 18's --exit-on-abort): the result so far
+    /// is saved and the exit code is 1.
+    #[arg(long)]
+    pub exit_on_abort: bool,
     /// Scripts: every error and retry as a note (pgbench's --verbose-errors).
     #[arg(long)]
     pub verbose_errors: bool,

@@ -61,6 +61,7 @@ pub fn script_spec(o: &DbOpts) -> Result<Option<ScriptSpec>, String> {
             ("--random-seed", a.random_seed.is_some()),
             ("--failures-detailed", a.failures_detailed),
             ("--verbose-errors", a.verbose_errors),
+            ("--exit-on-abort", a.exit_on_abort),
             ("--script-tables", !a.script_tables.is_empty()),
             ("--script-init", a.script_init.is_some()),
             ("--log", a.log),
@@ -153,6 +154,7 @@ pub fn script_spec(o: &DbOpts) -> Result<Option<ScriptSpec>, String> {
         latency_limit_us: None,
         verbose_errors: a.verbose_errors,
         failures_detailed: a.failures_detailed,
+        exit_on_abort: a.exit_on_abort,
         log: a.log.then_some(csdchar_workloads::script_log::LogSpec {
             aggregate_interval_s: a.aggregate_interval,
             sampling_rate: a.sampling_rate,

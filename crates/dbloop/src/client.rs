@@ -498,6 +498,7 @@ impl Client {
                 }
             },
             Turn::Stop => self.end(ClientEnd::Normal),
+            Turn::Fail(m) => self.end(ClientEnd::Failed(m)),
         }
     }
 

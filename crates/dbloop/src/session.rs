@@ -10,7 +10,7 @@ use bytes::BytesMut;
 use csdchar_pgwire::message::Reply;
 
 /// What a session wants after a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Turn {
     /// `out` holds one exchange (messages ending in Sync, or one Query): send it and
     /// deliver the reply with [`Session::on_reply`].
@@ -22,6 +22,8 @@ pub enum Turn {
     /// The client is done: its transaction count is reached or it aborted (the
     /// session keeps why). The transaction in progress, if any, is not counted.
     Stop,
+    /// The client failed and the run ends with this error (pgbench's `--exit-on-abort`).
+    Fail(String),
 }
 
 /// How a session's transaction ended.

@@ -41,6 +41,8 @@ pub struct ScriptSpec {
     pub verbose_errors: bool,
     /// `--failures-detailed`: reports split failures into serialization and deadlock.
     pub failures_detailed: bool,
+    /// `--exit-on-abort` (pgbench 18): a client's abort ends the run.
+    pub exit_on_abort: bool,
     /// `-l`: pgbench's transaction log of each client.
     pub log: Option<crate::script_log::LogSpec>,
     /// `-D` as given (for the result).
@@ -295,7 +297,7 @@ pub fn workload(spec: &ScriptSpec, clients: u32) -> (Workload, Arc<Mutex<ScriptT
         verbose_errors: spec.verbose_errors,
     };
     let (scale, random_seed, limit) = (spec.scale, spec.random_seed, spec.transactions);
-    let log = spec.log;
+    let (log, exit_on_abort) = (spec.log, spec.exit_on_abort);
     let sink = Arc::clone(&totals);
     let factory = move |i: usize| -> Box<dyn Session> {
         let client = Client::new(
@@ -310,6 +312,7 @@ pub fn workload(spec: &ScriptSpec, clients: u32) -> (Workload, Arc<Mutex<ScriptT
             options,
         );
         let mut s = ScriptSession::new(client, startup.threads[i].choose, limit, Arc::clone(&sink));
+        s.exit_on_abort = exit_on_abort;
         s.log = log
             .map(|l| crate::script_log::TxnLog::new(l, i, startup.threads[i].sample, s.wall0_us));
         Box::new(s)
@@ -501,6 +504,8 @@ struct ScriptSession {
     wall0_us: i64,
     /// `-l`'s log.
     log: Option<crate::script_log::TxnLog>,
+    /// `--exit-on-abort`.
+    exit_on_abort: bool,
 }
 
 impl ScriptSession {
@@ -534,6 +539,7 @@ impl ScriptSession {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_micros() as i64),
             log: None,
+            exit_on_abort: false,
         }
     }
 
@@ -644,12 +650,15 @@ impl ScriptSession {
                         message: a.message.clone(),
                         sqlstate: a.sql_error.as_ref().map(|e| e.sqlstate.clone()),
                     };
+                    let fail = self
+                        .exit_on_abort
+                        .then(|| format!("{} (--exit-on-abort: the run stops)", abort.message));
                     self.totals
                         .lock()
                         .expect("not poisoned")
                         .aborted
                         .push(abort);
-                    return Turn::Stop;
+                    return fail.map_or(Turn::Stop, Turn::Fail);
                 }
                 Step::Idle => return Turn::Stop,
             };
