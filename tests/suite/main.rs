@@ -23,6 +23,7 @@ mod libpq;
 mod libpq_matrix;
 mod merge;
 mod opengauss_auth;
+mod pgbench_scripts;
 mod pgio;
 mod pgio_cli;
 mod privileged;

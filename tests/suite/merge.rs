@@ -113,6 +113,7 @@ fn db_result(threads: u32, host: &DbHost) -> DbResult {
         intervals,
         client_io: Some("uring".to_string()),
         client_threads: None,
+        script: None,
         transport: None,
         tls_protocol: None,
         tls_cipher: None,

@@ -859,3 +859,94 @@ fn study_with_default_wal_settings_measures_comparable_rows() {
         assert!(r["load_wal_bytes"].as_i64().unwrap() > 0, "{r}");
     }
 }
+
+/// Issue 41: a study of the user's own workload — a pgbench script on tables its
+/// `--script-init` SQL makes, rewritten at each fillfactor — on zram, with the drive's split.
+#[test]
+fn fillfactor_study_on_zram_of_a_user_script() {
+    if !is_root_or_skip("fillfactor_study_on_zram_of_a_user_script") || !common::postgres_or_skip()
+    {
+        return;
+    }
+    let Some(fs) = ZramExt4::new("csdchar-script-study") else {
+        return;
+    };
+    let init = fs.dir.path().join("init.sql");
+    std::fs::write(
+        &init,
+        "CREATE TABLE items (id int PRIMARY KEY, qty int, note text);\n\
+         INSERT INTO items SELECT g, g % 100, repeat(md5(g::text), 3) FROM generate_series(1, 100000) g;\n",
+    )
+    .unwrap();
+    let script = fs.dir.path().join("mine.sql");
+    std::fs::write(
+        &script,
+        "\\set id random(1, 100000)\n\
+         UPDATE items SET qty = qty + 1 WHERE id = :id;\n\
+         SELECT note FROM items WHERE id = :id;\n",
+    )
+    .unwrap();
+    // The data directory sits beside the scripts, on the zram file system.
+    std::fs::set_permissions(
+        fs.dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let pgdata = fs.dir.path().join("pgdata");
+    let ran = csdchar(&[
+        "db",
+        "study",
+        "--pgdata",
+        pgdata.to_str().unwrap(),
+        "-f",
+        script.to_str().unwrap(),
+        "--script-init",
+        init.to_str().unwrap(),
+        "--fillfactor",
+        "100,70,50",
+        "-M",
+        "prepared",
+        "-c",
+        "2",
+        "-T",
+        "2",
+        "--pg-set",
+        "wal_level=minimal",
+        "--pg-set",
+        "max_wal_senders=0",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    common::assert_matches_schema(&v, "study");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{v}");
+    let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+    for r in rows {
+        assert!(f(r, "tps") > 0.0, "{r}");
+        let sp = &r["physical_split"];
+        let (drive, rel) = (f(sp, "drive_bytes"), f(sp, "relations_bytes"));
+        let wal = sp["wal_bytes"].as_f64().unwrap_or(0.0);
+        assert!(
+            (rel + wal + f(sp, "rest_bytes") - drive).abs() < 1.0,
+            "{sp}"
+        );
+    }
+    // The tables the script names are the study's, rewritten at each fillfactor.
+    let (lg70, lg50) = (f(&rows[1], "logical_growth"), f(&rows[2], "logical_growth"));
+    assert!(lg70 > 0.1 && lg50 > lg70, "logical growth {lg70} {lg50}");
+    assert_eq!(
+        v["spec"]["script"]["query_mode"], "prepared",
+        "{}",
+        v["spec"]
+    );
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for run in runs {
+        let step = &run["steps"][0];
+        assert!(step["transactions"].as_u64().unwrap() > 0, "{step}");
+        let commands = &step["script"]["scripts"][0]["commands"];
+        assert_eq!(commands.as_array().unwrap().len(), 3, "{commands}");
+    }
+}

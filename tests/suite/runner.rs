@@ -48,6 +48,7 @@ fn workload() -> Workload {
         kinds: vec!["ok", "rolled_back"],
         protocol: Protocol::Prepared,
         seed: 1,
+        sessions: None,
     }
 }
 

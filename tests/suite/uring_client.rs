@@ -271,6 +271,7 @@ fn point_select() -> Workload {
         kinds: vec![],
         protocol: Protocol::Prepared,
         seed: 1,
+        sessions: None,
     }
 }
 
@@ -556,6 +557,7 @@ fn uring_and_threads_count_the_same_on_a_real_server() {
         keeps_rows: false,
         kinds: vec!["ok", "rolled_back"],
         protocol: Protocol::Prepared,
+        sessions: None,
         seed: 1,
     });
     let paced = csdchar_dbloop::settings::RunSettings {

@@ -86,6 +86,10 @@ fn tpcc_mix(m: &[f64]) -> Result<TpccMix, String> {
 
 /// The workload the options describe.
 fn bench_of(o: &DbOpts) -> Bench {
+    // Scripts were read and compiled once already by `validate`, which refuses bad ones.
+    if let Ok(Some(spec)) = crate::db_script::script_spec(o) {
+        return Bench::Script(spec);
+    }
     if o.tables.workload == WorkloadArg::Pgio {
         return Bench::Pgio(PgioSpec {
             schemas: o.load.schemas,
@@ -184,7 +188,11 @@ pub fn job_of(o: &DbOpts) -> DbJob {
         },
         run: RunPlan {
             threads: o.threads.threads.clone(),
-            time: o.run.time,
+            // pgbench's -t: the step ends when the clients have run their transactions.
+            time: match o.script.transactions {
+                Some(_) if o.script.given() => Duration::from_secs(365 * 86400),
+                _ => o.run.time,
+            },
             warmup: o.run.warmup,
             rate: o.run.rate,
             report_interval: (!ri.is_zero()).then_some(ri),
@@ -292,6 +300,28 @@ pub(crate) fn validate(step: &str, o: &DbOpts) -> Result<(), String> {
                     .to_possible_value()
                     .map_or("this workload".into(), |v| v.get_name().to_string())
             ));
+        }
+    }
+    if let Some(spec) = crate::db_script::script_spec(o)? {
+        if step == "study" && spec.init_sql.is_none() {
+            return Err("-f/-b: a study loads the tables at each fillfactor: give the SQL that makes the scripts' tables with --script-init FILE".into());
+        }
+        if step != "study"
+            && spec.init_sql.is_none()
+            && o.server.url.is_none()
+            && o.server.pgdata.is_none()
+        {
+            return Err("-f/-b: a script runs on tables you made: pass --url or --pgdata, or --script-init FILE to make them on a temporary cluster".into());
+        }
+        for (option, given) in [
+            ("--reconnect", o.run.reconnect),
+            ("--pipeline", o.run.pipeline),
+        ] {
+            if given {
+                return Err(format!(
+                    "{option}: not with pgbench scripts (a script's client aborts on a lost connection, and pipelines are the script's own \\startpipeline)"
+                ));
+            }
         }
     }
     if step != "study" && o.load.repeat > 1 {
@@ -697,7 +727,14 @@ async fn run(server: &DbServer, job: &DbJob, o: &DbOpts, io: &mut Io<'_>) -> i32
     let mut printer = Printer::new(io, o, LoadLeft::Prepare);
     let ended = orchestrate::run(server, job, &mut printer, &interrupt).await;
     let text = printer.text;
-    finish(ended, o, io, |_| text, |_| None)
+    // A script's client that aborted leaves the run incomplete (pgbench exits non-zero too).
+    let aborted = matches!(&ended, Ok(r) if r.steps.iter().any(|s| {
+        s.script.as_ref().is_some_and(|x| !x.aborted_clients.is_empty())
+    }));
+    match finish(ended, o, io, |_| text, |_| None) {
+        0 if aborted => 1,
+        code => code,
+    }
 }
 
 /// `csdchar db study`: per fillfactor, load, measure space, run; then the
@@ -831,6 +868,8 @@ struct Printer<'i, 'o> {
     text: String,
     /// What an interrupted load leaves to do.
     left: LoadLeft,
+    /// `--log-prefix`.
+    log_prefix: String,
 }
 
 impl<'i, 'o> Printer<'i, 'o> {
@@ -843,13 +882,43 @@ impl<'i, 'o> Printer<'i, 'o> {
             bar: None,
             text: String::new(),
             left,
+            log_prefix: o.script.log_prefix.clone(),
         }
     }
 }
 
 impl DbObserver for Printer<'_, '_> {
+    fn script_logs(&mut self, _clients: u32, logs: &[(usize, Vec<u8>)]) {
+        // pgbench's names: PREFIX.PID for its first thread, PREFIX.PID.N for thread N.
+        let pid = std::process::id();
+        let files: Vec<(std::path::PathBuf, Vec<u8>)> = logs
+            .iter()
+            .map(|(c, text)| {
+                let name = match c {
+                    0 => format!("{}.{pid}", self.log_prefix),
+                    n => format!("{}.{pid}.{n}", self.log_prefix),
+                };
+                (std::path::PathBuf::from(name), text.clone())
+            })
+            .collect();
+        match csdchar_fio_like::safety::write_outputs(std::path::Path::new("."), &files) {
+            Ok(()) => {
+                let _ = writeln!(
+                    self.io.stderr,
+                    "note: transaction logs written: {}.{pid}[.N] ({} file(s))",
+                    self.log_prefix,
+                    files.len()
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(self.io.stderr, "error: --log: {e}");
+            }
+        }
+    }
+
     fn note(&mut self, note: &DbNote) {
         let line = match note {
+            DbNote::ScriptMessage(m) => m.clone(),
             DbNote::ScaleFromTables { given, found } => {
                 format!("--scale {given} ignored, using the count of pgbench_branches ({found})")
             }
@@ -1022,11 +1091,17 @@ impl DbObserver for Printer<'_, '_> {
             Bench::Pgio(p) => format!("{threads} thread(s) per schema x {} schema(s)", p.schemas),
             _ => format!("{clients} thread(s)"),
         };
+        let how_long = match bench {
+            Bench::Script(sc) if sc.transactions.is_some() => format!(
+                "{} transaction(s) per client",
+                sc.transactions.unwrap_or_default()
+            ),
+            _ => format!("{:.0}s", time.as_secs_f64()),
+        };
         let _ = writeln!(
             self.io.stdout,
-            "Running {} with {who} for {:.0}s",
+            "Running {} with {who} for {how_long}",
             bench.name(),
-            time.as_secs_f64()
         );
     }
 
@@ -1036,7 +1111,7 @@ impl DbObserver for Printer<'_, '_> {
         }
         let pct = self.pct;
         let line = match bench {
-            Bench::Tpcb(_) => text::progress_line(iv, pct),
+            Bench::Tpcb(_) | Bench::Script(_) => text::progress_line(iv, pct),
             Bench::Tpcc(_) => text::tpcc_interval_line(iv, clients, pct),
             Bench::Pgio(_) => text::pgio_interval_line(iv, clients, pct),
             Bench::Sysbench(..) => text::interval_line(iv, clients, pct),

@@ -120,6 +120,9 @@ pub struct DbOpts {
     /// How the workload runs.
     #[command(flatten)]
     pub run: RunArgs,
+    /// pgbench custom scripts.
+    #[command(flatten)]
+    pub script: ScriptArgs,
     /// Where the result goes.
     #[command(flatten)]
     pub out: DbOutputArgs,
@@ -317,15 +320,15 @@ pub struct LoadArgs {
 pub struct ThreadsArgs {
     /// Clients; a comma-separated list runs one step per count (e.g. 1,8,16,32); tpcc: terminals,
     /// pgio: clients per schema. prepare: loader connections.
-    #[arg(long, value_delimiter = ',', default_value = "1", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(short = 'c', long, value_delimiter = ',', default_value = "1", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub threads: Vec<u32>,
 }
 
 /// How the workload runs.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Duration of each step (e.g. 30s, 5m; at least 1s).
-    #[arg(long, default_value = "10s", value_parser = duration_arg)]
+    /// Duration of each step (e.g. 30s, 5m; at least 1s; pgbench's -T).
+    #[arg(short = 'T', long, default_value = "10s", value_parser = duration_arg)]
     pub time: std::time::Duration,
     /// Run this long before each step's measured --time, counting nothing (sysbench's --warmup-time; e.g. 30s).
     #[arg(long, default_value = "0s", value_parser = duration_arg)]
@@ -394,8 +397,9 @@ pub struct RunArgs {
     /// It does not keep the cache out during a step: --pg-memory-limit does.
     #[arg(long)]
     pub drop_caches: bool,
-    /// Protocol (pgbench's -M); default: prepared for sysbench workloads, simple for tpcb, as the peers do.
-    #[arg(long, value_enum)]
+    /// Protocol (pgbench's -M); default: prepared for sysbench workloads, simple for tpcb and
+    /// scripts, as the peers do.
+    #[arg(short = 'M', long, value_enum)]
     pub protocol: Option<ProtocolArg>,
     /// Send each transaction's statements in one round trip (BEGIN … COMMIT
     /// pipelined, same statements and order; sysbench waits for each).
@@ -450,6 +454,81 @@ impl RunArgs {
             },
             client_threads: self.client_threads.map(|n| n as usize),
         }
+    }
+}
+
+/// pgbench's script options (pgbench's names; csdchar's own where it has one: `--time`
+/// is `-T`, `--threads` is `-c`, `--protocol` is `-M`, `--scale` is `-s`).
+#[derive(Debug, Clone, Args)]
+pub struct ScriptArgs {
+    /// pgbench script FILE[@WEIGHT] (pgbench's -f; repeatable, `-` is stdin): run it instead of
+    /// --workload, on tables you made, each client choosing a script per transaction by weight.
+    #[arg(short = 'f', long = "file", value_name = "FILE[@W]")]
+    pub files: Vec<String>,
+    /// pgbench builtin NAME[@WEIGHT] (pgbench's -b: tpcb-like, simple-update, select-only, or an
+    /// unambiguous prefix), run as a script beside the -f files; `:scale` then comes from
+    /// pgbench_branches.
+    #[arg(short = 'b', long = "builtin", value_name = "NAME[@W]")]
+    pub builtins: Vec<String>,
+    /// Script variable NAME=VALUE for every client (pgbench's -D; repeatable).
+    #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
+    pub defines: Vec<String>,
+    /// Scripts: transactions per client (pgbench's -t); the step ends when every client has
+    /// run them (--time is then not used).
+    #[arg(short = 't', long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub transactions: Option<u64>,
+    /// Scripts: tries per transaction after serialization failures (40001) and deadlocks
+    /// (40P01), with the same random values (pgbench's --max-tries; 1: no retry, 0: unlimited).
+    #[arg(long, default_value_t = 1)]
+    pub max_tries: u32,
+    /// Scripts: seed of the clients' random states: an integer, `time` (the default) or `rand`
+    /// (pgbench's --random-seed).
+    #[arg(long, value_name = "SEED")]
+    pub random_seed: Option<String>,
+    /// Scripts: report serialization failures and deadlocks apart (pgbench's --failures-detailed).
+    #[arg(long)]
+    pub failures_detailed: bool,
+    /// Scripts: a client's abort ends the run (pgbench 18's --exit-on-abort): the result so far
+    /// is saved and the exit code is 1.
+    #[arg(long)]
+    pub exit_on_abort: bool,
+    /// Scripts: every error and retry as a note (pgbench's --verbose-errors).
+    #[arg(long)]
+    pub verbose_errors: bool,
+    /// Scripts: the tables to snapshot (and a study to measure), comma-separated; default: the
+    /// tables the scripts name after FROM, JOIN, UPDATE, INTO, TABLE, TRUNCATE or LOCK.
+    #[arg(long, value_delimiter = ',', value_name = "TABLE,...")]
+    pub script_tables: Vec<String>,
+    /// Scripts: write pgbench's transaction log of each client (pgbench's -l): PREFIX.PID for
+    /// client 0, PREFIX.PID.N for client N (pgbench's per-thread files with -j = -c), in the
+    /// current directory, under the output rule.
+    #[arg(short = 'l', long)]
+    pub log: bool,
+    /// Scripts: the log files' prefix (pgbench's --log-prefix).
+    #[arg(long, default_value = "pgbench_log")]
+    pub log_prefix: String,
+    /// Scripts: one log line per this many seconds instead of one per transaction (pgbench's
+    /// --aggregate-interval; with --log).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub aggregate_interval: Option<u64>,
+    /// Scripts: log this fraction of the transactions, 0 < RATE <= 1 (pgbench's --sampling-rate;
+    /// with --log, not with --aggregate-interval).
+    #[arg(long, value_name = "RATE")]
+    pub sampling_rate: Option<f64>,
+    /// Scripts: SQL FILE that creates and fills the scripts' tables (one simple query; e.g. a
+    /// pg_dump of them): `db study` runs it at each load, then sets each table's --fillfactor
+    /// (ALTER TABLE … SET (fillfactor), VACUUM FULL); without it a study of a script is refused.
+    #[arg(long, value_name = "FILE")]
+    pub script_init: Option<PathBuf>,
+    /// Scripts: the pgbench major whose rules apply where they differ (15 or 18: \syncpipeline).
+    #[arg(long, default_value_t = 18, value_parser = clap::value_parser!(u32).range(15..=18))]
+    pub pgbench_version: u32,
+}
+
+impl ScriptArgs {
+    /// Whether scripts were given.
+    pub fn given(&self) -> bool {
+        !self.files.is_empty() || !self.builtins.is_empty()
     }
 }
 

@@ -17,6 +17,7 @@ pub mod capacity_cmd;
 pub mod cli;
 pub mod db_cmd;
 pub mod db_opts;
+pub mod db_script;
 pub mod estimate_cmd;
 pub mod fleet_cmd;
 pub mod fleet_opts;

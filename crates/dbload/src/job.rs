@@ -161,10 +161,11 @@ impl DbJob {
             table_size: match bench {
                 Bench::Sysbench(s) => Some(s.table_size),
                 Bench::Tpcb(t) => Some(csdchar_core::tpcb::row_counts(t.scale).2),
-                Bench::Tpcc(_) | Bench::Pgio(_) => None,
+                Bench::Tpcc(_) | Bench::Pgio(_) | Bench::Script(_) => None,
             },
             scale: match bench {
                 Bench::Tpcb(t) => Some(t.scale),
+                Bench::Script(s) => u32::try_from(s.scale).ok(),
                 _ => None,
             },
             protocol: protocol.name().to_string(),
@@ -179,6 +180,7 @@ impl DbJob {
                 Bench::Tpcb(_) => "uniform".into(),
                 Bench::Tpcc(_) => "nurand".into(),
                 Bench::Pgio(_) => "uniform".into(),
+                Bench::Script(_) => "script".into(),
             },
             fillfactor,
             string_dup: matches!(bench, Bench::Sysbench(_)).then_some(self.string_dup),
@@ -221,6 +223,10 @@ impl DbJob {
                 .map(csdchar_core::start_at::format_rfc3339_millis),
             client_io: Some(self.run.client_io.client_io.name().to_string()),
             client_threads: self.run.client_io.client_threads.map(|n| n as u32),
+            script: match bench {
+                Bench::Script(s) => Some(s.params()),
+                _ => None,
+            },
         }
     }
 }

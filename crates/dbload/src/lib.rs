@@ -6,6 +6,7 @@
 
 pub mod job;
 pub mod orchestrate;
+pub mod script_text;
 pub mod session;
 pub mod snapshot;
 pub mod space;

@@ -41,6 +41,9 @@ pub type LoadProgress = Arc<dyn Fn(u64) + Send + Sync>;
 /// instead of what it was asked, or why its figures may mislead.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DbNote {
+    /// A line a pgbench script's client would write to stderr (`debug()`,
+    /// `--verbose-errors`, a failed prepare).
+    ScriptMessage(String),
     /// pgbench's scale is the count of pgbench_branches, not the one given.
     ScaleFromTables {
         /// The scale asked for.
@@ -147,6 +150,8 @@ pub trait DbObserver {
     fn step_finished(&mut self, _bench: &Bench, _step: &DbStep, _protocol: Protocol) {}
     /// `alter` finished rewriting `table` at `fillfactor`, `elapsed` after it began.
     fn table_altered(&mut self, _table: &str, _fillfactor: u8, _elapsed: Duration) {}
+    /// A script step's `-l` logs: each client's text (client id, text), in client order.
+    fn script_logs(&mut self, _clients: u32, _logs: &[(usize, Vec<u8>)]) {}
 }
 
 /// An observer that ignores everything.
@@ -381,6 +386,9 @@ pub(crate) async fn load(
             Bench::Pgio(p) => pgio::prepare_with(conninfo, p, dialect, threads, force, progress)
                 .await
                 .map(|()| LoadPhases::None),
+            Bench::Script(s) => csdchar_workloads::script::prepare(conninfo, s, force)
+                .await
+                .map(|_| LoadPhases::None),
         }
     };
     let end = match until_interrupted(work, interrupt).await {
@@ -524,7 +532,10 @@ pub async fn run(
     let started_at = now_rfc3339();
     let (client, version) = open_checked(conninfo, job).await?;
     let schema = job.schema.as_str();
+    let mut tables = tables;
     match catalog::existing_tables(&client, schema, &tables).await {
+        // A script's tables are those it names that exist (it may create the others).
+        Ok(t) if matches!(bench, Bench::Script(_)) => tables.retain(|n| t.contains(n)),
         Ok(t) if t.len() == tables.len() => {}
         Ok(t) => {
             let missing: Vec<&str> = tables
@@ -558,6 +569,28 @@ pub async fn run(
                 ..t.clone()
             }));
         }
+    }
+    // Like pgbench: with a builtin among the scripts, :scale is pgbench_branches' rows.
+    if let Bench::Script(sc) = bench
+        && sc.program.uses_builtin()
+    {
+        let found: i64 = client
+            .query_one("select count(*) from pgbench_branches", &[])
+            .await
+            .map_err(|e| JobError::failed(format!("reading the scale from pgbench_branches: {e}")))?
+            .get(0);
+        if let Some(given) = job.requested.scale
+            && i64::from(given) != found
+        {
+            observer.note(&DbNote::ScaleFromTables {
+                given,
+                found: found as u32,
+            });
+        }
+        adjusted = Some(Bench::Script(csdchar_workloads::script::ScriptSpec {
+            scale: found,
+            ..sc.clone()
+        }));
     }
     // Like pgio's SCALE, but from the tables: keys are drawn from the rows
     // they hold, and the result records their size, not the one given.
@@ -707,9 +740,10 @@ pub async fn run_steps(
     let mut error = None;
     for &per in &plan.threads {
         // Built per step: TPC-C numbers its terminals from 0 in every step.
-        let workload = Arc::new(bench.workload(plan.protocol));
-        let protocol = workload.protocol;
         let threads = bench.clients(per);
+        let (workload, script_totals) = bench.step_workload(plan.protocol, threads);
+        let workload = Arc::new(workload);
+        let protocol = workload.protocol;
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
@@ -787,6 +821,18 @@ pub async fn run_steps(
             }
             step.start = Some(record);
         }
+        if let (Bench::Script(sc), Some(t)) = (bench, &script_totals) {
+            let t = t.lock().expect("not poisoned");
+            for m in &t.messages {
+                observer.note(&DbNote::ScriptMessage(m.clone()));
+            }
+            step.script = Some(t.step(&sc.program));
+            if sc.log.is_some() {
+                let mut logs = t.logs.clone();
+                logs.sort_by_key(|(c, _)| *c);
+                observer.script_logs(threads, &logs);
+            }
+        }
         observer.step_finished(bench, &step, protocol);
         steps.push(step);
         if let Some(e) = out.error {
@@ -863,6 +909,7 @@ pub(crate) fn db_step(
         tls_protocol: out.tls.as_ref().map(|t| t.0.clone()),
         tls_cipher: out.tls.as_ref().map(|t| t.1.clone()),
         start: None,
+        script: None,
         before,
         after,
     }

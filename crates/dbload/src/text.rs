@@ -32,6 +32,7 @@ pub fn load_description(bench: &Bench, warehouse_range: Option<(u32, u32)>) -> S
             p.blocks_per_schema,
             csdchar_core::units::format_bytes(p.data_bytes() as f64)
         ),
+        Bench::Script(s) => format!("the script's tables ({})", s.tables.join(", ")),
     }
 }
 
@@ -67,6 +68,7 @@ pub fn interrupted_load_state(bench: &Bench) -> &'static str {
             "each table loads in one transaction: complete tables stay, the one being loaded was rolled back"
         }
         Bench::Tpcb(_) => "the rows being loaded were rolled back",
+        Bench::Script(_) => "the script's tables are as the interruption left them",
         Bench::Tpcc(_) => {
             "each warehouse loads in one transaction: complete warehouses stay, those being loaded were rolled back \
              (resume with --warehouse-range FROM-TO and the same --seed)"
@@ -218,6 +220,7 @@ pub fn summary(out: &mut String, s: &DbStep, bench: &Bench, protocol: Protocol) 
         Bench::Tpcb(t) => pgbench_summary(out, s, t, protocol),
         Bench::Tpcc(t) => tpcc_summary(out, s, t),
         Bench::Pgio(p) => pgio_summary(out, s, p),
+        Bench::Script(sc) => crate::script_text::script_summary(out, s, sc),
     }
     if let Some(r) = &s.io {
         let _ = writeln!(out, "{}", io_line(r));

@@ -20,6 +20,7 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::event::{Event, EventSource, Follow, Protocol, Workload};
+use crate::session::{Session, Turn};
 use crate::settings::{RunSettings, ServerWatch};
 
 /// Counts of one client or one interval.
@@ -247,6 +248,13 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
+    /// Counts a measured transaction that failed: its tally, no latency.
+    fn record_failed(&self, local: &Tally) {
+        let mut s = self.stats.lock().expect("not poisoned");
+        s.total.merge(local);
+        s.interval.merge(local);
+    }
+
     /// Counts one measured transaction: its tally and latency, overall and by kind.
     fn record(&self, local: &Tally, ns: u64, kind: usize) {
         let mut s = self.stats.lock().expect("not poisoned");
@@ -293,6 +301,10 @@ pub(crate) enum Phase {
         last: String,
         retry_at: Option<Instant>,
     },
+    /// A session's exchange is in flight ([`Workload::sessions`]).
+    Session,
+    /// A session waits (`\sleep`) until this instant.
+    SessionWait(Instant),
     /// Done; how, until [`Client::next`] has said it.
     Ended(Option<ClientEnd>),
 }
@@ -334,6 +346,8 @@ pub(crate) struct Client {
     local: Tally,
     sink: Sink,
     target: Arc<str>,
+    /// The client's session, for workloads that drive their connection themselves.
+    session: Option<Box<dyn Session>>,
 }
 
 impl Client {
@@ -348,6 +362,11 @@ impl Client {
     ) -> Client {
         // `start` is the gate's opening: warm-up first, then the measured time.
         let measured = start + settings.warmup;
+        let session = workload.sessions.as_ref().map(|f| {
+            let mut s = f(i);
+            s.start(measured);
+            s
+        });
         Client {
             workload: Arc::clone(workload),
             pipeline: settings.pipeline,
@@ -372,6 +391,7 @@ impl Client {
             local: Tally::default(),
             sink,
             target,
+            session,
         }
     }
 
@@ -388,7 +408,24 @@ impl Client {
                     };
                     return Next::End(end.unwrap_or(ClientEnd::Normal));
                 }
-                Phase::Event { .. } | Phase::RollingBack { .. } => return Next::Exchange,
+                Phase::Event { .. } | Phase::RollingBack { .. } | Phase::Session => {
+                    return Next::Exchange;
+                }
+                Phase::SessionWait(until) => {
+                    if stopped {
+                        self.end(ClientEnd::Normal);
+                        continue;
+                    }
+                    if now < *until {
+                        return Next::WaitUntil(*until);
+                    }
+                    let exceeded = now >= self.deadline;
+                    let turn = match self.session.as_mut() {
+                        Some(s) => s.resume(now, exceeded, out),
+                        None => Turn::Stop,
+                    };
+                    self.turn(turn, now);
+                }
                 Phase::Reconnecting {
                     lost,
                     last,
@@ -425,8 +462,16 @@ impl Client {
                         self.next_start += p;
                     }
                     self.t0 = now;
-                    self.t0_at_send = true;
                     self.local = Tally::default();
+                    if let Some(s) = self.session.as_mut() {
+                        // A session's transaction starts now (pgbench's clock starts
+                        // before its first command, which may be a meta-command).
+                        self.t0_at_send = false;
+                        let turn = s.begin(now, out);
+                        self.turn(turn, now);
+                        continue;
+                    }
+                    self.t0_at_send = true;
                     // An exchange, the end, or (no statements) done at once: see above.
                     self.attempt(now, out);
                 }
@@ -434,9 +479,39 @@ impl Client {
         }
     }
 
+    /// What a session's call said, applied at `at`.
+    fn turn(&mut self, turn: Turn, at: Instant) {
+        match turn {
+            Turn::Exchange => self.phase = Phase::Session,
+            Turn::WaitUntil(t) => self.phase = Phase::SessionWait(t),
+            Turn::End(end) => match end.failed {
+                None => {
+                    self.event.kind = end.kind;
+                    self.finish(at);
+                }
+                Some(code) => {
+                    self.phase = Phase::Idle;
+                    if self.t0 >= self.measured {
+                        *self.local.errors.entry(code.to_string()).or_default() += 1;
+                        self.sink.record_failed(&self.local);
+                    }
+                }
+            },
+            Turn::Stop => self.end(ClientEnd::Normal),
+            Turn::Fail(m) => self.end(ClientEnd::Failed(m)),
+        }
+    }
+
     /// Draws the event and encodes its first exchange; an event without
     /// statements is finished at once.
     fn attempt(&mut self, now: Instant, out: &mut BytesMut) {
+        if self.session.is_some() {
+            // A session does not restart on a new connection: pgbench's client aborts.
+            self.end(ClientEnd::Failed(
+                "a pgbench script's client cannot go on after a reconnect".into(),
+            ));
+            return;
+        }
         self.event.clear();
         self.source.draw(&mut self.rng, &mut self.event);
         if self.event.calls.is_empty() {
@@ -472,6 +547,17 @@ impl Client {
     pub(crate) fn on_reply(&mut self, reply: Reply<'_>, at: Instant, out: &mut BytesMut) {
         self.t0_at_send = false;
         match self.phase {
+            Phase::Session => {
+                for c in reply.completed {
+                    self.local.count(classify(c.returned_rows, c.rows));
+                }
+                let exceeded = at >= self.deadline;
+                let turn = match self.session.as_mut() {
+                    Some(s) => s.on_reply(&reply, at, exceeded, out),
+                    None => Turn::Stop,
+                };
+                self.turn(turn, at);
+            }
             Phase::Event { next } => match settle(&reply, &mut self.local) {
                 Ok(()) if next < self.event.calls.len() => {
                     self.encode(next, out);
@@ -624,6 +710,9 @@ impl Client {
 
     /// The client ends: the next [`Client::next`] says how (once; Normal after).
     fn end(&mut self, e: ClientEnd) {
+        if let Some(s) = self.session.as_mut() {
+            s.finish();
+        }
         self.phase = Phase::Ended(Some(e));
     }
 }

@@ -248,6 +248,15 @@ pub trait EventSource: Send {
     }
 }
 
+/// The event source of a workload whose clients run sessions
+/// ([`Workload::sessions`]): it draws nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoEvents;
+
+impl EventSource for NoEvents {
+    fn draw(&mut self, _: &mut Xoshiro256PlusPlus, _: &mut Event) {}
+}
+
 /// What a conversation does after a reply ([`EventSource::follow`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Follow {
@@ -285,6 +294,9 @@ pub struct Workload {
     pub protocol: Protocol,
     /// Seed of the clients' random streams.
     pub seed: u64,
+    /// Clients that drive their connection themselves (pgbench scripts): when set,
+    /// each client runs its [`crate::session::Session`] and `sources` is not used.
+    pub sessions: Option<crate::session::SessionFactory>,
 }
 
 #[cfg(test)]

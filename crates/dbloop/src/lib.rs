@@ -6,5 +6,6 @@ pub mod client;
 pub mod event;
 pub mod iostat;
 pub mod runner;
+pub mod session;
 pub mod settings;
 pub mod uring_client;

@@ -16,5 +16,6 @@ pub mod dialect;
 pub mod env;
 pub mod error;
 pub mod message;
+pub mod raw;
 pub mod tls;
 pub mod wire;

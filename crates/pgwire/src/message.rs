@@ -227,6 +227,14 @@ pub struct RowStore {
     row_starts: Vec<u32>,
     /// Per completed statement: its first row.
     statement_starts: Vec<u32>,
+    /// Column names of the RowDescriptions, one after the other.
+    names: Vec<u8>,
+    /// Per column name: its end in `names`.
+    name_ends: Vec<u32>,
+    /// Per completed statement: its first column name (its last is the next one's first).
+    statement_names: Vec<u32>,
+    /// First column name of the statement in progress.
+    names_start: u32,
 }
 
 impl RowStore {
@@ -235,6 +243,33 @@ impl RowStore {
         self.cells.clear();
         self.row_starts.clear();
         self.statement_starts.clear();
+        self.names.clear();
+        self.name_ends.clear();
+        self.statement_names.clear();
+        self.names_start = 0;
+    }
+
+    /// Takes a RowDescription body: Int16 count, then per field its name (C string) and
+    /// 18 bytes of type information. A second one for the same statement replaces the first.
+    fn push_names(&mut self, body: &[u8]) {
+        let keep = self.names_start as usize;
+        self.name_ends.truncate(keep);
+        let base = keep
+            .checked_sub(1)
+            .map_or(0, |i| self.name_ends[i] as usize);
+        self.names.truncate(base);
+        let n = body
+            .get(..2)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+        let mut at = 2;
+        for _ in 0..n {
+            let Some(end) = body.get(at..).and_then(|t| t.iter().position(|b| *b == 0)) else {
+                return;
+            };
+            self.names.extend_from_slice(&body[at..at + end]);
+            self.name_ends.push(self.names.len() as u32);
+            at += end + 1 + 18;
+        }
     }
 
     /// Appends one DataRow body: Int16 count, then per value Int32 length (-1: NULL) and bytes.
@@ -266,6 +301,8 @@ impl RowStore {
     /// A statement completed: the rows since the last one are its.
     fn end_statement(&mut self, first_row: u32) {
         self.statement_starts.push(first_row);
+        self.statement_names.push(self.names_start);
+        self.names_start = self.name_ends.len() as u32;
     }
 
     fn view(&self) -> Rows<'_> {
@@ -295,9 +332,15 @@ impl<'a> Rows<'a> {
             .statement_starts
             .get(i + 1)
             .map_or(s.row_starts.len(), |e| *e as usize);
+        let c0 = s.statement_names.get(i).copied().unwrap_or(0) as usize;
+        let c1 = s
+            .statement_names
+            .get(i + 1)
+            .map_or(s.names_start as usize, |e| *e as usize);
         StatementRows {
             store: Some(s),
             rows: first..end.max(first),
+            columns: c0..c1.max(c0),
         }
     }
 
@@ -315,6 +358,8 @@ impl<'a> Rows<'a> {
 pub struct StatementRows<'a> {
     store: Option<&'a RowStore>,
     rows: std::ops::Range<usize>,
+    /// Its columns' entries in the store's names.
+    columns: std::ops::Range<usize>,
 }
 
 impl<'a> StatementRows<'a> {
@@ -326,6 +371,43 @@ impl<'a> StatementRows<'a> {
     /// Whether it returned no row.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// Columns its RowDescription named (0 for a statement without rows).
+    pub fn columns(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// The name of column `col`.
+    pub fn column_name(&self, col: usize) -> &'a [u8] {
+        let Some(s) = self.store else {
+            return b"";
+        };
+        let i = self.columns.start + col;
+        if i >= self.columns.end {
+            return b"";
+        }
+        let start = i.checked_sub(1).map_or(0, |p| s.name_ends[p] as usize);
+        &s.names[start..s.name_ends[i] as usize]
+    }
+
+    /// Value `col` of row `row` as bytes; None for NULL or out of range.
+    pub fn get_bytes(&self, row: usize, col: usize) -> Option<&'a [u8]> {
+        let s = self.store?;
+        let r = self.rows.start + row;
+        if r >= self.rows.end {
+            return None;
+        }
+        let first = s.row_starts[r] as usize;
+        let end = s
+            .row_starts
+            .get(r + 1)
+            .map_or(s.cells.len(), |e| *e as usize);
+        if first + col >= end {
+            return None;
+        }
+        let (at, len) = s.cells[first + col]?;
+        Some(&s.data[at as usize..(at + len) as usize])
     }
 
     /// Value `col` of row `row` as text; None for NULL or out of range.
@@ -412,6 +494,7 @@ impl ReplyScan {
                     self.kept.end_statement(self.statement_first_row);
                 }
             }
+            b'T' if self.keep_rows => self.kept.push_names(body),
             b'E' if self.error.is_none() => self.error = Some(error_fields(body)),
             b'Z' => {
                 self.status = body.first().copied().unwrap_or(b'I');

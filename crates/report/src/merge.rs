@@ -267,6 +267,10 @@ pub fn merge_db_step(of: &[(usize, &DbStep)], spec: &DbSpec) -> Result<DbStep, M
         transport: same(|s| &s.transport),
         tls_protocol: same(|s| &s.tls_protocol),
         tls_cipher: same(|s| &s.tls_cipher),
+        script: {
+            let parts: Option<Vec<_>> = of.iter().map(|(_, s)| s.script.as_ref()).collect();
+            parts.and_then(|p| csdchar_core::result::script::ScriptStep::merge(&p))
+        },
         before: first.before.clone(),
         after: first.after.clone(),
     })

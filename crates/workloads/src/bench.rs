@@ -6,6 +6,7 @@ use csdchar_core::oltp::OltpWorkload;
 
 use crate::oltp::{self, OltpSpec};
 use crate::pgio::{self, PgioSpec};
+use crate::script::{self, ScriptSpec};
 use crate::tpcb::{self, TpcbSpec};
 use crate::tpcc::{self, TpccSpec};
 use csdchar_dbloop::event::{Protocol, Workload};
@@ -21,6 +22,8 @@ pub enum Bench {
     Tpcc(TpccSpec),
     /// pgio on pgio1..N.
     Pgio(PgioSpec),
+    /// pgbench custom scripts (`-f`, `-b`) on the user's tables.
+    Script(ScriptSpec),
 }
 
 /// sysbench's name of a script (`oltp_read_write`, …).
@@ -46,6 +49,7 @@ impl Bench {
             Bench::Tpcc(t) => t.fillfactor,
             // pgio's fillfactor 10 is its design (one row per block), not an option.
             Bench::Pgio(_) => None,
+            Bench::Script(s) => s.fillfactor,
         }
     }
 
@@ -73,6 +77,10 @@ impl Bench {
                 ..t.clone()
             }),
             Bench::Pgio(p) => Bench::Pgio(p.clone()),
+            Bench::Script(s) => Bench::Script(ScriptSpec {
+                fillfactor: Some(ff),
+                ..s.clone()
+            }),
         }
     }
 
@@ -83,6 +91,11 @@ impl Bench {
             Bench::Tpcb(_) => tpcb::cleanup(conninfo, schema).await,
             Bench::Tpcc(_) => tpcc::cleanup(conninfo, schema).await,
             Bench::Pgio(p) => pgio::cleanup(conninfo, schema, p.schemas).await,
+            // The user's tables are theirs: dropped only when csdchar loads them (--script-init).
+            Bench::Script(s) if s.init_sql.is_some() => {
+                crate::catalog::drop_tables(conninfo, schema, &s.tables).await
+            }
+            Bench::Script(_) => Ok(Vec::new()),
         }
         .map_err(|e| e.message)
     }
@@ -94,6 +107,7 @@ impl Bench {
             Bench::Tpcb(t) => t.script.name(),
             Bench::Tpcc(_) => "tpcc",
             Bench::Pgio(_) => "pgio",
+            Bench::Script(_) => "pgbench-script",
         }
     }
 
@@ -104,6 +118,7 @@ impl Bench {
             Bench::Tpcb(_) => tpcb::table_names(),
             Bench::Tpcc(_) => tpcc::table_names(),
             Bench::Pgio(p) => pgio::table_names(p.schemas),
+            Bench::Script(s) => s.tables.clone(),
         }
     }
 
@@ -116,6 +131,8 @@ impl Bench {
             // The largest table; --fillfactor sets every table's.
             Bench::Tpcc(_) => "bmsql_stock".into(),
             Bench::Pgio(_) => csdchar_core::pgio::table_name(1),
+            // The first table the scripts name.
+            Bench::Script(s) => s.tables.first().cloned().unwrap_or_default(),
         }
     }
 
@@ -146,6 +163,7 @@ impl Bench {
             Bench::Pgio(p) => {
                 u64::from(p.schemas) * csdchar_core::pgio::rows_for_blocks(p.blocks_per_schema)
             }
+            Bench::Script(_) => 0,
         }
     }
 
@@ -166,6 +184,7 @@ impl Bench {
                 load_size::tpcc(n, warehouse_range.is_none(), t.fillfactor)
             }
             Bench::Pgio(p) => load_size::pgio(p.schemas, p.blocks_per_schema, loaders),
+            Bench::Script(_) => load_size::LoadFootprint::default(),
         }
     }
 
@@ -176,6 +195,7 @@ impl Bench {
             Bench::Tpcb(_) => "--scale",
             Bench::Tpcc(_) => "--warehouses",
             Bench::Pgio(_) => "--pgio-size",
+            Bench::Script(_) => "--file",
         }
     }
 
@@ -200,6 +220,26 @@ impl Bench {
                 }
                 w
             }
+            Bench::Script(s) => script::workload(s, 1).0,
+        }
+    }
+
+    /// The workload of a step of `clients` clients, and where a script workload's
+    /// per-script figures gather (None for the others).
+    pub fn step_workload(
+        &self,
+        protocol: Option<Protocol>,
+        clients: u32,
+    ) -> (
+        Workload,
+        Option<std::sync::Arc<std::sync::Mutex<script::ScriptTotals>>>,
+    ) {
+        match self {
+            Bench::Script(s) => {
+                let (w, t) = script::workload(s, clients);
+                (w, Some(t))
+            }
+            _ => (self.workload(protocol), None),
         }
     }
 }

@@ -9,5 +9,7 @@ pub mod catalog;
 pub mod copy;
 pub mod oltp;
 pub mod pgio;
+pub mod script;
+pub mod script_log;
 pub mod tpcb;
 pub mod tpcc;

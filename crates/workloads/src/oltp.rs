@@ -291,6 +291,7 @@ pub fn workload(spec: &OltpSpec) -> Workload {
         kinds: Vec::new(),
         protocol: Protocol::Prepared,
         seed: spec.seed,
+        sessions: None,
     }
 }
 

@@ -367,6 +367,7 @@ pub fn workload(spec: &PgioSpec) -> Workload {
         },
         protocol: Protocol::Extended,
         seed: spec.seed,
+        sessions: None,
     }
 }
 

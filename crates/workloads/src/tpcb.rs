@@ -430,6 +430,7 @@ pub fn workload(spec: &TpcbSpec) -> Workload {
         kinds: Vec::new(),
         protocol: spec.protocol,
         seed: spec.seed,
+        sessions: None,
     }
 }
 

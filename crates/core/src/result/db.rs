@@ -120,6 +120,10 @@ pub struct DbSpec {
     /// `client_threads` says what it ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_threads: Option<u32>,
+    /// pgbench custom scripts (`-f`, `-b`): the scripts and options; absent for the other
+    /// workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<super::script::ScriptParams>,
 }
 
 /// pgio's parameters, with its names.
@@ -210,6 +214,10 @@ pub struct DbStep {
     /// first) really began and how late; absent otherwise and in results written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<super::StartRecord>,
+    /// pgbench custom scripts: failures, retries, aborted clients, per script and per
+    /// statement; absent for the other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<super::script::ScriptStep>,
     /// Database and device state before the step.
     pub before: Option<DbSnapshot>,
     /// Database and device state after the step.

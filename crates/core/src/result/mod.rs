@@ -3,6 +3,7 @@
 
 pub mod block;
 pub mod db;
+pub mod script;
 pub mod study;
 
 use serde::{Deserialize, Serialize};

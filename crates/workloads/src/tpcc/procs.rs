@@ -307,6 +307,7 @@ pub fn workload(spec: &TpccSpec) -> Workload {
         kinds: TpccKind::ALL.iter().map(|k| k.name()).collect(),
         protocol: spec.protocol,
         seed: spec.seed,
+        sessions: None,
     }
 }
 

@@ -245,6 +245,7 @@ pub fn statement_workload(spec: &TpccSpec) -> Workload {
         kinds: TpccKind::ALL.iter().map(|k| k.name()).collect(),
         protocol: spec.protocol,
         seed: spec.seed,
+        sessions: None,
     }
 }
 
