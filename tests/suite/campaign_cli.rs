@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 
-
 fn campaign_file(dir: &Path, target_dir: &Path, time: &str) -> std::path::PathBuf {
     let text = format!(
         r#"name = "small"

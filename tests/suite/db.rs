@@ -31,8 +31,13 @@ use common::run_settings as settings;
 
 // The tests whose runs take a different path on the io_uring client driver run again on it
 // (the others load, check or clean up, where the driver plays no part).
-crate::on_uring_too!("prepare_run_cleanup_with_sysbench_counting", "interrupt_and_server_loss_end_cleanly", "reconnect_resumes_after_backends_are_terminated", "passwords_md5_and_scram_authenticate", "protocol_351_is_negotiated_down");
-
+crate::on_uring_too!(
+    "prepare_run_cleanup_with_sysbench_counting",
+    "interrupt_and_server_loss_end_cleanly",
+    "reconnect_resumes_after_backends_are_terminated",
+    "passwords_md5_and_scram_authenticate",
+    "protocol_351_is_negotiated_down"
+);
 
 #[test]
 fn prepare_run_cleanup_with_sysbench_counting() {

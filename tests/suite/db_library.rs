@@ -27,7 +27,6 @@ use common::psql;
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("prepare_and_run_through_the_library");
 
-
 /// sysbench's oltp_read_only on 2 x 2000 rows at fillfactor 70, steps of 1
 /// and 2 clients, 1 s each: what the CLI makes of [`CLI_ARGS`].
 fn job() -> DbJob {

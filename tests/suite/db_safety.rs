@@ -15,7 +15,6 @@ use common::psql;
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("a_killed_postmaster_ends_the_run_at_once");
 
-
 fn db(args: &[&str]) -> common::Ran {
     let mut a = vec!["db"];
     a.extend_from_slice(args);

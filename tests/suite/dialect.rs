@@ -25,7 +25,6 @@ use csdchar_workloads::tpcc::{self, TpccSpec};
 use crate::common;
 use common::psql;
 
-
 fn sysbench(schema: &str) -> OltpSpec {
     OltpSpec {
         workload: OltpWorkload::ReadWrite,

@@ -29,7 +29,6 @@ use mock::{Config, LOGIN_DENIED, Method, MockServer, Role};
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("db_prepare_run_cleanup_log_in_with_opengauss_sha256");
 
-
 /// No libpq environment: the connection strings say everything.
 struct NoEnv;
 

@@ -22,7 +22,6 @@ use common::{Mounted, Zram, psql};
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("load_layout_update_mix_server_side_and_cleanup_follow_pgio");
 
-
 const SCHEMA: &str = "csdchar";
 
 fn spec(schemas: u32, blocks: u64, update_pct: u8, server_side: bool) -> PgioSpec {

@@ -7,7 +7,6 @@ use crate::common;
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("pgio_run_records_the_io_correlation");
 
-
 #[test]
 fn pgio_run_records_the_io_correlation() {
     if !common::postgres_or_skip() {

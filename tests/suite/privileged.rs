@@ -13,7 +13,6 @@ use common::{Mounted, Zram, csdchar, is_root_or_skip, sh};
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("fillfactor_study_on_zram");
 
-
 /// A loop device over a temporary file; detached on drop.
 struct LoopDev {
     dev: String,

@@ -16,7 +16,6 @@ use crate::common;
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("kinds_rollbacks_warmup_and_rate");
 
-
 /// Kind 0 succeeds; every fourth event is kind 1 and fails with 22012
 /// (division by zero), which this workload declares an intended rollback.
 struct Alternate {

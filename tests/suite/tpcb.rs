@@ -15,7 +15,6 @@ use common::psql;
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("load_schema_scripts_and_cleanup_follow_pgbench");
 
-
 fn settings(pipeline: bool) -> csdchar_dbloop::settings::RunSettings {
     csdchar_dbloop::settings::RunSettings {
         pipeline,

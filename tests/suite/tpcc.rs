@@ -13,8 +13,10 @@ use common::psql;
 
 // The tests whose runs take a different path on the io_uring client driver run again on it
 // (the others load, check or clean up, where the driver plays no part).
-crate::on_uring_too!("load_run_check_and_cleanup_follow_benchmarksql", "new_order_rolls_back_about_1_percent");
-
+crate::on_uring_too!(
+    "load_run_check_and_cleanup_follow_benchmarksql",
+    "new_order_rolls_back_about_1_percent"
+);
 
 fn spec(warehouses: u32, fillfactor: Option<u8>) -> TpccSpec {
     TpccSpec {

@@ -7,7 +7,6 @@ use crate::common;
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("tpcc_prepare_check_sweep_check_cleanup");
 
-
 fn db(args: &[&str]) -> common::Ran {
     let mut a = vec!["db"];
     a.extend_from_slice(args);

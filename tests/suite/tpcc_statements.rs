@@ -20,7 +20,6 @@ use common::psql;
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("statement_mode_sends_benchmarksqls_statements");
 
-
 /// BenchmarkSQL 5.0's statements as `jTPCCConnection.java` (release 5.0)
 /// builds them, `?` numbered `$1`…: copied from its source here, apart
 /// from csdchar's own list, so a change on either side shows.

@@ -443,10 +443,8 @@ fn hex_float(s: &[u8]) -> Option<(f64, usize, bool)> {
     // before rounding (below 2^-1022, as x86 detects it) and inexact: an exactly
     // representable subnormal such as 0x.ap-1022 converts without an error.
     let tiny = mant != 0 && (63 - mant.leading_zeros() as i64) + exp < -1022;
-    let inexact = sticky
-        || (mant as f64) as u64 != mant
-        || v == 0.0
-        || ldexp(v, -exp) != mant as f64;
+    let inexact =
+        sticky || (mant as f64) as u64 != mant || v == 0.0 || ldexp(v, -exp) != mant as f64;
     let range = v.is_infinite() || (tiny && inexact);
     Some((v, j, range))
 }
@@ -516,7 +514,11 @@ mod tests {
         ];
         for &(s, v, range) in cases {
             let (got, used, got_range) = strtod(s.as_bytes()).unwrap();
-            assert_eq!((got.to_bits(), used, got_range), (v.to_bits(), s.len(), range), "{s}");
+            assert_eq!(
+                (got.to_bits(), used, got_range),
+                (v.to_bits(), s.len(), range),
+                "{s}"
+            );
         }
     }
 

@@ -19,10 +19,13 @@ use crate::tls::SslMode;
 /// and AuthenticationOk is the first thing it reads, so it needs no method
 /// of its own. The connection task is spawned on the current runtime.
 pub async fn connect_client(target: &ConnTarget) -> Result<tokio_postgres::Client, String> {
-    let fail = |e: &dyn std::fmt::Display| {
+    // prefer and allow try twice: the first failure is said with the second.
+    let mut earlier: Option<String> = None;
+    let fail = |earlier: &Option<String>, e: &dyn std::fmt::Display| {
         format!(
-            "cannot connect to {}: {e}{}",
+            "cannot connect to {}: {}{e}{}",
             target.describe(),
+            earlier.as_deref().unwrap_or_default(),
             target.passfile_note()
         )
     };
@@ -38,20 +41,25 @@ pub async fn connect_client(target: &ConnTarget) -> Result<tokio_postgres::Clien
     let stream = loop {
         let attempt = tokio::time::timeout(timeout, authenticate(target, protocol, try_tls)).await;
         match attempt {
-            Err(_) => return Err(fail(&"timed out")),
+            Err(_) => return Err(fail(&earlier, &"timeout expired")),
             Ok(Ok(s)) => break s,
             Ok(Err(HandshakeError::TlsRefused)) => {
-                return Err(fail(&"server does not support SSL, but SSL was required"));
+                return Err(fail(
+                    &earlier,
+                    &"server does not support SSL, but SSL was required",
+                ));
             }
             // prefer: a failed handshake is retried without TLS, as libpq does.
-            Ok(Err(HandshakeError::Tls(_))) if mode == SslMode::Prefer && try_tls => {
+            Ok(Err(HandshakeError::Tls(m))) if mode == SslMode::Prefer && try_tls => {
+                earlier = Some(format!("{m}; then without TLS: "));
                 try_tls = false;
             }
-            Ok(Err(HandshakeError::Tls(m))) => return Err(fail(&m)),
+            Ok(Err(HandshakeError::Tls(m))) => return Err(fail(&earlier, &m)),
             // allow: a server that refuses the plain connection gets a TLS one.
-            Ok(Err(HandshakeError::Auth(crate::auth::AuthError::Server { code, .. })))
+            Ok(Err(HandshakeError::Auth(crate::auth::AuthError::Server { code, message })))
                 if mode == SslMode::Allow && !try_tls && code.starts_with("28") =>
             {
+                earlier = Some(format!("without TLS: {message} ({code}); then with TLS: "));
                 try_tls = true;
             }
             Ok(Err(HandshakeError::Auth(crate::auth::AuthError::NeedsProtocol351)))
@@ -60,15 +68,15 @@ pub async fn connect_client(target: &ConnTarget) -> Result<tokio_postgres::Clien
                 crate::auth::remember_351(&target.describe());
                 protocol = crate::auth::PROTOCOL_3_51;
             }
-            Ok(Err(HandshakeError::Auth(e))) => return Err(fail(&e)),
-            Ok(Err(HandshakeError::Io(e))) => return Err(fail(&e)),
+            Ok(Err(HandshakeError::Auth(e))) => return Err(fail(&earlier, &e)),
+            Ok(Err(HandshakeError::Io(e))) => return Err(fail(&earlier, &e)),
         }
     };
     let (client, conn) = target
         .config()
         .connect_raw(stream, tokio_postgres::NoTls)
         .await
-        .map_err(|e| fail(&describe_error(&e)))?;
+        .map_err(|e| fail(&earlier, &describe_error(&e)))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });

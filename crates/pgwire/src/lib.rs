@@ -17,4 +17,5 @@ pub mod env;
 pub mod error;
 pub mod message;
 pub mod tls;
+pub mod verify;
 pub mod wire;

@@ -140,10 +140,13 @@ impl WireConn {
         target: &ConnTarget,
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<WireConn, WireError> {
-        let fail = |e: &dyn std::fmt::Display| {
+        // prefer and allow try twice: the first failure is said with the second.
+        let mut earlier: Option<String> = None;
+        let fail = |earlier: &Option<String>, e: &dyn std::fmt::Display| {
             WireError::Setup(format!(
-                "cannot connect to {}: {e}{}",
+                "cannot connect to {}: {}{e}{}",
                 target.describe(),
+                earlier.as_deref().unwrap_or_default(),
                 target.passfile_note()
             ))
         };
@@ -152,20 +155,26 @@ impl WireConn {
         // allow: plain first; prefer and up: TLS first (libpq's order).
         let mut try_tls = !matches!(mode, SslMode::Disable | SslMode::Allow);
         loop {
-            let stream = open(target).map_err(|e| fail(&e))?;
+            let stream = open(target).map_err(|e| fail(&earlier, &e))?;
             let stream = if try_tls {
                 match negotiate(stream, target) {
                     Ok(s) => s,
                     Err(Negotiation::Refused) => {
-                        return Err(fail(&"server does not support SSL, but SSL was required"));
+                        return Err(fail(
+                            &earlier,
+                            &"server does not support SSL, but SSL was required",
+                        ));
                     }
                     // prefer: a failed handshake is retried without TLS, as libpq does.
-                    Err(Negotiation::Handshake(_)) if mode == SslMode::Prefer => {
+                    Err(Negotiation::Handshake(m))
+                        if mode == SslMode::Prefer && earlier.is_none() =>
+                    {
+                        earlier = Some(format!("{m}; then without TLS: "));
                         try_tls = false;
                         continue;
                     }
-                    Err(Negotiation::Handshake(m)) => return Err(fail(&m)),
-                    Err(Negotiation::Io(e)) => return Err(fail(&e)),
+                    Err(Negotiation::Handshake(m)) => return Err(fail(&earlier, &m)),
+                    Err(Negotiation::Io(e)) => return Err(fail(&earlier, &e)),
                 }
             } else {
                 stream
@@ -174,7 +183,7 @@ impl WireConn {
             if abort.is_some() {
                 stream
                     .set_read_timeout(Some(ABORT_POLL))
-                    .map_err(|e| fail(&e))?;
+                    .map_err(|e| fail(&earlier, &e))?;
             }
             let tls_session = match &stream {
                 Stream::Tls(t) => Some(crate::tls::session(&t.conn)),
@@ -199,18 +208,19 @@ impl WireConn {
                 // allow: a server that refuses the plain connection (pg_hba's
                 // hostssl, class 28) gets a TLS one.
                 Err(
-                    StartupError::Wire(WireError::Db { code, .. })
-                    | StartupError::Auth(auth::AuthError::Server { code, .. }),
+                    StartupError::Wire(WireError::Db { code, message })
+                    | StartupError::Auth(auth::AuthError::Server { code, message }),
                 ) if mode == SslMode::Allow && !tls_used && code.starts_with("28") => {
+                    earlier = Some(format!("without TLS: {message} ({code}); then with TLS: "));
                     try_tls = true;
                 }
-                Err(StartupError::Auth(e)) => return Err(fail(&e)),
+                Err(StartupError::Auth(e)) => return Err(fail(&earlier, &e)),
                 Err(StartupError::Wire(WireError::Aborted)) => return Err(WireError::Aborted),
                 Err(StartupError::Wire(WireError::Db { code, message })) => {
-                    return Err(fail(&format!("{message} ({code})")));
+                    return Err(fail(&earlier, &format!("{message} ({code})")));
                 }
                 Err(StartupError::Wire(WireError::Lost(m) | WireError::Setup(m))) => {
-                    return Err(fail(&m));
+                    return Err(fail(&earlier, &m));
                 }
             }
         }
