@@ -144,12 +144,15 @@ async fn authenticate(
     for (i, host) in cfg.get_hosts().iter().enumerate() {
         let port = target.port(i);
         let s = match host {
-            Host::Tcp(h) => tokio::net::TcpStream::connect((h.as_str(), port))
-                .await
-                .and_then(|s| {
-                    s.set_nodelay(true)?;
-                    Ok(Socket::Tcp(s))
-                }),
+            // hostaddr, when given, is where to connect: the name is not looked up.
+            Host::Tcp(h) => match cfg.get_hostaddrs().get(i) {
+                Some(a) => tokio::net::TcpStream::connect((*a, port)).await,
+                None => tokio::net::TcpStream::connect((h.as_str(), port)).await,
+            }
+            .and_then(|s| {
+                s.set_nodelay(true)?;
+                Ok(Socket::Tcp(s))
+            }),
             Host::Unix(dir) => {
                 tokio::net::UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))
                     .await

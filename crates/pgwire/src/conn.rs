@@ -65,9 +65,32 @@ impl ConnTarget {
         // tokio-postgres's parser, whose message quotes no values, so no
         // password can leak through it.
         let (rest, ssl) = split_ssl(conninfo).map_err(TargetError::conninfo)?;
-        let mut c: tokio_postgres::Config = rest.parse().map_err(|e| {
-            TargetError::conninfo(format!("not a connection string or postgres:// URL ({e})"))
+        let mut c: tokio_postgres::Config = rest.parse().map_err(|e: tokio_postgres::Error| {
+            let e = e.to_string();
+            TargetError::conninfo(if e.contains("hostaddr") {
+                format!("could not parse network address in hostaddr ({e})")
+            } else {
+                format!("not a connection string or postgres:// URL ({e})")
+            })
         })?;
+        if c.get_hostaddrs().is_empty()
+            && let Some(addrs) = env.get("PGHOSTADDR")
+        {
+            for a in addrs.split(',') {
+                let ip = a.trim().parse().map_err(|_| TargetError {
+                    variable: Some("PGHOSTADDR".into()),
+                    message: format!("could not parse network address \"{a}\" (PGHOSTADDR)"),
+                })?;
+                c.hostaddr(ip);
+            }
+        }
+        // hostaddr without host: the addresses are the hosts (libpq).
+        if c.get_hosts().is_empty() && !c.get_hostaddrs().is_empty() && env.get("PGHOST").is_none()
+        {
+            for a in c.get_hostaddrs().to_vec() {
+                c.host(&a.to_string());
+            }
+        }
         if c.get_hosts().is_empty() {
             match env.get("PGHOST") {
                 Some(hosts) => {

@@ -427,7 +427,7 @@ impl TlsSettings {
             ));
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = ClientConfig::builder_with_provider(provider)
+        let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&versions)
             .map_err(tls_error)?;
         let roots = match &self.rootcert {
@@ -457,9 +457,20 @@ impl TlsSettings {
             None => builder.with_no_client_auth(),
             Some((cert, key)) => {
                 let (chain, key_der) = self.client_identity(cert, key)?;
-                builder
-                    .with_client_auth_cert(chain, key_der)
-                    .map_err(|e| o.cert.error(cert, &format!("with sslkey: {e}")))?
+                // Not with_client_auth_cert: it parses the certificate with
+                // webpki, which refuses the version-1 certificates OpenSSL's
+                // recipes make (and libpq sends).
+                let signing = provider
+                    .key_provider
+                    .load_private_key(key_der)
+                    .map_err(|e| {
+                        o.key.error(
+                            key,
+                            &format!("could not load private key file \"{}\": {e}", key.display()),
+                        )
+                    })?;
+                let identity = rustls::sign::CertifiedKey::new(chain, signing);
+                builder.with_client_cert_resolver(Arc::new(ClientIdentity(Arc::new(identity))))
             }
         };
         config.enable_sni = self.sni;
@@ -534,6 +545,24 @@ impl TlsSettings {
         };
         let der = pkey.private_key_to_pkcs8().map_err(|e| cannot(&e))?;
         Ok((chain, PrivateKeyDer::Pkcs8(der.into())))
+    }
+}
+
+/// The one client certificate, offered whenever the server asks for one.
+#[derive(Debug)]
+struct ClientIdentity(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for ClientIdentity {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
     }
 }
 

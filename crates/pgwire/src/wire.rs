@@ -460,7 +460,12 @@ fn open(target: &ConnTarget) -> io::Result<Stream> {
     for (i, host) in target.config().get_hosts().iter().enumerate() {
         let port = target.port(i);
         let s = match host {
-            Host::Tcp(h) => TcpStream::connect((h.as_str(), port)).and_then(|s| {
+            // hostaddr, when given, is where to connect: the name is not looked up.
+            Host::Tcp(h) => match target.config().get_hostaddrs().get(i) {
+                Some(a) => TcpStream::connect((*a, port)),
+                None => TcpStream::connect((h.as_str(), port)),
+            }
+            .and_then(|s| {
                 // Requests are small and complete: send them at once.
                 s.set_nodelay(true)?;
                 Ok(Stream::Tcp(s))
