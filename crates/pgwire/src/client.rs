@@ -69,7 +69,9 @@ pub async fn connect_client(target: &ConnTarget) -> Result<tokio_postgres::Clien
                 protocol = crate::auth::PROTOCOL_3_51;
             }
             Ok(Err(HandshakeError::Auth(e))) => return Err(fail(&earlier, &e)),
-            Ok(Err(HandshakeError::Io(e))) => return Err(fail(&earlier, &e)),
+            Ok(Err(HandshakeError::Io(e))) => {
+                return Err(fail(&earlier, &crate::tls::io_words(&e)));
+            }
         }
     };
     let (client, conn) = target
@@ -147,7 +149,15 @@ async fn authenticate(
             // hostaddr, when given, is where to connect: the name is not looked up.
             Host::Tcp(h) => match cfg.get_hostaddrs().get(i) {
                 Some(a) => tokio::net::TcpStream::connect((*a, port)).await,
-                None => tokio::net::TcpStream::connect((h.as_str(), port)).await,
+                None => match tokio::net::lookup_host((h.as_str(), port)).await {
+                    Ok(addrs) => {
+                        tokio::net::TcpStream::connect(&addrs.collect::<Vec<_>>()[..]).await
+                    }
+                    Err(e) => Err(std::io::Error::new(
+                        e.kind(),
+                        format!("could not translate host name \"{h}\" to address: {e}"),
+                    )),
+                },
             }
             .and_then(|s| {
                 s.set_nodelay(true)?;

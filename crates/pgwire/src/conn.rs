@@ -3,8 +3,6 @@
 //! description for messages (host and port, never a password), and what the
 //! connection travels over ([`Transport`]).
 
-use std::time::Duration;
-
 use tokio_postgres::config::Host;
 
 use crate::env::Env;
@@ -88,7 +86,7 @@ impl ConnTarget {
         if c.get_hosts().is_empty() && !c.get_hostaddrs().is_empty() && env.get("PGHOST").is_none()
         {
             for a in c.get_hostaddrs().to_vec() {
-                c.host(&a.to_string());
+                c.host(a.to_string());
             }
         }
         if c.get_hosts().is_empty() {
@@ -123,6 +121,7 @@ impl ConnTarget {
         // libpq uses TLS (and reads its files) only on TCP.
         let tcp = c.get_hosts().iter().any(|h| matches!(h, Host::Tcp(_)));
         let tls = crate::tls::TlsSettings::resolve(&ssl, env, tcp)?;
+        let opts = crate::options::LibpqOptions::resolve(&ssl, env)?;
         if c.get_user().is_none() {
             let user = env
                 .get("PGUSER")
@@ -143,7 +142,7 @@ impl ConnTarget {
         }
         let mut passfile_ignored = None;
         if c.get_password().is_none() {
-            match password_from_file(&c, env) {
+            match password_from_file(&c, opts.passfile.as_deref(), env) {
                 Ok(Some(p)) => {
                     c.password(p);
                 }
@@ -152,17 +151,19 @@ impl ConnTarget {
             }
         }
         if c.get_application_name().is_none() {
-            c.application_name(env.get("PGAPPNAME").unwrap_or_else(|| "csdchar".into()));
+            c.application_name(
+                env.get("PGAPPNAME")
+                    .or_else(|| opts.fallback_application_name.clone())
+                    .unwrap_or_else(|| "csdchar".into()),
+            );
         }
         if c.get_options().is_none()
             && let Some(o) = env.get("PGOPTIONS")
         {
             c.options(&o);
         }
-        if c.get_connect_timeout().is_none()
-            && let Some(t) = env.get("PGCONNECT_TIMEOUT").and_then(|t| t.parse().ok())
-        {
-            c.connect_timeout(Duration::from_secs(t));
+        if let Some(t) = opts.connect_timeout {
+            c.connect_timeout(t);
         }
         Ok(ConnTarget {
             config: c,
@@ -256,9 +257,16 @@ const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
 /// user. A missing file is no password; a file that is not a plain file or
 /// that its group or others may read is not read (libpq warns and goes on
 /// without it): the error says why.
-fn password_from_file(c: &tokio_postgres::Config, env: &dyn Env) -> Result<Option<String>, String> {
+fn password_from_file(
+    c: &tokio_postgres::Config,
+    passfile: Option<&str>,
+    env: &dyn Env,
+) -> Result<Option<String>, String> {
     use std::os::unix::fs::MetadataExt;
-    let path = match env.get("PGPASSFILE") {
+    let path = match passfile
+        .map(str::to_string)
+        .or_else(|| env.get("PGPASSFILE"))
+    {
         Some(p) => std::path::PathBuf::from(p),
         None => match env.get("HOME") {
             Some(h) => std::path::Path::new(&h).join(".pgpass"),
@@ -355,7 +363,7 @@ fn passfile_match(line: &str, wanted: &[&str; 4]) -> Option<String> {
 /// string (`key=value …` with libpq's quoting, or a URL's query), returning
 /// the rest as written and the keys with their values.
 pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), String> {
-    let is_ssl = |k: &str| crate::tls::SSL_KEYS.contains(&k);
+    let is_ssl = crate::options::is_own_key;
     let mut ssl = Vec::new();
     let t = conninfo.trim();
     if t.starts_with("postgres://") || t.starts_with("postgresql://") {
@@ -365,7 +373,11 @@ pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), Stri
         let mut kept = Vec::new();
         for part in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = part.split_once('=').unwrap_or((part, ""));
-            if is_ssl(k) {
+            if k == "ssl" && v == "true" {
+                ssl.push(("sslmode".into(), "require".into()));
+            } else if !crate::options::is_libpq_key(k) && k != "ssl" {
+                return Err(format!("invalid URI query parameter: \"{k}\""));
+            } else if is_ssl(k) {
                 ssl.push((k.to_string(), percent_decode(v)?));
             } else {
                 kept.push(part);
@@ -411,7 +423,11 @@ pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), Stri
             i += 1;
             loop {
                 match b.get(i) {
-                    None => return Err(format!("unterminated quoted value of {key}")),
+                    None => {
+                        return Err(format!(
+                            "unterminated quoted string in connection info string (the value of {key})"
+                        ));
+                    }
                     Some(b'\\') if i + 1 < b.len() => {
                         value.push(b[i + 1] as char);
                         i += 2;
@@ -437,6 +453,10 @@ pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), Stri
                 i += ch.len_utf8();
             }
         }
+        if !crate::options::is_libpq_key(key) {
+            return Err(format!("invalid connection option \"{key}\""));
+        }
+        check_value(key, &value)?;
         if is_ssl(key) {
             ssl.push((key.to_string(), value));
         } else {
@@ -444,6 +464,29 @@ pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), Stri
         }
     }
     Ok((kept.join(" "), ssl))
+}
+
+/// libpq's checks of the values tokio-postgres parses: the ports and the
+/// numeric addresses (each entry of a list; an empty one is the default).
+fn check_value(key: &str, value: &str) -> Result<(), String> {
+    match key {
+        "port" => {
+            for p in value.split(',') {
+                if !p.is_empty() && !p.trim().parse::<u16>().is_ok_and(|n| n > 0) {
+                    return Err(format!("invalid port number: \"{p}\""));
+                }
+            }
+        }
+        "hostaddr" => {
+            for a in value.split(',') {
+                if !a.is_empty() && a.parse::<std::net::IpAddr>().is_err() {
+                    return Err(format!("could not parse network address \"{a}\""));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 fn percent_decode(v: &str) -> Result<String, String> {
@@ -562,8 +605,35 @@ mod tests {
         assert_eq!(t.config().get_dbname(), Some("alice"));
         assert!(t.describe().ends_with("/.s.PGSQL.5432"), "{}", t.describe());
         let err = ConnTarget::parse("port=x", &env).unwrap_err();
-        assert!(err.message.contains("not a connection string"), "{err}");
+        assert!(err.message.contains("invalid port number: \"x\""), "{err}");
         assert_eq!(err.variable, None);
+        // libpq's keys only; the ones tokio-postgres does not take are csdchar's.
+        let err = ConnTarget::parse("host=h nosuchkey=1", &env).unwrap_err();
+        assert_eq!(err.message, "invalid connection option \"nosuchkey\"");
+        let err = ConnTarget::parse("postgres://h/d?nosuchkey=1", &env).unwrap_err();
+        assert_eq!(err.message, "invalid URI query parameter: \"nosuchkey\"");
+        let err = ConnTarget::parse("host=h hostaddr=nope", &env).unwrap_err();
+        assert!(
+            err.message.contains("could not parse network address"),
+            "{err}"
+        );
+        let err = ConnTarget::parse("host=h connect_timeout=abc", &env).unwrap_err();
+        assert!(
+            err.message.contains("invalid integer value \"abc\""),
+            "{err}"
+        );
+        let t = ConnTarget::parse(
+            "host=h connect_timeout=1 keepalives=1 gssencmode=disable fallback_application_name=fb",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            t.config().get_connect_timeout(),
+            Some(&std::time::Duration::from_secs(2))
+        );
+        assert_eq!(t.config().get_application_name(), Some("fb"));
+        let t = ConnTarget::parse("hostaddr=127.0.0.1 port=1", &env).unwrap();
+        assert_eq!(t.describe(), "127.0.0.1:1");
         let (rest, ssl) =
             split_ssl("host=h sslmode=require password='a b\\' c' sslrootcert=/r.crt").unwrap();
         assert_eq!(rest, "host=h password='a b\\' c'");

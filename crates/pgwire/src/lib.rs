@@ -16,6 +16,7 @@ pub mod dialect;
 pub mod env;
 pub mod error;
 pub mod message;
+pub mod options;
 pub mod tls;
 pub mod verify;
 pub mod wire;

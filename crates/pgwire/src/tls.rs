@@ -67,7 +67,7 @@ impl SslMode {
             "verify-full" => SslMode::VerifyFull,
             _ => {
                 return Err(format!(
-                    "{from}={v}: not an sslmode (disable, allow, prefer, require, verify-ca, verify-full)"
+                    "{from}={v}: invalid sslmode value (disable, allow, prefer, require, verify-ca, verify-full)"
                 ));
             }
         })
@@ -608,6 +608,20 @@ pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
 /// with the reason libpq 15 leaves out: why the certificate failed
 /// verification, which names did not match the host.
 pub fn describe(e: &rustls::Error, _host: &str, _s: &TlsSettings) -> String {
+    tls_words(e)
+}
+
+/// An I/O error in words: a TLS failure inside it (an alert the server sent
+/// after the handshake, such as its refusal of the client certificate) as
+/// [`describe`] says it.
+pub fn io_words(e: &std::io::Error) -> String {
+    match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        Some(r) => tls_words(r),
+        None => e.to_string(),
+    }
+}
+
+fn tls_words(e: &rustls::Error) -> String {
     if let Some(c) = crate::verify::cert_error(e) {
         return c.to_string();
     }

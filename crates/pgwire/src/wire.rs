@@ -119,6 +119,23 @@ fn negotiate(stream: Stream, target: &ConnTarget) -> Result<Stream, Negotiation>
     Ok(Stream::Tls(Box::new(s)))
 }
 
+/// A TCP connection to the first of `addrs` that accepts, each attempt
+/// bounded by `timeout` when there is one.
+fn tcp_connect(addrs: &[std::net::SocketAddr], timeout: Option<Duration>) -> io::Result<TcpStream> {
+    let mut last = None;
+    for a in addrs {
+        let s = match timeout {
+            Some(t) => TcpStream::connect_timeout(a, t),
+            None => TcpStream::connect(a),
+        };
+        match s {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("the host name has no address")))
+}
+
 /// How often a blocked read looks at the abort flag.
 const ABORT_POLL: Duration = Duration::from_millis(250);
 
@@ -142,7 +159,15 @@ impl WireConn {
     ) -> Result<WireConn, WireError> {
         // prefer and allow try twice: the first failure is said with the second.
         let mut earlier: Option<String> = None;
+        // connect_timeout: each wait of the connection's setup is bounded by it,
+        // and running past it is libpq's "timeout expired".
+        let timeout = target.config().get_connect_timeout().copied();
+        let started = std::time::Instant::now();
         let fail = |earlier: &Option<String>, e: &dyn std::fmt::Display| {
+            let e = match timeout {
+                Some(t) if started.elapsed() >= t => "timeout expired".to_string(),
+                _ => e.to_string(),
+            };
             WireError::Setup(format!(
                 "cannot connect to {}: {}{e}{}",
                 target.describe(),
@@ -155,7 +180,12 @@ impl WireConn {
         // allow: plain first; prefer and up: TLS first (libpq's order).
         let mut try_tls = !matches!(mode, SslMode::Disable | SslMode::Allow);
         loop {
-            let stream = open(target).map_err(|e| fail(&earlier, &e))?;
+            let stream = open(target, timeout).map_err(|e| fail(&earlier, &e))?;
+            if timeout.is_some() {
+                stream
+                    .set_read_timeout(timeout)
+                    .map_err(|e| fail(&earlier, &e))?;
+            }
             let stream = if try_tls {
                 match negotiate(stream, target) {
                     Ok(s) => s,
@@ -198,7 +228,15 @@ impl WireConn {
                 abort: abort.clone(),
             };
             match conn.startup(target, protocol) {
-                Ok(()) => return Ok(conn),
+                Ok(()) => {
+                    if timeout.is_some() {
+                        let after = abort.is_some().then_some(ABORT_POLL);
+                        conn.stream
+                            .set_read_timeout(after)
+                            .map_err(|e| fail(&earlier, &e))?;
+                    }
+                    return Ok(conn);
+                }
                 Err(StartupError::Auth(auth::AuthError::NeedsProtocol351))
                     if protocol != auth::PROTOCOL_3_51 =>
                 {
@@ -307,7 +345,7 @@ impl WireConn {
     pub fn exchange(&mut self, out: &mut BytesMut) -> Result<Reply<'_>, WireError> {
         let r = self.stream.write_all(out);
         out.clear();
-        r.map_err(|e| WireError::Lost(e.to_string()))?;
+        r.map_err(|e| WireError::Lost(crate::tls::io_words(&e)))?;
         self.read_reply()
     }
 
@@ -358,7 +396,7 @@ impl WireConn {
     fn send(&mut self) -> Result<(), WireError> {
         let r = self.stream.write_all(&self.out);
         self.out.clear();
-        r.map_err(|e| WireError::Lost(e.to_string()))
+        r.map_err(|e| WireError::Lost(crate::tls::io_words(&e)))
     }
 
     fn read_reply(&mut self) -> Result<Reply<'_>, WireError> {
@@ -416,7 +454,7 @@ impl WireConn {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(WireError::Lost(e.to_string())),
+                Err(e) => return Err(WireError::Lost(crate::tls::io_words(&e))),
             }
         }
     }
@@ -455,15 +493,24 @@ impl From<WireError> for StartupError {
 }
 
 /// A socket to the first host of `target` that accepts one.
-fn open(target: &ConnTarget) -> io::Result<Stream> {
+fn open(target: &ConnTarget, timeout: Option<Duration>) -> io::Result<Stream> {
     let mut last = None;
     for (i, host) in target.config().get_hosts().iter().enumerate() {
         let port = target.port(i);
         let s = match host {
             // hostaddr, when given, is where to connect: the name is not looked up.
             Host::Tcp(h) => match target.config().get_hostaddrs().get(i) {
-                Some(a) => TcpStream::connect((*a, port)),
-                None => TcpStream::connect((h.as_str(), port)),
+                Some(a) => tcp_connect(&[std::net::SocketAddr::new(*a, port)], timeout),
+                None => {
+                    use std::net::ToSocketAddrs;
+                    match (h.as_str(), port).to_socket_addrs() {
+                        Ok(addrs) => tcp_connect(&addrs.collect::<Vec<_>>(), timeout),
+                        Err(e) => Err(io::Error::new(
+                            e.kind(),
+                            format!("could not translate host name \"{h}\" to address: {e}"),
+                        )),
+                    }
+                }
             }
             .and_then(|s| {
                 // Requests are small and complete: send them at once.

@@ -1,0 +1,287 @@
+//! libpq's connection keys beyond where to connect and as whom: which keys
+//! libpq 15–17 knows (anything else is `invalid connection option`), the
+//! values it accepts (with its messages), and what csdchar does with each
+//! ([`LibpqOptions`]). tokio-postgres's parser sees only the keys it takes
+//! as libpq does ([`TOKIO_KEYS`]); the TLS keys are [`crate::tls`]'s.
+
+use std::time::Duration;
+
+use crate::env::Env;
+use crate::error::TargetError;
+
+/// Every key libpq 15–17 takes, and the deprecated `requiressl`.
+pub const LIBPQ_KEYS: [&str; 42] = [
+    "service",
+    "user",
+    "password",
+    "passfile",
+    "channel_binding",
+    "connect_timeout",
+    "dbname",
+    "host",
+    "hostaddr",
+    "port",
+    "client_encoding",
+    "options",
+    "application_name",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "sslmode",
+    "sslcompression",
+    "sslcert",
+    "sslkey",
+    "sslpassword",
+    "sslcertmode",
+    "sslrootcert",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "requirepeer",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "gssencmode",
+    "krbsrvname",
+    "gsslib",
+    "gssdelegation",
+    "replication",
+    "target_session_attrs",
+    "load_balance_hosts",
+    "require_auth",
+    "sslnegotiation",
+    "requiressl",
+];
+
+/// The keys left to tokio-postgres's parser (where, as whom, and startup options).
+pub const TOKIO_KEYS: [&str; 8] = [
+    "host",
+    "hostaddr",
+    "port",
+    "user",
+    "password",
+    "dbname",
+    "options",
+    "application_name",
+];
+
+/// Whether libpq knows `key`.
+pub fn is_libpq_key(key: &str) -> bool {
+    LIBPQ_KEYS.contains(&key)
+}
+
+/// Whether csdchar takes `key` out of the string before tokio-postgres parses the rest.
+pub fn is_own_key(key: &str) -> bool {
+    is_libpq_key(key) && !TOKIO_KEYS.contains(&key)
+}
+
+/// libpq's `target_session_attrs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionAttrs {
+    /// Any server.
+    Any,
+    /// A session that can write.
+    ReadWrite,
+    /// A read-only session.
+    ReadOnly,
+    /// A server not in recovery.
+    Primary,
+    /// A server in recovery.
+    Standby,
+    /// A standby if there is one, else any.
+    PreferStandby,
+}
+
+/// The keys csdchar handles itself, resolved with their `PG*` variables.
+#[derive(Debug, Clone)]
+pub struct LibpqOptions {
+    /// `connect_timeout` (at least 2 s, as libpq); None: wait as long as the system does.
+    pub connect_timeout: Option<Duration>,
+    /// `target_session_attrs`.
+    pub session_attrs: SessionAttrs,
+    /// `fallback_application_name`.
+    pub fallback_application_name: Option<String>,
+    /// `passfile` (over `PGPASSFILE`).
+    pub passfile: Option<String>,
+}
+
+/// libpq's integer check: `invalid integer value "abc" for connection option "k"`.
+fn int(key: &str, from: &str, v: &str) -> Result<i64, TargetError> {
+    v.trim().parse::<i64>().map_err(|_| TargetError {
+        variable: from.starts_with("PG").then(|| from.to_string()),
+        message: format!("invalid integer value \"{v}\" for connection option \"{key}\""),
+    })
+}
+
+impl LibpqOptions {
+    /// The options from the string's own keys (`params`, last wins) and the environment.
+    pub fn resolve(
+        params: &[(String, String)],
+        env: &dyn Env,
+    ) -> Result<LibpqOptions, TargetError> {
+        let get = |k: &str, var: &str| -> Option<(String, String)> {
+            params
+                .iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| (v.clone(), k.to_string()))
+                .or_else(|| {
+                    (!var.is_empty())
+                        .then(|| env.get(var).map(|v| (v, var.to_string())))
+                        .flatten()
+                })
+        };
+        let bad = |from: &str, message: String| TargetError {
+            variable: from.starts_with("PG").then(|| from.to_string()),
+            message,
+        };
+        let one_of =
+            |k: &str, var: &str, allowed: &[&str]| -> Result<Option<String>, TargetError> {
+                match get(k, var) {
+                    Some((v, from)) if !allowed.contains(&v.as_str()) => Err(bad(
+                        &from,
+                        format!(
+                            "invalid {k} value: \"{v}\" ({from}: {})",
+                            allowed.join(", ")
+                        ),
+                    )),
+                    other => Ok(other.map(|(v, _)| v)),
+                }
+            };
+        let connect_timeout = match get("connect_timeout", "PGCONNECT_TIMEOUT") {
+            Some((v, from)) => match int("connect_timeout", &from, &v)? {
+                n if n <= 0 => None,
+                n => Some(Duration::from_secs(n.max(2) as u64)),
+            },
+            None => None,
+        };
+        for (k, var) in [
+            ("keepalives", ""),
+            ("keepalives_idle", ""),
+            ("keepalives_interval", ""),
+            ("keepalives_count", ""),
+            ("tcp_user_timeout", ""),
+        ] {
+            if let Some((v, from)) = get(k, var) {
+                int(k, &from, &v)?;
+            }
+        }
+        let session_attrs = match one_of(
+            "target_session_attrs",
+            "PGTARGETSESSIONATTRS",
+            &[
+                "any",
+                "read-write",
+                "read-only",
+                "primary",
+                "standby",
+                "prefer-standby",
+            ],
+        )?
+        .as_deref()
+        {
+            None | Some("any") => SessionAttrs::Any,
+            Some("read-write") => SessionAttrs::ReadWrite,
+            Some("read-only") => SessionAttrs::ReadOnly,
+            Some("primary") => SessionAttrs::Primary,
+            Some("standby") => SessionAttrs::Standby,
+            Some(_) => SessionAttrs::PreferStandby,
+        };
+        if session_attrs != SessionAttrs::Any {
+            let (_, from) = get("target_session_attrs", "PGTARGETSESSIONATTRS").unwrap_or_default();
+            return Err(bad(
+                &from,
+                format!(
+                    "{from}: csdchar connects to one server and does not choose by target_session_attrs yet (give the server you mean in host and port)"
+                ),
+            ));
+        }
+        let gss = one_of(
+            "gssencmode",
+            "PGGSSENCMODE",
+            &["disable", "prefer", "require"],
+        )?;
+        if gss.as_deref() == Some("require") {
+            let (_, from) = get("gssencmode", "PGGSSENCMODE").unwrap_or_default();
+            return Err(bad(
+                &from,
+                "GSSAPI encryption required but csdchar has no GSSAPI (gssencmode=require)".into(),
+            ));
+        }
+        one_of("gsslib", "PGGSSLIB", &["gssapi", "sspi"])?;
+        one_of("gssdelegation", "PGGSSDELEGATION", &["0", "1"])?;
+        let channel_binding = one_of(
+            "channel_binding",
+            "PGCHANNELBINDING",
+            &["disable", "prefer", "require"],
+        )?;
+        if channel_binding.as_deref() == Some("require") {
+            let (_, from) = get("channel_binding", "PGCHANNELBINDING").unwrap_or_default();
+            return Err(bad(
+                &from,
+                format!(
+                    "{from}=require: channel binding required, but csdchar does not do SCRAM channel binding (SCRAM-SHA-256-PLUS) yet"
+                ),
+            ));
+        }
+        one_of(
+            "load_balance_hosts",
+            "PGLOADBALANCEHOSTS",
+            &["disable", "random"],
+        )?;
+        if let Some((v, from)) = get("client_encoding", "PGCLIENTENCODING")
+            && !v.eq_ignore_ascii_case("UTF8")
+            && !v.eq_ignore_ascii_case("UTF-8")
+            && !v.eq_ignore_ascii_case("auto")
+        {
+            return Err(bad(
+                &from,
+                format!(
+                    "{from}={v}: csdchar speaks UTF8 only (the statements it sends and the rows it reads)"
+                ),
+            ));
+        }
+        for (k, var, why) in [
+            (
+                "service",
+                "PGSERVICE",
+                "service files (pg_service.conf) are not read by csdchar yet: give the service's keys in the string",
+            ),
+            (
+                "replication",
+                "",
+                "replication connections are not csdchar's: it measures SQL sessions",
+            ),
+            (
+                "requirepeer",
+                "PGREQUIREPEER",
+                "csdchar does not check the server's user on a Unix socket yet",
+            ),
+            (
+                "require_auth",
+                "PGREQUIREAUTH",
+                "csdchar does not restrict the server's authentication method yet",
+            ),
+        ] {
+            if let Some((v, from)) = get(k, var) {
+                return Err(bad(&from, format!("{from}={v}: {why}")));
+            }
+        }
+        for (var, why) in [
+            ("PGSERVICEFILE", "service files are not read by csdchar yet"),
+            ("PGSYSCONFDIR", "service files are not read by csdchar yet"),
+        ] {
+            if env.get(var).is_some() && get("service", "PGSERVICE").is_some() {
+                return Err(bad(var, format!("{var}: {why}")));
+            }
+        }
+        Ok(LibpqOptions {
+            connect_timeout,
+            session_attrs,
+            fallback_application_name: get("fallback_application_name", "").map(|(v, _)| v),
+            passfile: get("passfile", "").map(|(v, _)| v),
+        })
+    }
+}
