@@ -43,7 +43,9 @@ pub enum AuthError {
         message: String,
     },
     /// The server wants a password and none was given.
-    #[error("the server asks for a password and none was given (add it to the URL or PGPASSWORD)")]
+    #[error(
+        "fe_sendauth: no password supplied (the server asks for one: give it in the URL, PGPASSWORD or a password file)"
+    )]
     NoPassword,
     /// openGauss sent its SHA256 request without the iteration count, as it
     /// does to protocol 3.0 clients: connect again with protocol 3.51.

@@ -118,6 +118,22 @@ impl ConnTarget {
             })?;
             c.port(port);
         }
+        // libpq's counts: one port for all hosts, or one per host; one hostaddr per host.
+        let (hosts, ports, addrs) = (
+            c.get_hosts().len(),
+            c.get_ports().len(),
+            c.get_hostaddrs().len(),
+        );
+        if ports > 1 && ports != hosts {
+            return Err(TargetError::conninfo(format!(
+                "could not match {ports} port numbers to {hosts} hosts"
+            )));
+        }
+        if addrs > 0 && addrs != hosts {
+            return Err(TargetError::conninfo(format!(
+                "could not match {hosts} host names to {addrs} hostaddr values"
+            )));
+        }
         // libpq uses TLS (and reads its files) only on TCP.
         let tcp = c.get_hosts().iter().any(|h| matches!(h, Host::Tcp(_)));
         let tls = crate::tls::TlsSettings::resolve(&ssl, env, tcp)?;

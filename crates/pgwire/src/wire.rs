@@ -518,7 +518,16 @@ fn open(target: &ConnTarget, timeout: Option<Duration>) -> io::Result<Stream> {
                 Ok(Stream::Tcp(s))
             }),
             Host::Unix(dir) => {
-                UnixStream::connect(dir.join(format!(".s.PGSQL.{port}"))).map(Stream::Unix)
+                let path = dir.join(format!(".s.PGSQL.{port}"));
+                UnixStream::connect(&path).map(Stream::Unix).map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!(
+                            "connection to server on socket \"{}\" failed: {e}",
+                            path.display()
+                        ),
+                    )
+                })
             }
         };
         match s {
