@@ -164,9 +164,19 @@ async fn authenticate(
                 Ok(Socket::Tcp(s))
             }),
             Host::Unix(dir) => {
-                tokio::net::UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))
+                let path = dir.join(format!(".s.PGSQL.{port}"));
+                tokio::net::UnixStream::connect(&path)
                     .await
                     .map(Socket::Unix)
+                    .map_err(|e| {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!(
+                                "connection to server on socket \"{}\" failed: {e}",
+                                path.display()
+                            ),
+                        )
+                    })
             }
         };
         match s {
