@@ -40,6 +40,8 @@ pub struct ConnTarget {
     /// Why a password file that applies was not read (libpq warns and goes
     /// on without it), said again when the login fails.
     passfile_ignored: Option<String>,
+    /// libpq's keys that tokio-postgres does not take.
+    opts: crate::options::LibpqOptions,
 }
 
 /// Checks the libpq environment variables that apply to a managed cluster's
@@ -185,6 +187,7 @@ impl ConnTarget {
             config: c,
             tls,
             passfile_ignored,
+            opts,
         })
     }
 
@@ -200,6 +203,44 @@ impl ConnTarget {
                 Host::Unix(_) => None,
             })
             .unwrap_or_else(|| "localhost".into())
+    }
+
+    /// The host name of host `i` for TLS (checked against the certificate,
+    /// sent as SNI): its `host`, never its `hostaddr`.
+    pub fn tls_host_of(&self, i: usize) -> String {
+        match self.config.get_hosts().get(i) {
+            Some(Host::Tcp(h)) => h.clone(),
+            _ => self.tls_host(),
+        }
+    }
+
+    /// `host:port` of host `i`, for messages.
+    pub fn describe_host(&self, i: usize) -> String {
+        match self.config.get_hosts().get(i) {
+            Some(Host::Tcp(h)) => format!("{h}:{}", self.port(i)),
+            Some(Host::Unix(p)) => format!("{}/.s.PGSQL.{}", p.display(), self.port(i)),
+            None => "the server".into(),
+        }
+    }
+
+    /// The order the hosts are tried in: as given, or shuffled for
+    /// `load_balance_hosts=random` (libpq 16).
+    pub fn host_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.config.get_hosts().len().max(1)).collect();
+        if self.opts.load_balance_random {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            for i in (1..order.len()).rev() {
+                h.write_usize(i);
+                order.swap(i, h.finish() as usize % (i + 1));
+            }
+        }
+        order
+    }
+
+    /// libpq's keys beyond where to connect (target_session_attrs, ...).
+    pub fn options(&self) -> &crate::options::LibpqOptions {
+        &self.opts
     }
 
     /// Whether connections may use TLS: a TCP host and an sslmode other than

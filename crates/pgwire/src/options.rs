@@ -105,7 +105,42 @@ pub struct LibpqOptions {
     pub fallback_application_name: Option<String>,
     /// `passfile` (over `PGPASSFILE`).
     pub passfile: Option<String>,
+    /// `load_balance_hosts=random` (16): hosts tried in a random order.
+    pub load_balance_random: bool,
 }
+
+impl SessionAttrs {
+    /// libpq's verdict on a session of a server in recovery or not
+    /// (`standby`) whose transactions are read-only by default or not
+    /// (`read_only`): None when it will do, else libpq's reason.
+    pub fn refusal(self, standby: bool, read_only: bool) -> Option<&'static str> {
+        match self {
+            SessionAttrs::Any => None,
+            SessionAttrs::ReadWrite => (standby || read_only).then_some("session is read-only"),
+            SessionAttrs::ReadOnly => {
+                (!standby && !read_only).then_some("session is not read-only")
+            }
+            SessionAttrs::Primary => standby.then_some("server is in hot standby mode"),
+            SessionAttrs::Standby | SessionAttrs::PreferStandby => {
+                (!standby).then_some("server is not in hot standby mode")
+            }
+        }
+    }
+
+    /// The passes over the hosts: what each wants (prefer-standby takes any
+    /// server in a second pass when no standby answered).
+    pub fn passes(self) -> Vec<SessionAttrs> {
+        match self {
+            SessionAttrs::PreferStandby => vec![SessionAttrs::Standby, SessionAttrs::Any],
+            other => vec![other],
+        }
+    }
+}
+
+/// What a session is asked to tell whether it suits `target_session_attrs`:
+/// in recovery, and read-only by default ("true"/"false", "on"/"off").
+pub const SESSION_QUERY: &str =
+    "select pg_is_in_recovery()::text, current_setting('default_transaction_read_only')";
 
 /// libpq's integer check: `invalid integer value "abc" for connection option "k"`.
 fn int(key: &str, from: &str, v: &str) -> Result<i64, TargetError> {
@@ -189,15 +224,6 @@ impl LibpqOptions {
             Some("standby") => SessionAttrs::Standby,
             Some(_) => SessionAttrs::PreferStandby,
         };
-        if session_attrs != SessionAttrs::Any {
-            let (_, from) = get("target_session_attrs", "PGTARGETSESSIONATTRS").unwrap_or_default();
-            return Err(bad(
-                &from,
-                format!(
-                    "{from}: csdchar connects to one server and does not choose by target_session_attrs yet (give the server you mean in host and port)"
-                ),
-            ));
-        }
         let gss = one_of(
             "gssencmode",
             "PGGSSENCMODE",
@@ -226,7 +252,7 @@ impl LibpqOptions {
                 ),
             ));
         }
-        one_of(
+        let load_balance = one_of(
             "load_balance_hosts",
             "PGLOADBALANCEHOSTS",
             &["disable", "random"],
@@ -282,6 +308,7 @@ impl LibpqOptions {
             session_attrs,
             fallback_application_name: get("fallback_application_name", "").map(|(v, _)| v),
             passfile: get("passfile", "").map(|(v, _)| v),
+            load_balance_random: load_balance.as_deref() == Some("random"),
         })
     }
 }

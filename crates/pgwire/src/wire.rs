@@ -85,7 +85,7 @@ enum Negotiation {
 /// libpq's negotiation on a fresh TCP socket: an SSLRequest, the server's
 /// byte, then the handshake; `N` leaves the socket plain where the mode
 /// allows it. Unix sockets stay plain (libpq does not use TLS on them).
-fn negotiate(stream: Stream, target: &ConnTarget) -> Result<Stream, Negotiation> {
+fn negotiate(stream: Stream, target: &ConnTarget, host: &str) -> Result<Stream, Negotiation> {
     let Stream::Tcp(mut tcp) = stream else {
         return Ok(stream);
     };
@@ -100,9 +100,8 @@ fn negotiate(stream: Stream, target: &ConnTarget) -> Result<Stream, Negotiation>
         Ok(false) => return Ok(Stream::Tcp(tcp)),
         Err(m) => return Err(Negotiation::Handshake(m)),
     }
-    let host = target.tls_host();
     let config = tls.client_config().map_err(Negotiation::Handshake)?;
-    let name = crate::tls::server_name(&host).map_err(Negotiation::Handshake)?;
+    let name = crate::tls::server_name(host).map_err(Negotiation::Handshake)?;
     let conn = rustls::ClientConnection::new(config, name)
         .map_err(|e| Negotiation::Handshake(format!("TLS: {e}")))?;
     let mut s = rustls::StreamOwned::new(conn, tcp);
@@ -110,7 +109,7 @@ fn negotiate(stream: Stream, target: &ConnTarget) -> Result<Stream, Negotiation>
     while s.conn.is_handshaking() {
         if let Err(e) = s.conn.complete_io(&mut s.sock) {
             let m = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                Some(r) => crate::tls::describe(r, &host, tls),
+                Some(r) => crate::tls::describe(r, host, tls),
                 None => format!("TLS handshake: {e}"),
             };
             return Err(Negotiation::Handshake(m));
@@ -152,9 +151,67 @@ pub struct WireConn {
 
 impl WireConn {
     /// Connects and authenticates (see [`crate::auth`] for the methods).
-    /// `abort`, when set, ends waits for the server early.
+    /// `abort`, when set, ends waits for the server early. The hosts are
+    /// tried as libpq tries them: in order (or shuffled for
+    /// `load_balance_hosts=random`), going on after any failure, keeping
+    /// the first session that suits `target_session_attrs` (prefer-standby:
+    /// a second pass for any server); a refusal says every host's failure.
     pub fn connect(
         target: &ConnTarget,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<WireConn, WireError> {
+        let order = target.host_order();
+        let attrs = target.options().session_attrs;
+        if order.len() == 1 && attrs == crate::options::SessionAttrs::Any {
+            return WireConn::connect_host(target, order[0], abort);
+        }
+        let mut failures = Vec::new();
+        for want in attrs.passes() {
+            for &i in &order {
+                match WireConn::connect_host(target, i, abort.clone()) {
+                    Ok(mut conn) => match conn.session_refusal(want) {
+                        Ok(None) => return Ok(conn),
+                        Ok(Some(why)) => failures.push(format!(
+                            "cannot connect to {}: {why}",
+                            target.describe_host(i)
+                        )),
+                        Err(e) => failures.push(format!(
+                            "cannot connect to {}: {e}",
+                            target.describe_host(i)
+                        )),
+                    },
+                    Err(WireError::Aborted) => return Err(WireError::Aborted),
+                    Err(e) => failures.push(e.to_string()),
+                }
+            }
+        }
+        Err(WireError::Setup(failures.join("; ")))
+    }
+
+    /// Whether the session suits `want`: None, or libpq's reason why not.
+    fn session_refusal(
+        &mut self,
+        want: crate::options::SessionAttrs,
+    ) -> Result<Option<&'static str>, WireError> {
+        if want == crate::options::SessionAttrs::Any {
+            return Ok(None);
+        }
+        self.keep_rows(true);
+        let r = self.simple(crate::options::SESSION_QUERY)?;
+        let rows = r.rows.last();
+        let standby = rows.get(0, 0) == Some("true");
+        let read_only = rows.get(0, 1) == Some("on");
+        if let Some((code, m)) = r.error {
+            return Err(WireError::Db { code, message: m });
+        }
+        self.keep_rows(false);
+        Ok(want.refusal(standby, read_only))
+    }
+
+    /// Connects to host `i` of the target and authenticates.
+    fn connect_host(
+        target: &ConnTarget,
+        host: usize,
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<WireConn, WireError> {
         // prefer and allow try twice: the first failure is said with the second.
@@ -170,24 +227,25 @@ impl WireConn {
             };
             WireError::Setup(format!(
                 "cannot connect to {}: {}{e}{}",
-                target.describe(),
+                target.describe_host(host),
                 earlier.as_deref().unwrap_or_default(),
                 target.passfile_note()
             ))
         };
-        let mut protocol = auth::protocol_for(&target.describe());
+        let tls_host = target.tls_host_of(host);
+        let mut protocol = auth::protocol_for(&target.describe_host(host));
         let mode = target.tls().mode;
         // allow: plain first; prefer and up: TLS first (libpq's order).
         let mut try_tls = !matches!(mode, SslMode::Disable | SslMode::Allow);
         loop {
-            let stream = open(target, timeout).map_err(|e| fail(&earlier, &e))?;
+            let stream = open(target, host, timeout).map_err(|e| fail(&earlier, &e))?;
             if timeout.is_some() {
                 stream
                     .set_read_timeout(timeout)
                     .map_err(|e| fail(&earlier, &e))?;
             }
             let stream = if try_tls {
-                match negotiate(stream, target) {
+                match negotiate(stream, target, &tls_host) {
                     Ok(s) => s,
                     Err(Negotiation::Refused) => {
                         return Err(fail(
@@ -240,7 +298,7 @@ impl WireConn {
                 Err(StartupError::Auth(auth::AuthError::NeedsProtocol351))
                     if protocol != auth::PROTOCOL_3_51 =>
                 {
-                    auth::remember_351(&target.describe());
+                    auth::remember_351(&target.describe_host(host));
                     protocol = auth::PROTOCOL_3_51;
                 }
                 // allow: a server that refuses the plain connection (pg_hba's
@@ -493,9 +551,12 @@ impl From<WireError> for StartupError {
 }
 
 /// A socket to the first host of `target` that accepts one.
-fn open(target: &ConnTarget, timeout: Option<Duration>) -> io::Result<Stream> {
+fn open(target: &ConnTarget, only: usize, timeout: Option<Duration>) -> io::Result<Stream> {
     let mut last = None;
     for (i, host) in target.config().get_hosts().iter().enumerate() {
+        if i != only {
+            continue;
+        }
         let port = target.port(i);
         let s = match host {
             // hostaddr, when given, is where to connect: the name is not looked up.
