@@ -21,6 +21,8 @@ python3 -c 'import six' 2>/dev/null || need+=(python3-six)
 # Device-mapper stacks in the device-safety tests (they skip where the kernel has none).
 command -v dmsetup >/dev/null || need+=(dmsetup)
 command -v cc >/dev/null || need+=(build-essential)
+# OpenSSL's headers for the openssl crate (pgwire verifies server certificates with X509_verify_cert).
+pkg-config --exists openssl 2>/dev/null || need+=(libssl-dev pkg-config)
 # The Debian package: built with dpkg-deb/dpkg-shlibdeps and strip, then installed and checked
 # with man and bash's completion loader (scripts/package-deb.sh, scripts/check-deb.sh).
 command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)
