@@ -52,6 +52,57 @@ pub fn check_environment(env: &dyn Env) -> Result<(), TargetError> {
     ConnTarget::parse("host=/ port=5432 user=postgres dbname=postgres", env).map(drop)
 }
 
+/// The service's keys that tokio-postgres's configuration holds, where the
+/// string did not give them.
+fn apply_service(
+    c: &mut tokio_postgres::Config,
+    service: &[(String, String)],
+) -> Result<(), TargetError> {
+    for (k, v) in service {
+        check_value(k, v).map_err(TargetError::conninfo)?;
+        match k.as_str() {
+            "host" if c.get_hosts().is_empty() => {
+                for h in v.split(',') {
+                    if h.starts_with('/') {
+                        c.host_path(h);
+                    } else {
+                        c.host(h);
+                    }
+                }
+            }
+            "hostaddr" if c.get_hostaddrs().is_empty() => {
+                for a in v.split(',') {
+                    if let Ok(ip) = a.parse() {
+                        c.hostaddr(ip);
+                    }
+                }
+            }
+            "port" if c.get_ports().is_empty() => {
+                for p in v.split(',') {
+                    c.port(p.trim().parse().unwrap_or(5432));
+                }
+            }
+            "user" if c.get_user().is_none() => {
+                c.user(v);
+            }
+            "password" if c.get_password().is_none() => {
+                c.password(v);
+            }
+            "dbname" if c.get_dbname().is_none() => {
+                c.dbname(v);
+            }
+            "options" if c.get_options().is_none() => {
+                c.options(v);
+            }
+            "application_name" if c.get_application_name().is_none() => {
+                c.application_name(v);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Default socket directories of libpq builds (Debian's first).
 const SOCKET_DIRS: [&str; 2] = ["/var/run/postgresql", "/tmp"];
 
@@ -64,7 +115,23 @@ impl ConnTarget {
         // TLS is ours (libpq's six modes and its files); the rest is
         // tokio-postgres's parser, whose message quotes no values, so no
         // password can leak through it.
-        let (rest, ssl) = split_ssl(conninfo).map_err(TargetError::conninfo)?;
+        let (rest, mut ssl) = split_ssl(conninfo).map_err(TargetError::conninfo)?;
+        // A service's keys fill what the string leaves out, before the environment.
+        let service_name = ssl
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "service")
+            .map(|(_, v)| v.clone())
+            .or_else(|| env.get("PGSERVICE"));
+        let service = match service_name {
+            Some(name) => crate::service::lookup(&name, env)?,
+            None => Vec::new(),
+        };
+        for (k, v) in service.iter().rev() {
+            if crate::options::is_own_key(k) && !ssl.iter().any(|(n, _)| n == k) {
+                ssl.insert(0, (k.clone(), v.clone()));
+            }
+        }
         let mut c: tokio_postgres::Config = rest.parse().map_err(|e: tokio_postgres::Error| {
             let e = e.to_string();
             TargetError::conninfo(if e.contains("hostaddr") {
@@ -73,6 +140,7 @@ impl ConnTarget {
                 format!("not a connection string or postgres:// URL ({e})")
             })
         })?;
+        apply_service(&mut c, &service)?;
         if c.get_hostaddrs().is_empty()
             && let Some(addrs) = env.get("PGHOSTADDR")
         {

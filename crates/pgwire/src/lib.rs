@@ -17,6 +17,7 @@ pub mod env;
 pub mod error;
 pub mod message;
 pub mod options;
+pub mod service;
 pub mod tls;
 pub mod verify;
 pub mod wire;

@@ -271,11 +271,6 @@ impl LibpqOptions {
         }
         for (k, var, why) in [
             (
-                "service",
-                "PGSERVICE",
-                "service files (pg_service.conf) are not read by csdchar yet: give the service's keys in the string",
-            ),
-            (
                 "replication",
                 "",
                 "replication connections are not csdchar's: it measures SQL sessions",
@@ -293,14 +288,6 @@ impl LibpqOptions {
         ] {
             if let Some((v, from)) = get(k, var) {
                 return Err(bad(&from, format!("{from}={v}: {why}")));
-            }
-        }
-        for (var, why) in [
-            ("PGSERVICEFILE", "service files are not read by csdchar yet"),
-            ("PGSYSCONFDIR", "service files are not read by csdchar yet"),
-        ] {
-            if env.get(var).is_some() && get("service", "PGSERVICE").is_some() {
-                return Err(bad(var, format!("{var}: {why}")));
             }
         }
         Ok(LibpqOptions {
