@@ -221,6 +221,10 @@ async fn authenticate(
                 let path = dir.join(format!(".s.PGSQL.{port}"));
                 tokio::net::UnixStream::connect(&path)
                     .await
+                    .and_then(|s| match &target.options().requirepeer {
+                        Some(want) => crate::options::check_peer(&s, want).map(|()| s),
+                        None => Ok(s),
+                    })
                     .map(Socket::Unix)
                     .map_err(|e| {
                         std::io::Error::new(
@@ -258,7 +262,8 @@ async fn authenticate(
     socket.flush().await?;
     out.clear();
     let mut handshake =
-        crate::auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password());
+        crate::auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password())
+            .require_auth(target.options().require_auth.clone());
     let mut buf: Vec<u8> = Vec::with_capacity(1024);
     loop {
         // Whole messages first; then read more.

@@ -107,6 +107,77 @@ pub struct LibpqOptions {
     pub passfile: Option<String>,
     /// `load_balance_hosts=random` (16): hosts tried in a random order.
     pub load_balance_random: bool,
+    /// `requirepeer`: the user the server on a Unix socket must run as.
+    pub requirepeer: Option<String>,
+    /// `require_auth` (16): the authentication methods the server may ask for.
+    pub require_auth: Option<RequireAuth>,
+}
+
+/// libpq 16's `require_auth`: methods allowed, or (all with `!`) refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequireAuth {
+    /// The value as given, for messages.
+    pub raw: String,
+    /// The methods named (password, md5, gss, sspi, scram-sha-256, none).
+    pub methods: Vec<String>,
+    /// Whether they are the methods refused (`!md5,!password`).
+    pub negated: bool,
+}
+
+impl RequireAuth {
+    fn parse(v: &str) -> Result<RequireAuth, String> {
+        let mut methods = Vec::new();
+        let mut negated = None;
+        for m in v.split(',') {
+            let (neg, name) = match m.strip_prefix('!') {
+                Some(n) => (true, n),
+                None => (false, m),
+            };
+            if !["password", "md5", "gss", "sspi", "scram-sha-256", "none"].contains(&name) {
+                return Err(format!("invalid require_auth value: \"{m}\""));
+            }
+            if negated.is_some_and(|n| n != neg) {
+                return Err(format!(
+                    "invalid require_auth value: \"{v}\" (negative and positive methods cannot be mixed)"
+                ));
+            }
+            negated = Some(neg);
+            methods.push(name.to_string());
+        }
+        Ok(RequireAuth {
+            raw: v.to_string(),
+            methods,
+            negated: negated.unwrap_or(false),
+        })
+    }
+
+    /// Whether the server may authenticate with `method` ("none": not at all).
+    pub fn allows(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m == method) != self.negated
+    }
+}
+
+/// libpq's `requirepeer` check on a Unix socket: the server process's user
+/// (SO_PEERCRED, named from the password database) must be `want`.
+pub fn check_peer(fd: impl std::os::fd::AsFd, want: &str) -> std::io::Result<()> {
+    let cred = rustix::net::sockopt::socket_peercred(fd)?;
+    let uid = cred.uid.as_raw();
+    let name = std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                let mut f = l.split(':');
+                let name = f.next()?;
+                (f.nth(1)? == uid.to_string()).then(|| name.to_string())
+            })
+        })
+        .ok_or_else(|| std::io::Error::other(format!("could not look up local user ID {uid}")))?;
+    if name != want {
+        return Err(std::io::Error::other(format!(
+            "requirepeer specifies \"{want}\", but actual peer user name is \"{name}\""
+        )));
+    }
+    Ok(())
 }
 
 impl SessionAttrs {
@@ -269,23 +340,11 @@ impl LibpqOptions {
                 ),
             ));
         }
-        for (k, var, why) in [
-            (
-                "replication",
-                "",
-                "replication connections are not csdchar's: it measures SQL sessions",
-            ),
-            (
-                "requirepeer",
-                "PGREQUIREPEER",
-                "csdchar does not check the server's user on a Unix socket yet",
-            ),
-            (
-                "require_auth",
-                "PGREQUIREAUTH",
-                "csdchar does not restrict the server's authentication method yet",
-            ),
-        ] {
+        for (k, var, why) in [(
+            "replication",
+            "",
+            "replication connections are not csdchar's: it measures SQL sessions",
+        )] {
             if let Some((v, from)) = get(k, var) {
                 return Err(bad(&from, format!("{from}={v}: {why}")));
             }
@@ -296,6 +355,13 @@ impl LibpqOptions {
             fallback_application_name: get("fallback_application_name", "").map(|(v, _)| v),
             passfile: get("passfile", "").map(|(v, _)| v),
             load_balance_random: load_balance.as_deref() == Some("random"),
+            require_auth: match get("require_auth", "PGREQUIREAUTH") {
+                Some((v, from)) => Some(RequireAuth::parse(&v).map_err(|m| bad(&from, m))?),
+                None => None,
+            },
+            requirepeer: get("requirepeer", "PGREQUIREPEER")
+                .map(|(v, _)| v)
+                .filter(|v| !v.is_empty()),
         })
     }
 }

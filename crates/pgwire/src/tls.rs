@@ -341,7 +341,18 @@ impl TlsSettings {
         let mut origins = Origins::default();
         let (rootcert, origin) = file("sslrootcert", "PGSSLROOTCERT", "root.crt");
         origins.rootcert = origin;
-        let rootcert_exists = rootcert.as_deref().is_some_and(Path::exists);
+        // libpq 16: `system` is OpenSSL's default trust store, for verify-full only.
+        let system = rootcert.as_deref() == Some(Path::new("system"));
+        if system && mode != SslMode::VerifyFull {
+            return Err(bad(
+                origins.rootcert.name.as_deref().unwrap_or("sslrootcert"),
+                format!(
+                    "weak sslmode \"{}\" may not be used with sslrootcert=system (use \"verify-full\")",
+                    mode.name()
+                ),
+            ));
+        }
+        let rootcert_exists = system || rootcert.as_deref().is_some_and(Path::exists);
         if matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull) && !rootcert_exists {
             let shown = rootcert
                 .as_deref()

@@ -169,15 +169,21 @@ impl Roots {
         crldir: Option<&Path>,
     ) -> Result<Roots, RootsUnreadable> {
         let unreadable = |e: &dyn std::fmt::Display| RootsUnreadable(e.to_string());
-        let pem = std::fs::read(root).map_err(|e| unreadable(&e))?;
-        let certs = X509::stack_from_pem(&pem).map_err(|e| unreadable(&e))?;
-        if certs.is_empty() {
-            return Err(RootsUnreadable("no certificate in it".into()));
-        }
         let mut b = X509StoreBuilder::new().map_err(|e| unreadable(&e))?;
-        for c in certs {
-            // A certificate twice in the file is not an error (OpenSSL skips it).
-            let _ = b.add_cert(c);
+        if root == Path::new("system") {
+            // libpq 16's sslrootcert=system: OpenSSL's default locations
+            // (SSL_CERT_FILE and SSL_CERT_DIR override them).
+            b.set_default_paths().map_err(|e| unreadable(&e))?;
+        } else {
+            let pem = std::fs::read(root).map_err(|e| unreadable(&e))?;
+            let certs = X509::stack_from_pem(&pem).map_err(|e| unreadable(&e))?;
+            if certs.is_empty() {
+                return Err(RootsUnreadable("no certificate in it".into()));
+            }
+            for c in certs {
+                // A certificate twice in the file is not an error (OpenSSL skips it).
+                let _ = b.add_cert(c);
+            }
         }
         let mut crl_loaded = false;
         if let Some(f) = crl {

@@ -327,7 +327,8 @@ impl WireConn {
         auth::startup_message(&auth::startup_params(cfg), protocol, &mut self.out);
         self.send()?;
         let mut handshake =
-            auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password());
+            auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password())
+                .require_auth(target.options().require_auth.clone());
         let mut authenticated = false;
         let mut answer = BytesMut::new();
         loop {
@@ -580,15 +581,21 @@ fn open(target: &ConnTarget, only: usize, timeout: Option<Duration>) -> io::Resu
             }),
             Host::Unix(dir) => {
                 let path = dir.join(format!(".s.PGSQL.{port}"));
-                UnixStream::connect(&path).map(Stream::Unix).map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!(
-                            "connection to server on socket \"{}\" failed: {e}",
-                            path.display()
-                        ),
-                    )
-                })
+                UnixStream::connect(&path)
+                    .and_then(|s| match &target.options().requirepeer {
+                        Some(want) => crate::options::check_peer(&s, want).map(|()| s),
+                        None => Ok(s),
+                    })
+                    .map(Stream::Unix)
+                    .map_err(|e| {
+                        io::Error::new(
+                            e.kind(),
+                            format!(
+                                "connection to server on socket \"{}\" failed: {e}",
+                                path.display()
+                            ),
+                        )
+                    })
             }
         };
         match s {
