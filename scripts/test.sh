@@ -28,6 +28,8 @@ command -v cc >/dev/null || need+=(build-essential)
 # The OpenSSH client drives several load hosts (--hosts: crates/fleet); ssh-keygen makes the
 # loopback tests' keys.
 command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || need+=(openssh-client)
+# OpenSSL's headers for the openssl crate (pgwire verifies server certificates with X509_verify_cert).
+pkg-config --exists openssl 2>/dev/null || need+=(libssl-dev pkg-config)
 # The Debian package: built with dpkg-deb/dpkg-shlibdeps and strip, then installed and checked
 # with man and bash's completion loader (scripts/package-deb.sh, scripts/check-deb.sh).
 command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)

@@ -43,7 +43,9 @@ pub enum AuthError {
         message: String,
     },
     /// The server wants a password and none was given.
-    #[error("the server asks for a password and none was given (add it to the URL or PGPASSWORD)")]
+    #[error(
+        "fe_sendauth: no password supplied (the server asks for one: give it in the URL, PGPASSWORD or a password file)"
+    )]
     NoPassword,
     /// openGauss sent its SHA256 request without the iteration count, as it
     /// does to protocol 3.0 clients: connect again with protocol 3.51.
@@ -55,6 +57,14 @@ pub enum AuthError {
     /// The server sent something the handshake cannot read.
     #[error("unexpected authentication message: {0}")]
     Protocol(String),
+    /// `require_auth` does not allow what the server asked for.
+    #[error("authentication method requirement \"{required}\" failed: {why}")]
+    NotAllowed {
+        /// The require_auth value.
+        required: String,
+        /// What the server did, in libpq's words.
+        why: &'static str,
+    },
 }
 
 /// Where the exchange stands after one server message.
@@ -90,6 +100,7 @@ pub struct Handshake<'a> {
     password: Option<&'a [u8]>,
     scram: Option<ScramSha256>,
     method: Method,
+    require: Option<crate::options::RequireAuth>,
 }
 
 /// The StartupMessage parameters csdchar sends (tokio-postgres sends the
@@ -134,7 +145,14 @@ impl<'a> Handshake<'a> {
             password,
             scram: None,
             method: Method::Trust,
+            require: None,
         }
+    }
+
+    /// Holds the server to libpq 16's `require_auth`.
+    pub fn require_auth(mut self, require: Option<crate::options::RequireAuth>) -> Handshake<'a> {
+        self.require = require;
+        self
     }
 
     /// The method the server asked for (Trust until it asks for one).
@@ -182,6 +200,29 @@ impl<'a> Handshake<'a> {
         let code = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
         let data = &body[4..];
         let io = |e: std::io::Error| AuthError::Protocol(e.to_string());
+        if let Some(r) = &self.require {
+            let asked = match code {
+                0 if self.method == Method::Trust => {
+                    Some(("none", "server did not complete authentication"))
+                }
+                3 => Some(("password", "server requested a cleartext password")),
+                5 => Some(("md5", "server requested a hashed password")),
+                10 if data.first() != Some(&0) => {
+                    Some(("scram-sha-256", "server requested SASL authentication"))
+                }
+                7 | 8 => Some(("gss", "server requested GSSAPI authentication")),
+                9 => Some(("sspi", "server requested SSPI authentication")),
+                _ => None,
+            };
+            if let Some((method, why)) = asked
+                && !r.allows(method)
+            {
+                return Err(AuthError::NotAllowed {
+                    required: r.raw.clone(),
+                    why,
+                });
+            }
+        }
         match code {
             0 => return Ok(Progress::Authenticated),
             3 => {
@@ -564,6 +605,41 @@ mod tests {
             h.on_message(b'R', &request(3, &[]), &mut BytesMut::new()),
             Err(AuthError::NoPassword)
         );
+    }
+
+    /// libpq 16's require_auth: a method not allowed is refused in libpq's words.
+    #[test]
+    fn require_auth_refuses_what_it_does_not_allow() {
+        use crate::env::Env;
+        struct NoEnv;
+        impl Env for NoEnv {
+            fn get(&self, _: &str) -> Option<String> {
+                None
+            }
+        }
+        let opts = |v: &str| {
+            crate::options::LibpqOptions::resolve(&[("require_auth".into(), v.into())], &NoEnv)
+                .map(|o| o.require_auth)
+        };
+        let sasl = request(10, b"SCRAM-SHA-256\0\0");
+        let mut h = Handshake::new("u", Some(b"x")).require_auth(opts("md5").unwrap());
+        let e = h.on_message(b'R', &sasl, &mut BytesMut::new()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "authentication method requirement \"md5\" failed: server requested SASL authentication"
+        );
+        let mut h = Handshake::new("u", Some(b"x")).require_auth(opts("scram-sha-256").unwrap());
+        assert!(h.on_message(b'R', &sasl, &mut BytesMut::new()).is_ok());
+        let mut h = Handshake::new("u", Some(b"x")).require_auth(opts("!none").unwrap());
+        let e = h
+            .on_message(b'R', &request(0, &[]), &mut BytesMut::new())
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("did not complete authentication"),
+            "{e}"
+        );
+        assert!(opts("md5,!password").is_err());
+        assert!(opts("kerberos").is_err());
     }
 
     #[test]

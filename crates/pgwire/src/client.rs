@@ -18,11 +18,63 @@ use crate::tls::SslMode;
 /// tokio-postgres then gets a stream on which its StartupMessage is dropped
 /// and AuthenticationOk is the first thing it reads, so it needs no method
 /// of its own. The connection task is spawned on the current runtime.
+///
+/// The hosts are tried as libpq tries them (see `WireConn::connect`): in
+/// order or shuffled, on after any failure, the first session that suits
+/// `target_session_attrs` kept.
 pub async fn connect_client(target: &ConnTarget) -> Result<tokio_postgres::Client, String> {
-    let fail = |e: &dyn std::fmt::Display| {
+    let order = target.host_order();
+    let attrs = target.options().session_attrs;
+    if order.len() == 1 && attrs == crate::options::SessionAttrs::Any {
+        return connect_host(target, order[0]).await;
+    }
+    let mut failures = Vec::new();
+    for want in attrs.passes() {
+        for &i in &order {
+            let client = match connect_host(target, i).await {
+                Ok(c) => c,
+                Err(e) => {
+                    failures.push(e);
+                    continue;
+                }
+            };
+            if want == crate::options::SessionAttrs::Any {
+                return Ok(client);
+            }
+            let refusal = match client.simple_query(crate::options::SESSION_QUERY).await {
+                Ok(rows) => {
+                    let row = rows.iter().find_map(|m| match m {
+                        tokio_postgres::SimpleQueryMessage::Row(r) => {
+                            Some((r.get(0) == Some("true"), r.get(1) == Some("on")))
+                        }
+                        _ => None,
+                    });
+                    let (standby, read_only) = row.unwrap_or_default();
+                    want.refusal(standby, read_only).map(str::to_string)
+                }
+                Err(e) => Some(describe_error(&e)),
+            };
+            match refusal {
+                None => return Ok(client),
+                Some(why) => failures.push(format!(
+                    "cannot connect to {}: {why}",
+                    target.describe_host(i)
+                )),
+            }
+        }
+    }
+    Err(failures.join("; "))
+}
+
+/// [`connect_client`] to host `i` of the target.
+async fn connect_host(target: &ConnTarget, host: usize) -> Result<tokio_postgres::Client, String> {
+    // prefer and allow try twice: the first failure is said with the second.
+    let mut earlier: Option<String> = None;
+    let fail = |earlier: &Option<String>, e: &dyn std::fmt::Display| {
         format!(
-            "cannot connect to {}: {e}{}",
-            target.describe(),
+            "cannot connect to {}: {}{e}{}",
+            target.describe_host(host),
+            earlier.as_deref().unwrap_or_default(),
             target.passfile_note()
         )
     };
@@ -31,44 +83,52 @@ pub async fn connect_client(target: &ConnTarget) -> Result<tokio_postgres::Clien
         .get_connect_timeout()
         .copied()
         .unwrap_or(Duration::from_secs(3600));
-    let mut protocol = crate::auth::protocol_for(&target.describe());
+    let mut protocol = crate::auth::protocol_for(&target.describe_host(host));
     let mode = target.tls().mode;
     // allow: plain first; prefer and up: TLS first (libpq's order).
     let mut try_tls = !matches!(mode, SslMode::Disable | SslMode::Allow);
     let stream = loop {
-        let attempt = tokio::time::timeout(timeout, authenticate(target, protocol, try_tls)).await;
+        let attempt =
+            tokio::time::timeout(timeout, authenticate(target, host, protocol, try_tls)).await;
         match attempt {
-            Err(_) => return Err(fail(&"timed out")),
+            Err(_) => return Err(fail(&earlier, &"timeout expired")),
             Ok(Ok(s)) => break s,
             Ok(Err(HandshakeError::TlsRefused)) => {
-                return Err(fail(&"server does not support SSL, but SSL was required"));
+                return Err(fail(
+                    &earlier,
+                    &"server does not support SSL, but SSL was required",
+                ));
             }
             // prefer: a failed handshake is retried without TLS, as libpq does.
-            Ok(Err(HandshakeError::Tls(_))) if mode == SslMode::Prefer && try_tls => {
+            Ok(Err(HandshakeError::Tls(m))) if mode == SslMode::Prefer && try_tls => {
+                earlier = Some(format!("{m}; then without TLS: "));
                 try_tls = false;
             }
-            Ok(Err(HandshakeError::Tls(m))) => return Err(fail(&m)),
+            Ok(Err(HandshakeError::Tls(m))) => return Err(fail(&earlier, &m)),
             // allow: a server that refuses the plain connection gets a TLS one.
-            Ok(Err(HandshakeError::Auth(crate::auth::AuthError::Server { code, .. })))
+            Ok(Err(HandshakeError::Auth(crate::auth::AuthError::Server { code, message })))
                 if mode == SslMode::Allow && !try_tls && code.starts_with("28") =>
             {
+                earlier = Some(format!("without TLS: {message} ({code}); then with TLS: "));
                 try_tls = true;
             }
             Ok(Err(HandshakeError::Auth(crate::auth::AuthError::NeedsProtocol351)))
                 if protocol != crate::auth::PROTOCOL_3_51 =>
             {
-                crate::auth::remember_351(&target.describe());
+                crate::auth::remember_351(&target.describe_host(host));
                 protocol = crate::auth::PROTOCOL_3_51;
             }
-            Ok(Err(HandshakeError::Auth(e))) => return Err(fail(&e)),
-            Ok(Err(HandshakeError::Io(e))) => return Err(fail(&e)),
+            Ok(Err(HandshakeError::Auth(e))) => return Err(fail(&earlier, &e)),
+            Ok(Err(HandshakeError::Io(e))) => {
+                return Err(fail(&earlier, &crate::tls::io_words(&e)));
+            }
         }
     };
     let (client, conn) = target
         .config()
         .connect_raw(stream, tokio_postgres::NoTls)
         .await
-        .map_err(|e| fail(&describe_error(&e)))?;
+        .map_err(|e| fail(&earlier, &describe_error(&e)))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -81,6 +141,7 @@ pub async fn connect_client(target: &ConnTarget) -> Result<tokio_postgres::Clien
 async fn negotiate(
     mut tcp: tokio::net::TcpStream,
     target: &ConnTarget,
+    host: &str,
 ) -> Result<Socket, HandshakeError> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let tls = target.tls();
@@ -92,16 +153,15 @@ async fn negotiate(
         Ok(false) => return Ok(Socket::Tcp(tcp)),
         Err(m) => return Err(HandshakeError::Tls(m)),
     }
-    let host = target.tls_host();
     let config = tls.client_config().map_err(HandshakeError::Tls)?;
-    let name = crate::tls::server_name(&host).map_err(HandshakeError::Tls)?;
+    let name = crate::tls::server_name(host).map_err(HandshakeError::Tls)?;
     tokio_rustls::TlsConnector::from(config)
         .connect(name, tcp)
         .await
         .map(|s| Socket::Tls(Box::new(s)))
         .map_err(|e| {
             let m = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                Some(r) => crate::tls::describe(r, &host, tls),
+                Some(r) => crate::tls::describe(r, host, tls),
                 None => format!("TLS handshake: {e}"),
             };
             HandshakeError::Tls(m)
@@ -123,9 +183,10 @@ impl From<std::io::Error> for HandshakeError {
     }
 }
 
-/// Opens a socket to the first host that accepts and authenticates on it.
+/// Opens a socket to host `only` and authenticates on it.
 async fn authenticate(
     target: &ConnTarget,
+    only: usize,
     protocol: u32,
     try_tls: bool,
 ) -> Result<Authenticated, HandshakeError> {
@@ -134,18 +195,46 @@ async fn authenticate(
     let mut last = None;
     let mut socket = None;
     for (i, host) in cfg.get_hosts().iter().enumerate() {
+        if i != only {
+            continue;
+        }
         let port = target.port(i);
         let s = match host {
-            Host::Tcp(h) => tokio::net::TcpStream::connect((h.as_str(), port))
-                .await
-                .and_then(|s| {
-                    s.set_nodelay(true)?;
-                    Ok(Socket::Tcp(s))
-                }),
+            // hostaddr, when given, is where to connect: the name is not looked up.
+            Host::Tcp(h) => match cfg.get_hostaddrs().get(i) {
+                Some(a) => tokio::net::TcpStream::connect((*a, port)).await,
+                None => match tokio::net::lookup_host((h.as_str(), port)).await {
+                    Ok(addrs) => {
+                        tokio::net::TcpStream::connect(&addrs.collect::<Vec<_>>()[..]).await
+                    }
+                    Err(e) => Err(std::io::Error::new(
+                        e.kind(),
+                        format!("could not translate host name \"{h}\" to address: {e}"),
+                    )),
+                },
+            }
+            .and_then(|s| {
+                s.set_nodelay(true)?;
+                Ok(Socket::Tcp(s))
+            }),
             Host::Unix(dir) => {
-                tokio::net::UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))
+                let path = dir.join(format!(".s.PGSQL.{port}"));
+                tokio::net::UnixStream::connect(&path)
                     .await
+                    .and_then(|s| match &target.options().requirepeer {
+                        Some(want) => crate::options::check_peer(&s, want).map(|()| s),
+                        None => Ok(s),
+                    })
                     .map(Socket::Unix)
+                    .map_err(|e| {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!(
+                                "connection to server on socket \"{}\" failed: {e}",
+                                path.display()
+                            ),
+                        )
+                    })
             }
         };
         match s {
@@ -165,7 +254,7 @@ async fn authenticate(
         }
     };
     if try_tls && let Socket::Tcp(tcp) = socket {
-        socket = negotiate(tcp, target).await?;
+        socket = negotiate(tcp, target, &target.tls_host_of(only)).await?;
     }
     let mut out = bytes::BytesMut::new();
     crate::auth::startup_message(&crate::auth::startup_params(cfg), protocol, &mut out);
@@ -173,7 +262,8 @@ async fn authenticate(
     socket.flush().await?;
     out.clear();
     let mut handshake =
-        crate::auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password());
+        crate::auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password())
+            .require_auth(target.options().require_auth.clone());
     let mut buf: Vec<u8> = Vec::with_capacity(1024);
     loop {
         // Whole messages first; then read more.

@@ -3,8 +3,6 @@
 //! description for messages (host and port, never a password), and what the
 //! connection travels over ([`Transport`]).
 
-use std::time::Duration;
-
 use tokio_postgres::config::Host;
 
 use crate::env::Env;
@@ -42,6 +40,8 @@ pub struct ConnTarget {
     /// Why a password file that applies was not read (libpq warns and goes
     /// on without it), said again when the login fails.
     passfile_ignored: Option<String>,
+    /// libpq's keys that tokio-postgres does not take.
+    opts: crate::options::LibpqOptions,
 }
 
 /// Checks the libpq environment variables that apply to a managed cluster's
@@ -50,6 +50,57 @@ pub struct ConnTarget {
 /// files are not read: the socket never uses TLS.
 pub fn check_environment(env: &dyn Env) -> Result<(), TargetError> {
     ConnTarget::parse("host=/ port=5432 user=postgres dbname=postgres", env).map(drop)
+}
+
+/// The service's keys that tokio-postgres's configuration holds, where the
+/// string did not give them.
+fn apply_service(
+    c: &mut tokio_postgres::Config,
+    service: &[(String, String)],
+) -> Result<(), TargetError> {
+    for (k, v) in service {
+        check_value(k, v).map_err(TargetError::conninfo)?;
+        match k.as_str() {
+            "host" if c.get_hosts().is_empty() => {
+                for h in v.split(',') {
+                    if h.starts_with('/') {
+                        c.host_path(h);
+                    } else {
+                        c.host(h);
+                    }
+                }
+            }
+            "hostaddr" if c.get_hostaddrs().is_empty() => {
+                for a in v.split(',') {
+                    if let Ok(ip) = a.parse() {
+                        c.hostaddr(ip);
+                    }
+                }
+            }
+            "port" if c.get_ports().is_empty() => {
+                for p in v.split(',') {
+                    c.port(p.trim().parse().unwrap_or(5432));
+                }
+            }
+            "user" if c.get_user().is_none() => {
+                c.user(v);
+            }
+            "password" if c.get_password().is_none() => {
+                c.password(v);
+            }
+            "dbname" if c.get_dbname().is_none() => {
+                c.dbname(v);
+            }
+            "options" if c.get_options().is_none() => {
+                c.options(v);
+            }
+            "application_name" if c.get_application_name().is_none() => {
+                c.application_name(v);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Default socket directories of libpq builds (Debian's first).
@@ -64,10 +115,50 @@ impl ConnTarget {
         // TLS is ours (libpq's six modes and its files); the rest is
         // tokio-postgres's parser, whose message quotes no values, so no
         // password can leak through it.
-        let (rest, ssl) = split_ssl(conninfo).map_err(TargetError::conninfo)?;
-        let mut c: tokio_postgres::Config = rest.parse().map_err(|e| {
-            TargetError::conninfo(format!("not a connection string or postgres:// URL ({e})"))
+        let (rest, mut ssl) = split_ssl(conninfo).map_err(TargetError::conninfo)?;
+        // A service's keys fill what the string leaves out, before the environment.
+        let service_name = ssl
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "service")
+            .map(|(_, v)| v.clone())
+            .or_else(|| env.get("PGSERVICE"));
+        let service = match service_name {
+            Some(name) => crate::service::lookup(&name, env)?,
+            None => Vec::new(),
+        };
+        for (k, v) in service.iter().rev() {
+            if crate::options::is_own_key(k) && !ssl.iter().any(|(n, _)| n == k) {
+                ssl.insert(0, (k.clone(), v.clone()));
+            }
+        }
+        let mut c: tokio_postgres::Config = rest.parse().map_err(|e: tokio_postgres::Error| {
+            let e = e.to_string();
+            TargetError::conninfo(if e.contains("hostaddr") {
+                format!("could not parse network address in hostaddr ({e})")
+            } else {
+                format!("not a connection string or postgres:// URL ({e})")
+            })
         })?;
+        apply_service(&mut c, &service)?;
+        if c.get_hostaddrs().is_empty()
+            && let Some(addrs) = env.get("PGHOSTADDR")
+        {
+            for a in addrs.split(',') {
+                let ip = a.trim().parse().map_err(|_| TargetError {
+                    variable: Some("PGHOSTADDR".into()),
+                    message: format!("could not parse network address \"{a}\" (PGHOSTADDR)"),
+                })?;
+                c.hostaddr(ip);
+            }
+        }
+        // hostaddr without host: the addresses are the hosts (libpq).
+        if c.get_hosts().is_empty() && !c.get_hostaddrs().is_empty() && env.get("PGHOST").is_none()
+        {
+            for a in c.get_hostaddrs().to_vec() {
+                c.host(a.to_string());
+            }
+        }
         if c.get_hosts().is_empty() {
             match env.get("PGHOST") {
                 Some(hosts) => {
@@ -97,9 +188,26 @@ impl ConnTarget {
             })?;
             c.port(port);
         }
+        // libpq's counts: one port for all hosts, or one per host; one hostaddr per host.
+        let (hosts, ports, addrs) = (
+            c.get_hosts().len(),
+            c.get_ports().len(),
+            c.get_hostaddrs().len(),
+        );
+        if ports > 1 && ports != hosts {
+            return Err(TargetError::conninfo(format!(
+                "could not match {ports} port numbers to {hosts} hosts"
+            )));
+        }
+        if addrs > 0 && addrs != hosts {
+            return Err(TargetError::conninfo(format!(
+                "could not match {hosts} host names to {addrs} hostaddr values"
+            )));
+        }
         // libpq uses TLS (and reads its files) only on TCP.
         let tcp = c.get_hosts().iter().any(|h| matches!(h, Host::Tcp(_)));
         let tls = crate::tls::TlsSettings::resolve(&ssl, env, tcp)?;
+        let opts = crate::options::LibpqOptions::resolve(&ssl, env)?;
         if c.get_user().is_none() {
             let user = env
                 .get("PGUSER")
@@ -120,7 +228,7 @@ impl ConnTarget {
         }
         let mut passfile_ignored = None;
         if c.get_password().is_none() {
-            match password_from_file(&c, env) {
+            match password_from_file(&c, opts.passfile.as_deref(), env) {
                 Ok(Some(p)) => {
                     c.password(p);
                 }
@@ -129,22 +237,25 @@ impl ConnTarget {
             }
         }
         if c.get_application_name().is_none() {
-            c.application_name(env.get("PGAPPNAME").unwrap_or_else(|| "csdchar".into()));
+            c.application_name(
+                env.get("PGAPPNAME")
+                    .or_else(|| opts.fallback_application_name.clone())
+                    .unwrap_or_else(|| "csdchar".into()),
+            );
         }
         if c.get_options().is_none()
             && let Some(o) = env.get("PGOPTIONS")
         {
             c.options(&o);
         }
-        if c.get_connect_timeout().is_none()
-            && let Some(t) = env.get("PGCONNECT_TIMEOUT").and_then(|t| t.parse().ok())
-        {
-            c.connect_timeout(Duration::from_secs(t));
+        if let Some(t) = opts.connect_timeout {
+            c.connect_timeout(t);
         }
         Ok(ConnTarget {
             config: c,
             tls,
             passfile_ignored,
+            opts,
         })
     }
 
@@ -160,6 +271,44 @@ impl ConnTarget {
                 Host::Unix(_) => None,
             })
             .unwrap_or_else(|| "localhost".into())
+    }
+
+    /// The host name of host `i` for TLS (checked against the certificate,
+    /// sent as SNI): its `host`, never its `hostaddr`.
+    pub fn tls_host_of(&self, i: usize) -> String {
+        match self.config.get_hosts().get(i) {
+            Some(Host::Tcp(h)) => h.clone(),
+            _ => self.tls_host(),
+        }
+    }
+
+    /// `host:port` of host `i`, for messages.
+    pub fn describe_host(&self, i: usize) -> String {
+        match self.config.get_hosts().get(i) {
+            Some(Host::Tcp(h)) => format!("{h}:{}", self.port(i)),
+            Some(Host::Unix(p)) => format!("{}/.s.PGSQL.{}", p.display(), self.port(i)),
+            None => "the server".into(),
+        }
+    }
+
+    /// The order the hosts are tried in: as given, or shuffled for
+    /// `load_balance_hosts=random` (libpq 16).
+    pub fn host_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.config.get_hosts().len().max(1)).collect();
+        if self.opts.load_balance_random {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            for i in (1..order.len()).rev() {
+                h.write_usize(i);
+                order.swap(i, h.finish() as usize % (i + 1));
+            }
+        }
+        order
+    }
+
+    /// libpq's keys beyond where to connect (target_session_attrs, ...).
+    pub fn options(&self) -> &crate::options::LibpqOptions {
+        &self.opts
     }
 
     /// Whether connections may use TLS: a TCP host and an sslmode other than
@@ -233,9 +382,16 @@ const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
 /// user. A missing file is no password; a file that is not a plain file or
 /// that its group or others may read is not read (libpq warns and goes on
 /// without it): the error says why.
-fn password_from_file(c: &tokio_postgres::Config, env: &dyn Env) -> Result<Option<String>, String> {
+fn password_from_file(
+    c: &tokio_postgres::Config,
+    passfile: Option<&str>,
+    env: &dyn Env,
+) -> Result<Option<String>, String> {
     use std::os::unix::fs::MetadataExt;
-    let path = match env.get("PGPASSFILE") {
+    let path = match passfile
+        .map(str::to_string)
+        .or_else(|| env.get("PGPASSFILE"))
+    {
         Some(p) => std::path::PathBuf::from(p),
         None => match env.get("HOME") {
             Some(h) => std::path::Path::new(&h).join(".pgpass"),
@@ -332,7 +488,7 @@ fn passfile_match(line: &str, wanted: &[&str; 4]) -> Option<String> {
 /// string (`key=value …` with libpq's quoting, or a URL's query), returning
 /// the rest as written and the keys with their values.
 pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), String> {
-    let is_ssl = |k: &str| crate::tls::SSL_KEYS.contains(&k);
+    let is_ssl = crate::options::is_own_key;
     let mut ssl = Vec::new();
     let t = conninfo.trim();
     if t.starts_with("postgres://") || t.starts_with("postgresql://") {
@@ -342,7 +498,11 @@ pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), Stri
         let mut kept = Vec::new();
         for part in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = part.split_once('=').unwrap_or((part, ""));
-            if is_ssl(k) {
+            if k == "ssl" && v == "true" {
+                ssl.push(("sslmode".into(), "require".into()));
+            } else if !crate::options::is_libpq_key(k) && k != "ssl" {
+                return Err(format!("invalid URI query parameter: \"{k}\""));
+            } else if is_ssl(k) {
                 ssl.push((k.to_string(), percent_decode(v)?));
             } else {
                 kept.push(part);
@@ -388,7 +548,11 @@ pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), Stri
             i += 1;
             loop {
                 match b.get(i) {
-                    None => return Err(format!("unterminated quoted value of {key}")),
+                    None => {
+                        return Err(format!(
+                            "unterminated quoted string in connection info string (the value of {key})"
+                        ));
+                    }
                     Some(b'\\') if i + 1 < b.len() => {
                         value.push(b[i + 1] as char);
                         i += 2;
@@ -414,6 +578,10 @@ pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), Stri
                 i += ch.len_utf8();
             }
         }
+        if !crate::options::is_libpq_key(key) {
+            return Err(format!("invalid connection option \"{key}\""));
+        }
+        check_value(key, &value)?;
         if is_ssl(key) {
             ssl.push((key.to_string(), value));
         } else {
@@ -421,6 +589,29 @@ pub fn split_ssl(conninfo: &str) -> Result<(String, Vec<(String, String)>), Stri
         }
     }
     Ok((kept.join(" "), ssl))
+}
+
+/// libpq's checks of the values tokio-postgres parses: the ports and the
+/// numeric addresses (each entry of a list; an empty one is the default).
+fn check_value(key: &str, value: &str) -> Result<(), String> {
+    match key {
+        "port" => {
+            for p in value.split(',') {
+                if !p.is_empty() && !p.trim().parse::<u16>().is_ok_and(|n| n > 0) {
+                    return Err(format!("invalid port number: \"{p}\""));
+                }
+            }
+        }
+        "hostaddr" => {
+            for a in value.split(',') {
+                if !a.is_empty() && a.parse::<std::net::IpAddr>().is_err() {
+                    return Err(format!("could not parse network address \"{a}\""));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 fn percent_decode(v: &str) -> Result<String, String> {
@@ -539,8 +730,35 @@ mod tests {
         assert_eq!(t.config().get_dbname(), Some("alice"));
         assert!(t.describe().ends_with("/.s.PGSQL.5432"), "{}", t.describe());
         let err = ConnTarget::parse("port=x", &env).unwrap_err();
-        assert!(err.message.contains("not a connection string"), "{err}");
+        assert!(err.message.contains("invalid port number: \"x\""), "{err}");
         assert_eq!(err.variable, None);
+        // libpq's keys only; the ones tokio-postgres does not take are csdchar's.
+        let err = ConnTarget::parse("host=h nosuchkey=1", &env).unwrap_err();
+        assert_eq!(err.message, "invalid connection option \"nosuchkey\"");
+        let err = ConnTarget::parse("postgres://h/d?nosuchkey=1", &env).unwrap_err();
+        assert_eq!(err.message, "invalid URI query parameter: \"nosuchkey\"");
+        let err = ConnTarget::parse("host=h hostaddr=nope", &env).unwrap_err();
+        assert!(
+            err.message.contains("could not parse network address"),
+            "{err}"
+        );
+        let err = ConnTarget::parse("host=h connect_timeout=abc", &env).unwrap_err();
+        assert!(
+            err.message.contains("invalid integer value \"abc\""),
+            "{err}"
+        );
+        let t = ConnTarget::parse(
+            "host=h connect_timeout=1 keepalives=1 gssencmode=disable fallback_application_name=fb",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            t.config().get_connect_timeout(),
+            Some(&std::time::Duration::from_secs(2))
+        );
+        assert_eq!(t.config().get_application_name(), Some("fb"));
+        let t = ConnTarget::parse("hostaddr=127.0.0.1 port=1", &env).unwrap();
+        assert_eq!(t.describe(), "127.0.0.1:1");
         let (rest, ssl) =
             split_ssl("host=h sslmode=require password='a b\\' c' sslrootcert=/r.crt").unwrap();
         assert_eq!(rest, "host=h password='a b\\' c'");

@@ -17,5 +17,8 @@ pub mod env;
 pub mod error;
 pub mod message;
 pub mod raw;
+pub mod options;
+pub mod service;
 pub mod tls;
+pub mod verify;
 pub mod wire;

@@ -20,12 +20,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::pem::{PemObject, SectionKind};
-use rustls::pki_types::{
-    CertificateDer, CertificateRevocationListDer, PrivateKeyDer, ServerName, UnixTime,
-};
-use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+use rustls::ClientConfig;
+use rustls::client::danger::ServerCertVerifier;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 use crate::env::Env;
 use crate::error::TargetError;
@@ -70,7 +67,7 @@ impl SslMode {
             "verify-full" => SslMode::VerifyFull,
             _ => {
                 return Err(format!(
-                    "{from}={v}: not an sslmode (disable, allow, prefer, require, verify-ca, verify-full)"
+                    "{from}={v}: invalid sslmode value (disable, allow, prefer, require, verify-ca, verify-full)"
                 ));
             }
         })
@@ -86,16 +83,56 @@ impl SslMode {
 }
 
 /// The connection-string keys this module owns.
-pub const SSL_KEYS: [&str; 8] = [
+pub const SSL_KEYS: [&str; 13] = [
     "sslmode",
     "sslrootcert",
     "sslcert",
     "sslkey",
     "sslcrl",
+    "sslcrldir",
     "sslsni",
     "sslnegotiation",
     "sslpassword",
+    "sslcompression",
+    "sslcertmode",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
 ];
+
+/// A TLS protocol version as libpq names it (`ssl_min_protocol_version`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TlsVersion {
+    /// TLSv1 (1.0).
+    V1_0,
+    /// TLSv1.1.
+    V1_1,
+    /// TLSv1.2 (libpq's default minimum).
+    V1_2,
+    /// TLSv1.3.
+    V1_3,
+}
+
+impl TlsVersion {
+    fn parse(v: &str) -> Option<TlsVersion> {
+        Some(match v {
+            "TLSv1" => TlsVersion::V1_0,
+            "TLSv1.1" => TlsVersion::V1_1,
+            "TLSv1.2" => TlsVersion::V1_2,
+            "TLSv1.3" => TlsVersion::V1_3,
+            _ => return None,
+        })
+    }
+}
+
+/// A key's password (`sslpassword`): never formatted.
+#[derive(Clone, Default)]
+pub struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("(secret)")
+    }
+}
 
 /// Where a file setting came from, for messages: a connection-string key,
 /// a libpq environment variable, or libpq's default under `~/.postgresql/`.
@@ -129,11 +166,12 @@ struct Origins {
     rootcert: Origin,
     cert: Origin,
     key: Origin,
-    crl: Origin,
 }
 
 /// What TLS a connection uses, resolved from the connection string, the
-/// environment and `~/.postgresql/`.
+/// environment and `~/.postgresql/` by libpq's rules: a file is used when it
+/// exists and ignored when it does not, except the root file under
+/// verify-ca and verify-full and the key of a certificate that exists.
 #[derive(Debug, Clone)]
 pub struct TlsSettings {
     /// The mode.
@@ -142,10 +180,17 @@ pub struct TlsSettings {
     pub rootcert: Option<PathBuf>,
     /// The client certificate and its key, when there is a certificate.
     pub client: Option<(PathBuf, PathBuf)>,
-    /// A certificate revocation list.
+    /// The certificate revocation list file (`sslcrl`, or the default that exists).
     pub crl: Option<PathBuf>,
+    /// The certificate revocation list directory (`sslcrldir`).
+    pub crldir: Option<PathBuf>,
     /// Send the host name in the handshake (SNI).
     pub sni: bool,
+    /// The lowest protocol version offered (libpq's default: TLSv1.2).
+    pub min_version: TlsVersion,
+    /// The highest protocol version offered; None: the newest.
+    pub max_version: Option<TlsVersion>,
+    password: Option<Secret>,
     origins: Origins,
     config: Arc<std::sync::OnceLock<Result<Arc<ClientConfig>, String>>>,
 }
@@ -158,7 +203,11 @@ impl TlsSettings {
             rootcert: None,
             client: None,
             crl: None,
+            crldir: None,
             sni: true,
+            min_version: TlsVersion::V1_2,
+            max_version: None,
+            password: None,
             origins: Origins::default(),
             config: Default::default(),
         }
@@ -169,11 +218,15 @@ impl TlsSettings {
     /// key or variable. `tcp`: whether a host of the connection is reached
     /// over TCP; without one libpq uses no TLS and reads none of its files
     /// (the values are still checked, as libpq checks `sslmode`'s), and
-    /// neither does csdchar. With one, every file in use is read and checked
-    /// now: a root certificate file, client certificate or key, or CRL that
-    /// holds nothing usable (a directory, another kind of PEM, garbage) is
-    /// refused with the cause, before anything connects — where libpq
-    /// skips a CRL it cannot load without a word and checks no revocation.
+    /// neither does csdchar.
+    ///
+    /// Files follow libpq: a root file that does not exist is no
+    /// verification (an error for verify-ca and verify-full only); a client
+    /// certificate that does not exist is no client certificate; a CRL that
+    /// does not load is no revocation check. For the modes that require TLS
+    /// the files in use are read now, so a bad one is refused before anything
+    /// connects; for prefer and allow they are read when TLS is tried, and a
+    /// failure there falls back to a plain connection as libpq's does.
     pub fn resolve(
         params: &[(String, String)],
         env: &dyn Env,
@@ -185,7 +238,11 @@ impl TlsSettings {
                 .rev()
                 .find(|(n, _)| n == k)
                 .map(|(_, v)| (v.clone(), k.to_string()))
-                .or_else(|| env.get(var).map(|v| (v, var.to_string())))
+                .or_else(|| {
+                    (!var.is_empty())
+                        .then(|| env.get(var).map(|v| (v, var.to_string())))
+                        .flatten()
+                })
         };
         // A message about the value of `from` (a key, or a PG* variable).
         let bad = |from: &str, message: String| TargetError {
@@ -194,7 +251,11 @@ impl TlsSettings {
         };
         let mode = match get("sslmode", "PGSSLMODE") {
             Some((v, from)) => SslMode::parse(&v, &from).map_err(|m| bad(&from, m))?,
-            None => SslMode::Prefer,
+            // The deprecated requiressl (and PGREQUIRESSL): 1 is require.
+            None => match get("requiressl", "PGREQUIRESSL") {
+                Some((v, _)) if v.starts_with('1') => SslMode::Require,
+                _ => SslMode::Prefer,
+            },
         };
         if let Some((v, from)) = get("sslnegotiation", "PGSSLNEGOTIATION")
             && v != "postgres"
@@ -206,24 +267,60 @@ impl TlsSettings {
                 ),
             ));
         }
-        if get("sslpassword", "").is_some() {
-            return Err(bad(
-                "sslpassword",
-                "sslpassword: encrypted client keys are not supported; give an unencrypted sslkey (0600)"
-                    .into(),
-            ));
-        }
         let sni = match get("sslsni", "PGSSLSNI") {
             Some((v, _)) if v == "0" => false,
             Some((v, _)) if v == "1" => true,
             Some((v, from)) => return Err(bad(&from, format!("{from}={v}: 0 or 1"))),
             None => true,
         };
+        if let Some((v, from)) = get("sslcompression", "PGSSLCOMPRESSION")
+            && v != "0"
+            && v != "1"
+        {
+            return Err(bad(&from, format!("{from}={v}: 0 or 1")));
+        }
+        let certmode = match get("sslcertmode", "PGSSLCERTMODE") {
+            Some((v, from)) if !matches!(v.as_str(), "disable" | "allow" | "require") => {
+                return Err(bad(
+                    &from,
+                    format!("invalid sslcertmode value: \"{v}\" ({from}: disable, allow, require)"),
+                ));
+            }
+            Some((v, _)) => v,
+            None => "allow".into(),
+        };
+        let version = |k: &str, var: &str| -> Result<Option<TlsVersion>, TargetError> {
+            match get(k, var) {
+                Some((v, _)) if v.is_empty() => Ok(None),
+                Some((v, from)) => TlsVersion::parse(&v).map(Some).ok_or_else(|| {
+                    bad(
+                        &from,
+                        format!(
+                            "invalid {k} value: \"{v}\" ({from}: TLSv1, TLSv1.1, TLSv1.2, TLSv1.3)"
+                        ),
+                    )
+                }),
+                None => Ok(None),
+            }
+        };
+        let min_version = version("ssl_min_protocol_version", "PGSSLMINPROTOCOLVERSION")?
+            .unwrap_or(TlsVersion::V1_2);
+        let max_version = version("ssl_max_protocol_version", "PGSSLMAXPROTOCOLVERSION")?;
+        if max_version.is_some_and(|m| m < min_version) {
+            return Err(bad(
+                "ssl_max_protocol_version",
+                "invalid SSL protocol version range (ssl_min_protocol_version is above ssl_max_protocol_version; the minimum defaults to TLSv1.2)".into(),
+            ));
+        }
+        let password = get("sslpassword", "").map(|(v, _)| Secret(v));
         // libpq reads no file for a connection without TLS.
         if !tcp || mode == SslMode::Disable {
             return Ok(TlsSettings {
                 mode,
                 sni,
+                min_version,
+                max_version,
+                password,
                 ..TlsSettings::disabled()
             });
         }
@@ -231,27 +328,37 @@ impl TlsSettings {
         let default = |name: &str| home.as_ref().map(|h| h.join(".postgresql").join(name));
         let file = |key: &'static str, var: &str, name: &str| -> (Option<PathBuf>, Origin) {
             match get(key, var) {
-                Some((v, from)) => (
+                Some((v, from)) if !v.is_empty() => (
                     Some(PathBuf::from(v)),
                     Origin {
                         name: Some(from),
                         key,
                     },
                 ),
-                None => (default(name), Origin { name: None, key }),
+                _ => (default(name), Origin { name: None, key }),
             }
         };
         let mut origins = Origins::default();
         let (rootcert, origin) = file("sslrootcert", "PGSSLROOTCERT", "root.crt");
-        let named = origin.name.is_some();
         origins.rootcert = origin;
-        let rootcert_exists = rootcert.as_deref().is_some_and(Path::exists);
+        // libpq 16: `system` is OpenSSL's default trust store, for verify-full only.
+        let system = rootcert.as_deref() == Some(Path::new("system"));
+        if system && mode != SslMode::VerifyFull {
+            return Err(bad(
+                origins.rootcert.name.as_deref().unwrap_or("sslrootcert"),
+                format!(
+                    "weak sslmode \"{}\" may not be used with sslrootcert=system (use \"verify-full\")",
+                    mode.name()
+                ),
+            ));
+        }
+        let rootcert_exists = system || rootcert.as_deref().is_some_and(Path::exists);
         if matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull) && !rootcert_exists {
             let shown = rootcert
                 .as_deref()
                 .map_or("~/.postgresql/root.crt".into(), |p| p.display().to_string());
             let message = format!(
-                "sslmode={}: root certificate file \"{shown}\" does not exist; give the server's CA with sslrootcert=FILE, or use sslmode=require",
+                "root certificate file \"{shown}\" does not exist (sslmode={} verifies the server's certificate: give its CA with sslrootcert=FILE, or use sslmode=require)",
                 mode.name()
             );
             // Named by whichever of the two the user can change.
@@ -263,52 +370,48 @@ impl TlsSettings {
                 },
             );
         }
-        if let Some(r) = rootcert.as_deref().filter(|_| named && !rootcert_exists) {
-            return Err(origins.rootcert.error(r, "no such file"));
-        }
         let (cert, cert_origin) = file("sslcert", "PGSSLCERT", "postgresql.crt");
         let (key, key_origin) = file("sslkey", "PGSSLKEY", "postgresql.key");
-        let cert_named = cert_origin.name.is_some();
         origins.cert = cert_origin;
         origins.key = key_origin;
         let client = match (cert, key) {
-            (Some(c), Some(k)) if c.exists() => {
-                check_key_file(&k).map_err(|why| origins.key.error(&k, &why))?;
-                Some((c, k))
-            }
-            (Some(c), _) if cert_named => {
-                return Err(origins.cert.error(&c, "no such file"));
-            }
+            _ if certmode == "disable" => None,
+            (Some(c), Some(k)) if c.exists() => Some((c, k)),
+            (Some(c), None) if c.exists() => Some((c.clone(), c)),
             _ => None,
         };
-        let (crl, crl_origin) = file("sslcrl", "PGSSLCRL", "root.crl");
-        let crl_named = crl_origin.name.is_some();
-        origins.crl = crl_origin;
-        let crl = match crl {
-            Some(c) if c.exists() => Some(c),
-            Some(c) if crl_named => {
-                return Err(origins.crl.error(&c, "no such file"));
-            }
-            _ => None,
+        // The CRL file and directory: libpq's default file only when neither is given.
+        let crldir = get("sslcrldir", "PGSSLCRLDIR")
+            .filter(|(v, _)| !v.is_empty())
+            .map(|(v, _)| PathBuf::from(v));
+        let crl = match get("sslcrl", "PGSSLCRL").filter(|(v, _)| !v.is_empty()) {
+            Some((v, _)) => Some(PathBuf::from(v)),
+            None if crldir.is_none() => default("root.crl"),
+            None => None,
         };
         let settings = TlsSettings {
             mode,
             rootcert: rootcert.filter(|_| rootcert_exists),
             client,
             crl,
+            crldir,
             sni,
+            min_version,
+            max_version,
+            password,
             origins,
             config: Default::default(),
         };
-        // Every file in use read and checked now, once: a bad one is bad
-        // input, not a failed connection later (or, for prefer, a silent
-        // fallback to a plain one).
-        let config = settings.build()?;
-        let _ = settings.config.set(Ok(config));
+        // TLS or nothing: a file in use that cannot be read is refused now.
+        if mode.requires_tls() {
+            let config = settings.build()?;
+            let _ = settings.config.set(Ok(config));
+        }
         Ok(settings)
     }
 
-    /// The rustls configuration for these settings (built once).
+    /// The rustls configuration for these settings (built once): an error
+    /// in libpq's words when a file in use cannot be read.
     pub fn client_config(&self) -> Result<Arc<ClientConfig>, String> {
         self.config
             .get_or_init(|| self.build().map_err(|e| e.message))
@@ -321,159 +424,188 @@ impl TlsSettings {
             variable: None,
             message: format!("TLS: {e}"),
         };
+        let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
+            (TlsVersion::V1_2, &rustls::version::TLS12),
+            (TlsVersion::V1_3, &rustls::version::TLS13),
+        ]
+        .into_iter()
+        .filter(|(v, _)| *v >= self.min_version && self.max_version.is_none_or(|m| *v <= m))
+        .map(|(_, r)| r)
+        .collect();
+        if versions.is_empty() {
+            return Err(TargetError::conninfo(
+                "SSL error: no protocols available (csdchar's TLS speaks TLSv1.2 and TLSv1.3; ssl_max_protocol_version is below TLSv1.2)".into(),
+            ));
+        }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
+            .with_protocol_versions(&versions)
             .map_err(tls_error)?;
-        // A CRL is checked whether or not a root file uses it: a bad one named is bad input.
-        let crls = match &self.crl {
-            Some(crl) => {
-                let crls: Vec<CertificateRevocationListDer<'static>> =
-                    pem_sections(crl, &o.crl, SectionKind::Crl, "certificate revocation list")?
-                        .into_iter()
-                        .map(CertificateRevocationListDer::from)
-                        .collect();
-                crls
-            }
-            None => Vec::new(),
+        let roots = match &self.rootcert {
+            None => None,
+            Some(root) => Some(
+                crate::verify::Roots::load(root, self.crl.as_deref(), self.crldir.as_deref())
+                    .map_err(|e| {
+                        o.rootcert.error(
+                            root,
+                            &format!(
+                                "could not read root certificate file \"{}\": {}",
+                                root.display(),
+                                e.0
+                            ),
+                        )
+                    })?,
+            ),
         };
-        let verifier: Arc<dyn ServerCertVerifier> = match &self.rootcert {
-            None => Arc::new(AnyCertificate(provider)),
-            Some(root) => {
-                let mut roots = rustls::RootCertStore::empty();
-                for c in pem_sections(root, &o.rootcert, SectionKind::Certificate, "certificate")? {
-                    roots
-                        .add(CertificateDer::from(c))
-                        .map_err(|e| o.rootcert.error(root, &format!("{e}")))?;
-                }
-                let mut b = rustls::client::WebPkiServerVerifier::builder_with_provider(
-                    Arc::new(roots),
-                    provider,
-                );
-                if !crls.is_empty() {
-                    b = b.with_crls(crls);
-                }
-                let inner = b.build().map_err(|e| match (e, &self.crl) {
-                    (rustls::client::VerifierBuilderError::InvalidCrl(e), Some(crl)) => o
-                        .crl
-                        .error(crl, &format!("not a certificate revocation list ({e:?})")),
-                    (e, _) => o.rootcert.error(root, &e.to_string()),
-                })?;
-                if self.mode == SslMode::VerifyFull {
-                    inner
-                } else {
-                    Arc::new(ChainOnly(inner))
-                }
-            }
-        };
+        let verifier: Arc<dyn ServerCertVerifier> = Arc::new(crate::verify::LibpqVerifier::new(
+            roots,
+            self.mode == SslMode::VerifyFull,
+        ));
         let builder = builder
             .dangerous()
             .with_custom_certificate_verifier(verifier);
         let mut config = match &self.client {
             None => builder.with_no_client_auth(),
             Some((cert, key)) => {
-                let chain: Vec<CertificateDer<'static>> =
-                    pem_sections(cert, &o.cert, SectionKind::Certificate, "certificate")?
-                        .into_iter()
-                        .map(CertificateDer::from)
-                        .collect();
-                let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
-                    o.key.error(
-                        key,
-                        &match e {
-                            rustls::pki_types::pem::Error::NoItemsFound => {
-                                "holds no private key (PEM \"BEGIN PRIVATE KEY\")".to_string()
-                            }
-                            e => e.to_string(),
-                        },
-                    )
-                })?;
-                builder
-                    .with_client_auth_cert(chain, key_der)
-                    .map_err(|e| o.cert.error(cert, &format!("with sslkey: {e}")))?
+                let (chain, key_der) = self.client_identity(cert, key)?;
+                // Not with_client_auth_cert: it parses the certificate with
+                // webpki, which refuses the version-1 certificates OpenSSL's
+                // recipes make (and libpq sends).
+                let signing = provider
+                    .key_provider
+                    .load_private_key(key_der)
+                    .map_err(|e| {
+                        o.key.error(
+                            key,
+                            &format!("could not load private key file \"{}\": {e}", key.display()),
+                        )
+                    })?;
+                let identity = rustls::sign::CertifiedKey::new(chain, signing);
+                builder.with_client_cert_resolver(Arc::new(ClientIdentity(Arc::new(identity))))
             }
         };
         config.enable_sni = self.sni;
         Ok(Arc::new(config))
     }
-}
 
-/// The DER contents of the `kind` sections of the PEM file `path`; an error
-/// naming the file's origin when it is not a readable file or holds no
-/// such section (saying what it holds instead).
-fn pem_sections(
-    path: &Path,
-    origin: &Origin,
-    kind: SectionKind,
-    what: &str,
-) -> Result<Vec<Vec<u8>>, TargetError> {
-    let fail = |why: &str| origin.error(path, why);
-    let meta = std::fs::metadata(path).map_err(|e| fail(&e.to_string()))?;
-    if meta.is_dir() {
-        return Err(fail(&format!("is a directory, not a PEM file of a {what}")));
-    }
-    let file = std::fs::File::open(path).map_err(|e| fail(&e.to_string()))?;
-    let mut rd = std::io::BufReader::new(file);
-    let mut wanted = Vec::new();
-    let mut other: Vec<SectionKind> = Vec::new();
-    loop {
-        match rustls::pki_types::pem::from_buf(&mut rd) {
-            Ok(Some((k, der))) if k == kind => wanted.push(der),
-            Ok(Some((k, _))) => {
-                if !other.contains(&k) {
-                    other.push(k);
-                }
-            }
-            Ok(None) => break,
-            Err(e) => return Err(fail(&format!("not a PEM file of a {what} ({e})"))),
+    /// The client certificate chain and key as libpq reads them: the
+    /// certificate as PEM; the key checked for its permissions, then read as
+    /// PEM (decrypted with sslpassword), else as unencrypted DER.
+    fn client_identity(
+        &self,
+        cert: &Path,
+        key: &Path,
+    ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TargetError> {
+        let o = &self.origins;
+        let unreadable = |why: &dyn std::fmt::Display| {
+            o.cert.error(
+                cert,
+                &format!(
+                    "could not read certificate file \"{}\": {why}",
+                    cert.display()
+                ),
+            )
+        };
+        if std::fs::metadata(cert).is_ok_and(|m| m.is_dir()) {
+            return Err(unreadable(&"is a directory"));
         }
-    }
-    if wanted.is_empty() {
-        let holds = if other.is_empty() {
-            "no PEM section at all".to_string()
-        } else {
-            other
-                .iter()
-                .map(|k| match k {
-                    SectionKind::Certificate => "a certificate".to_string(),
-                    SectionKind::Crl => "a certificate revocation list".to_string(),
-                    SectionKind::PrivateKey
-                    | SectionKind::RsaPrivateKey
-                    | SectionKind::EcPrivateKey => "a private key".to_string(),
-                    SectionKind::PublicKey => "a public key".to_string(),
-                    SectionKind::Csr => "a certificate request".to_string(),
-                    k => format!("{k:?}"),
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
+        let pem = std::fs::read(cert).map_err(|e| unreadable(&e))?;
+        let certs = openssl::x509::X509::stack_from_pem(&pem).unwrap_or_default();
+        if certs.is_empty() {
+            return Err(unreadable(
+                &"holds no certificate (PEM \"BEGIN CERTIFICATE\")",
+            ));
+        }
+        let mut chain = Vec::new();
+        for c in certs {
+            chain.push(CertificateDer::from(
+                c.to_der().map_err(|e| unreadable(&e))?,
+            ));
+        }
+        check_key_file(key).map_err(|why| o.key.error(key, &why))?;
+        let cannot = |why: &dyn std::fmt::Display| {
+            o.key.error(
+                key,
+                &format!(
+                    "could not load private key file \"{}\": {why}",
+                    key.display()
+                ),
+            )
         };
-        let label = match kind {
-            SectionKind::Crl => "X509 CRL",
-            _ => "CERTIFICATE",
+        let bytes = std::fs::read(key).map_err(|e| cannot(&e))?;
+        let password = self.password.as_ref().map(|p| p.0.as_bytes().to_vec());
+        let pem = openssl::pkey::PKey::private_key_from_pem_callback(&bytes, |buf| {
+            // No terminal to ask on: without sslpassword an encrypted key is unreadable.
+            let pw = password.as_deref().unwrap_or_default();
+            let n = pw.len().min(buf.len());
+            buf[..n].copy_from_slice(&pw[..n]);
+            Ok(n)
+        });
+        let pkey = match pem {
+            Ok(k) => k,
+            Err(pem_err) => match openssl::pkey::PKey::private_key_from_der(&bytes) {
+                Ok(k) => k,
+                Err(_) if self.password.is_none() && is_encrypted(&bytes) => {
+                    return Err(cannot(&"the key is encrypted and no sslpassword was given"));
+                }
+                Err(_) if self.password.is_some() && is_encrypted(&bytes) => {
+                    return Err(cannot(&"bad decrypt (a wrong sslpassword?)"));
+                }
+                Err(_) => return Err(cannot(&format!("no private key in it ({pem_err})"))),
+            },
         };
-        return Err(fail(&format!(
-            "holds no {what} (PEM \"BEGIN {label}\"; it holds {holds})"
-        )));
+        let der = pkey.private_key_to_pkcs8().map_err(|e| cannot(&e))?;
+        Ok((chain, PrivateKeyDer::Pkcs8(der.into())))
     }
-    Ok(wanted)
 }
 
-/// libpq refuses a private key others may read.
+/// The one client certificate, offered whenever the server asks for one.
+#[derive(Debug)]
+struct ClientIdentity(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for ClientIdentity {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+/// Whether a key file is an encrypted PEM key (PKCS#8 or traditional).
+fn is_encrypted(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    text.contains("ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED")
+}
+
+/// libpq's rule for the client key's file: it must exist, and no one but its
+/// owner may read it (0600), or the group too when root owns it (0640).
 fn check_key_file(key: &Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(key).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            "certificate present, but not this private key file; give sslkey=FILE".to_string()
-        }
+        std::io::ErrorKind::NotFound => format!(
+            "certificate present, but not private key file \"{}\"",
+            key.display()
+        ),
         _ => e.to_string(),
     })?;
-    let uid = rustix::process::geteuid().as_raw();
-    let limit = if m.uid() == uid { 0o077 } else { 0o037 };
+    if !m.is_file() {
+        return Err(format!(
+            "private key file \"{}\" is not a regular file",
+            key.display()
+        ));
+    }
+    let limit = if m.uid() == 0 { 0o037 } else { 0o077 };
     if m.mode() & limit != 0 {
-        return Err(
-            "the private key may be read by others; it must be mode 0600 (or 0640 owned by root)"
-                .into(),
-        );
+        return Err(format!(
+            "private key file \"{}\" has group or world access; file must have permissions u=rw (0600) or less if owned by the current user, or permissions u=rw,g=r (0640) or less if owned by root",
+            key.display()
+        ));
     }
     Ok(())
 }
@@ -483,35 +615,52 @@ pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
     ServerName::try_from(host.to_string()).map_err(|e| format!("host {host}: {e}"))
 }
 
-/// A certificate error in words, the way libpq's messages name it.
-pub fn describe(e: &rustls::Error, host: &str, s: &TlsSettings) -> String {
-    use rustls::CertificateError as C;
-    let root = || {
-        s.rootcert
-            .as_deref()
-            .map_or("no root file".into(), |p| p.display().to_string())
-    };
-    match e {
-        rustls::Error::InvalidCertificate(c) => match c {
-            C::Expired | C::ExpiredContext { .. } => "server certificate has expired".into(),
-            C::NotValidYet | C::NotValidYetContext { .. } => {
-                "server certificate is not valid yet".into()
-            }
-            C::UnknownIssuer => format!(
-                "server certificate is signed by an unknown CA (not in sslrootcert {})",
-                root()
-            ),
-            C::NotValidForName | C::NotValidForNameContext { .. } => format!(
-                "server certificate does not match host name \"{host}\" (sslmode=verify-full)"
-            ),
-            C::Revoked => "server certificate has been revoked (sslcrl)".into(),
-            other => format!("server certificate rejected: {other:?}"),
-        },
-        rustls::Error::AlertReceived(a) => format!(
-            "the server ended the TLS handshake ({a:?}; a client certificate it wants: sslcert/sslkey?)"
-        ),
-        other => format!("TLS: {other}"),
+/// A TLS failure in libpq's words (OpenSSL's, which libpq passes on),
+/// with the reason libpq 15 leaves out: why the certificate failed
+/// verification, which names did not match the host.
+pub fn describe(e: &rustls::Error, _host: &str, _s: &TlsSettings) -> String {
+    tls_words(e)
+}
+
+/// An I/O error in words: a TLS failure inside it (an alert the server sent
+/// after the handshake, such as its refusal of the client certificate) as
+/// [`describe`] says it.
+pub fn io_words(e: &std::io::Error) -> String {
+    match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        Some(r) => tls_words(r),
+        None => e.to_string(),
     }
+}
+
+fn tls_words(e: &rustls::Error) -> String {
+    if let Some(c) = crate::verify::cert_error(e) {
+        return c.to_string();
+    }
+    match e {
+        rustls::Error::AlertReceived(a) => {
+            use rustls::AlertDescription as A;
+            match a {
+                A::UnknownCA => "SSL error: tlsv1 alert unknown ca (the server does not know the CA of the client certificate)".into(),
+                A::BadCertificate => "SSL error: sslv3 alert bad certificate (the server refused the client certificate)".into(),
+                A::CertificateRequired => "SSL error: tlsv13 alert certificate required (the server wants a client certificate: sslcert and sslkey)".into(),
+                A::ProtocolVersion => "SSL error: tlsv1 alert protocol version (no protocol version both sides allow)".into(),
+                other => format!("SSL error: the server ended the handshake: {}", words(&format!("{other:?}"))),
+            }
+        }
+        other => format!("SSL error: {other}"),
+    }
+}
+
+/// `CamelCase` as `camel case`.
+fn words(camel: &str) -> String {
+    let mut out = String::new();
+    for (i, ch) in camel.chars().enumerate() {
+        if ch.is_ascii_uppercase() && i > 0 {
+            out.push(' ');
+        }
+        out.push(ch.to_ascii_lowercase());
+    }
+    out
 }
 
 /// The negotiated protocol and cipher, for results.
@@ -536,105 +685,6 @@ pub fn answer(byte: u8) -> Result<bool, String> {
         // An old or odd server answers with an error message.
         b'E' => Err("the server answered the SSLRequest with an error (a server older than PostgreSQL 7.0?)".into()),
         b => Err(format!("unexpected answer to the SSLRequest: 0x{b:02x}")),
-    }
-}
-
-/// Accepts any certificate, checking only that the server holds its key
-/// (libpq's require and prefer without a root file).
-#[derive(Debug)]
-struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// The chain against the roots, not the host name (verify-ca, and require
-/// or prefer with a root file).
-#[derive(Debug)]
-struct ChainOnly(Arc<rustls::client::WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        use rustls::CertificateError as C;
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
-            Err(rustls::Error::InvalidCertificate(
-                C::NotValidForName | C::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
     }
 }
 
@@ -674,6 +724,14 @@ mod tests {
         TlsSettings::resolve(params, env, true).map_err(|e| e.message)
     }
 
+    fn write(dir: &Path, name: &str, text: &[u8], mode: u32) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+        f.display().to_string()
+    }
+
     #[test]
     fn modes_env_and_defaults_follow_libpq() {
         let (ca, cert, key) = pems();
@@ -690,6 +748,9 @@ mod tests {
         // The connection string wins over the environment.
         let s = resolve(&p(&[("sslmode", "disable")]), &env2).unwrap();
         assert_eq!(s.mode, SslMode::Disable);
+        // requiressl=1 is require (deprecated, still read).
+        let s = resolve(&p(&[("requiressl", "1")]), &env).unwrap();
+        assert_eq!(s.mode, SslMode::Require);
         let e = resolve(&p(&[("sslmode", "sometimes")]), &env).unwrap_err();
         assert!(
             e.contains("sslmode=sometimes") && e.contains("verify-full"),
@@ -701,112 +762,206 @@ mod tests {
         // verify-* need a root file; the default one counts when it exists.
         let e = resolve(&p(&[("sslmode", "verify-full")]), &env).unwrap_err();
         assert!(
-            e.contains("root certificate file") && e.contains("root.crt"),
+            e.contains("root certificate file")
+                && e.contains("root.crt")
+                && e.contains("does not exist"),
             "{e}"
         );
-        std::fs::create_dir(home.path().join(".postgresql")).unwrap();
-        std::fs::write(home.path().join(".postgresql/root.crt"), &ca).unwrap();
+        let d = home.path().join(".postgresql");
+        std::fs::create_dir(&d).unwrap();
+        write(&d, "root.crt", ca.as_bytes(), 0o644);
         let s = resolve(&p(&[("sslmode", "verify-full")]), &env).unwrap();
         assert!(s.rootcert.is_some());
-        // A client key others may read is refused, as libpq does.
-        let d = home.path().join(".postgresql");
-        std::fs::write(d.join("postgresql.crt"), &cert).unwrap();
-        std::fs::write(d.join("postgresql.key"), &key).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            d.join("postgresql.key"),
-            std::fs::Permissions::from_mode(0o644),
-        )
-        .unwrap();
-        let e = resolve(&[], &env).unwrap_err();
+        // A client key others may read: refused where TLS is required; for
+        // prefer, when TLS is tried (libpq then falls back to a plain connection).
+        write(&d, "postgresql.crt", cert.as_bytes(), 0o644);
+        write(&d, "postgresql.key", key.as_bytes(), 0o644);
+        let e = resolve(&p(&[("sslmode", "require")]), &env).unwrap_err();
         assert!(
-            e.contains("0600") && e.contains("libpq's default sslkey"),
+            e.contains("has group or world access") && e.contains("libpq's default sslkey"),
             "{e}"
         );
-        std::fs::set_permissions(
-            d.join("postgresql.key"),
-            std::fs::Permissions::from_mode(0o600),
-        )
-        .unwrap();
-        assert!(resolve(&[], &env).unwrap().client.is_some());
-        let e = resolve(&p(&[("sslrootcert", "/nonexistent.crt")]), &env).unwrap_err();
-        assert!(e.contains("sslrootcert=/nonexistent.crt"), "{e}");
+        let s = resolve(&[], &env).unwrap();
+        let e = s.client_config().unwrap_err();
+        assert!(e.contains("has group or world access"), "{e}");
+        write(&d, "postgresql.key", key.as_bytes(), 0o600);
+        let s = resolve(&p(&[("sslmode", "require")]), &env).unwrap();
+        assert!(s.client.is_some());
+        // sslcertmode=disable sends none.
+        let s = resolve(&p(&[("sslcertmode", "disable")]), &env).unwrap();
+        assert!(s.client.is_none());
         let e = resolve(&p(&[("sslnegotiation", "direct")]), &env).unwrap_err();
         assert!(e.contains("sslnegotiation=direct"), "{e}");
     }
 
-    /// Issue 38 rows 4 and 17: a file in use that holds nothing usable is
-    /// refused with the cause, named by the key or variable that gave it.
+    /// libpq's file rules: a named file the connection does not need is
+    /// ignored; one it needs and cannot read is refused in libpq's words.
     #[test]
-    fn files_that_hold_nothing_usable_are_refused_with_the_cause() {
+    fn files_are_used_ignored_or_refused_as_libpq_does() {
         let (ca, cert, key) = pems();
         let d = tempfile::tempdir().unwrap();
         let env = Map(vec![("HOME", d.path().display().to_string())]);
-        let write = |name: &str, text: &str| {
-            let f = d.path().join(name);
-            std::fs::write(&f, text).unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
-            f.display().to_string()
-        };
-        let root = write("root.crt", &ca);
-        let garbage = write("garbage", "not a certificate\n");
-        let cert_file = write("client.crt", &cert);
-        let key_file = write("client.key", &key);
-        let dir = d.path().join("sub");
-        std::fs::create_dir(&dir).unwrap();
-        let dir = dir.display().to_string();
-        let full = |extra: &[(&str, &str)]| {
-            let mut kv = vec![("sslmode", "verify-full"), ("sslrootcert", root.as_str())];
+        let root = write(d.path(), "root.crt", ca.as_bytes(), 0o644);
+        let garbage = write(d.path(), "garbage", b"not a certificate\n", 0o600);
+        let cert_file = write(d.path(), "client.crt", cert.as_bytes(), 0o644);
+        let key_file = write(d.path(), "client.key", key.as_bytes(), 0o600);
+        let missing = d.path().join("missing").display().to_string();
+        let sub = d.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let sub = sub.display().to_string();
+        let with = |mode: &str, extra: &[(&str, &str)]| {
+            let mut kv = vec![("sslmode", mode)];
             kv.extend_from_slice(extra);
             resolve(&p(&kv), &env)
         };
-        assert!(full(&[]).is_ok());
-        for (key_name, value, says) in [
-            (
-                "sslcrl",
-                garbage.as_str(),
-                "holds no certificate revocation list",
-            ),
-            // libpq takes a certificate here and then fails every verification.
-            ("sslcrl", root.as_str(), "it holds a certificate"),
-            ("sslcrl", dir.as_str(), "is a directory"),
-            ("sslcert", garbage.as_str(), "holds no certificate"),
-            ("sslkey", garbage.as_str(), "holds no private key"),
+        // Ignored: not there, or not needed.
+        for extra in [
+            vec![("sslrootcert", missing.as_str())],
+            vec![("sslcert", missing.as_str())],
+            vec![("sslcrl", missing.as_str()), ("sslrootcert", root.as_str())],
+            vec![("sslcrl", garbage.as_str()), ("sslrootcert", root.as_str())],
+            vec![("sslcrl", sub.as_str()), ("sslrootcert", root.as_str())],
+            vec![
+                ("sslcrldir", missing.as_str()),
+                ("sslrootcert", root.as_str()),
+            ],
+            vec![("sslcrl", garbage.as_str())],
+            vec![("sslkey", missing.as_str())],
         ] {
-            let mut extra = vec![(key_name, value)];
-            match key_name {
-                "sslkey" => extra.push(("sslcert", cert_file.as_str())),
-                "sslcert" => extra.push(("sslkey", key_file.as_str())),
-                _ => {}
-            }
-            let e = full(&extra).unwrap_err();
-            assert!(
-                e.starts_with(&format!("{key_name}={value}: ")) && e.contains(says),
-                "{key_name}={value}: {e}"
-            );
+            let s = with("require", &extra);
+            assert!(s.is_ok(), "{extra:?}: {}", s.unwrap_err());
         }
-        assert!(full(&[("sslcert", &cert_file), ("sslkey", &key_file)]).is_ok());
-        for (value, says) in [
-            (garbage.as_str(), "holds no certificate"),
-            (dir.as_str(), "is a directory"),
+        // Refused: needed and unreadable.
+        for (extra, says) in [
+            (
+                vec![("sslrootcert", garbage.as_str())],
+                "could not read root certificate file",
+            ),
+            (
+                vec![("sslrootcert", sub.as_str())],
+                "could not read root certificate file",
+            ),
+            (
+                vec![("sslcert", garbage.as_str()), ("sslkey", key_file.as_str())],
+                "could not read certificate file",
+            ),
+            (
+                vec![
+                    ("sslcert", cert_file.as_str()),
+                    ("sslkey", garbage.as_str()),
+                ],
+                "could not load private key file",
+            ),
+            (
+                vec![
+                    ("sslcert", cert_file.as_str()),
+                    ("sslkey", missing.as_str()),
+                ],
+                "certificate present, but not private key file",
+            ),
         ] {
-            let e =
-                resolve(&p(&[("sslmode", "require"), ("sslrootcert", value)]), &env).unwrap_err();
-            assert!(
-                e.starts_with(&format!("sslrootcert={value}: ")) && e.contains(says),
-                "{e}"
+            let e = with(
+                "verify-ca",
+                &[&extra[..], &[("sslrootcert", root.as_str())][..]].concat(),
             );
+            // The first sslrootcert given wins only when it is the only one.
+            let e = match extra[0].0 {
+                "sslrootcert" => with("require", &extra),
+                _ => e,
+            };
+            let e = e.unwrap_err();
+            assert!(e.contains(says), "{extra:?}: {e}");
         }
         // From the environment: the variable is named.
-        let env_crl = Map(vec![
+        let env_cert = Map(vec![
             ("HOME", d.path().display().to_string()),
-            ("PGSSLCRL", garbage.clone()),
+            ("PGSSLCERT", garbage.clone()),
+            ("PGSSLKEY", key_file.clone()),
         ]);
-        let e = TlsSettings::resolve(&p(&[("sslrootcert", root.as_str())]), &env_crl, true)
-            .unwrap_err();
-        assert_eq!(e.variable.as_deref(), Some("PGSSLCRL"), "{e}");
-        assert!(e.message.starts_with("PGSSLCRL="), "{e}");
+        let e = TlsSettings::resolve(&p(&[("sslmode", "require")]), &env_cert, true).unwrap_err();
+        assert_eq!(e.variable.as_deref(), Some("PGSSLCERT"), "{e}");
+        assert!(e.message.starts_with("PGSSLCERT="), "{e}");
+    }
+
+    /// Client keys as libpq reads them: PEM, else DER; encrypted PEM with
+    /// sslpassword; never a password in a message.
+    #[test]
+    fn der_and_encrypted_keys_are_read_as_libpq_reads_them() {
+        let (_, cert, key) = pems();
+        let d = tempfile::tempdir().unwrap();
+        let env = Map(vec![("HOME", d.path().display().to_string())]);
+        let pkey = openssl::pkey::PKey::private_key_from_pem(key.as_bytes()).unwrap();
+        let cert_file = write(d.path(), "client.crt", cert.as_bytes(), 0o644);
+        let der = write(
+            d.path(),
+            "der.key",
+            &pkey.private_key_to_der().unwrap(),
+            0o600,
+        );
+        let enc = pkey
+            .private_key_to_pem_pkcs8_passphrase(openssl::symm::Cipher::aes_256_cbc(), b"s3cret")
+            .unwrap();
+        let enc = write(d.path(), "enc.key", &enc, 0o600);
+        let with = |key: &str, pw: Option<&str>| {
+            let mut kv = vec![
+                ("sslmode", "require"),
+                ("sslcert", cert_file.as_str()),
+                ("sslkey", key),
+            ];
+            if let Some(pw) = pw {
+                kv.push(("sslpassword", pw));
+            }
+            resolve(&p(&kv), &env)
+        };
+        assert!(with(&der, None).is_ok());
+        assert!(with(&enc, Some("s3cret")).is_ok());
+        let e = with(&enc, None).unwrap_err();
+        assert!(
+            e.contains("could not load private key file") && e.contains("no sslpassword"),
+            "{e}"
+        );
+        let e = with(&enc, Some("xyzzy-pw")).unwrap_err();
+        assert!(
+            e.contains("could not load private key file") && !e.contains("xyzzy-pw"),
+            "{e}"
+        );
+        let s = with(&enc, Some("s3cret")).unwrap();
+        assert!(!format!("{s:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn protocol_bounds_follow_libpq() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Map(vec![("HOME", d.path().display().to_string())]);
+        let s = resolve(&p(&[("ssl_min_protocol_version", "TLSv1.3")]), &env).unwrap();
+        assert_eq!(s.min_version, TlsVersion::V1_3);
+        assert!(s.client_config().is_ok());
+        let e = resolve(&p(&[("ssl_min_protocol_version", "TLSv1.4")]), &env).unwrap_err();
+        assert!(e.contains("invalid ssl_min_protocol_version value"), "{e}");
+        // The minimum defaults to TLSv1.2.
+        let e = resolve(&p(&[("ssl_max_protocol_version", "TLSv1.1")]), &env).unwrap_err();
+        assert!(e.contains("invalid SSL protocol version range"), "{e}");
+        let s = resolve(
+            &p(&[
+                ("ssl_min_protocol_version", "TLSv1"),
+                ("ssl_max_protocol_version", "TLSv1.1"),
+            ]),
+            &env,
+        )
+        .unwrap();
+        assert!(
+            s.client_config()
+                .unwrap_err()
+                .contains("no protocols available")
+        );
+        let env = Map(vec![
+            ("HOME", d.path().display().to_string()),
+            ("PGSSLMAXPROTOCOLVERSION", "TLSv1.2".into()),
+        ]);
+        assert_eq!(
+            resolve(&[], &env).unwrap().max_version,
+            Some(TlsVersion::V1_2)
+        );
     }
 
     /// Issue 38 row 14: libpq uses no TLS on a Unix socket and reads none of

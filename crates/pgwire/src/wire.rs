@@ -85,7 +85,7 @@ enum Negotiation {
 /// libpq's negotiation on a fresh TCP socket: an SSLRequest, the server's
 /// byte, then the handshake; `N` leaves the socket plain where the mode
 /// allows it. Unix sockets stay plain (libpq does not use TLS on them).
-fn negotiate(stream: Stream, target: &ConnTarget) -> Result<Stream, Negotiation> {
+fn negotiate(stream: Stream, target: &ConnTarget, host: &str) -> Result<Stream, Negotiation> {
     let Stream::Tcp(mut tcp) = stream else {
         return Ok(stream);
     };
@@ -100,9 +100,8 @@ fn negotiate(stream: Stream, target: &ConnTarget) -> Result<Stream, Negotiation>
         Ok(false) => return Ok(Stream::Tcp(tcp)),
         Err(m) => return Err(Negotiation::Handshake(m)),
     }
-    let host = target.tls_host();
     let config = tls.client_config().map_err(Negotiation::Handshake)?;
-    let name = crate::tls::server_name(&host).map_err(Negotiation::Handshake)?;
+    let name = crate::tls::server_name(host).map_err(Negotiation::Handshake)?;
     let conn = rustls::ClientConnection::new(config, name)
         .map_err(|e| Negotiation::Handshake(format!("TLS: {e}")))?;
     let mut s = rustls::StreamOwned::new(conn, tcp);
@@ -110,13 +109,30 @@ fn negotiate(stream: Stream, target: &ConnTarget) -> Result<Stream, Negotiation>
     while s.conn.is_handshaking() {
         if let Err(e) = s.conn.complete_io(&mut s.sock) {
             let m = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                Some(r) => crate::tls::describe(r, &host, tls),
+                Some(r) => crate::tls::describe(r, host, tls),
                 None => format!("TLS handshake: {e}"),
             };
             return Err(Negotiation::Handshake(m));
         }
     }
     Ok(Stream::Tls(Box::new(s)))
+}
+
+/// A TCP connection to the first of `addrs` that accepts, each attempt
+/// bounded by `timeout` when there is one.
+fn tcp_connect(addrs: &[std::net::SocketAddr], timeout: Option<Duration>) -> io::Result<TcpStream> {
+    let mut last = None;
+    for a in addrs {
+        let s = match timeout {
+            Some(t) => TcpStream::connect_timeout(a, t),
+            None => TcpStream::connect(a),
+        };
+        match s {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("the host name has no address")))
 }
 
 /// How often a blocked read looks at the abort flag.
@@ -135,37 +151,118 @@ pub struct WireConn {
 
 impl WireConn {
     /// Connects and authenticates (see [`crate::auth`] for the methods).
-    /// `abort`, when set, ends waits for the server early.
+    /// `abort`, when set, ends waits for the server early. The hosts are
+    /// tried as libpq tries them: in order (or shuffled for
+    /// `load_balance_hosts=random`), going on after any failure, keeping
+    /// the first session that suits `target_session_attrs` (prefer-standby:
+    /// a second pass for any server); a refusal says every host's failure.
     pub fn connect(
         target: &ConnTarget,
         abort: Option<Arc<AtomicBool>>,
     ) -> Result<WireConn, WireError> {
-        let fail = |e: &dyn std::fmt::Display| {
+        let order = target.host_order();
+        let attrs = target.options().session_attrs;
+        if order.len() == 1 && attrs == crate::options::SessionAttrs::Any {
+            return WireConn::connect_host(target, order[0], abort);
+        }
+        let mut failures = Vec::new();
+        for want in attrs.passes() {
+            for &i in &order {
+                match WireConn::connect_host(target, i, abort.clone()) {
+                    Ok(mut conn) => match conn.session_refusal(want) {
+                        Ok(None) => return Ok(conn),
+                        Ok(Some(why)) => failures.push(format!(
+                            "cannot connect to {}: {why}",
+                            target.describe_host(i)
+                        )),
+                        Err(e) => failures.push(format!(
+                            "cannot connect to {}: {e}",
+                            target.describe_host(i)
+                        )),
+                    },
+                    Err(WireError::Aborted) => return Err(WireError::Aborted),
+                    Err(e) => failures.push(e.to_string()),
+                }
+            }
+        }
+        Err(WireError::Setup(failures.join("; ")))
+    }
+
+    /// Whether the session suits `want`: None, or libpq's reason why not.
+    fn session_refusal(
+        &mut self,
+        want: crate::options::SessionAttrs,
+    ) -> Result<Option<&'static str>, WireError> {
+        if want == crate::options::SessionAttrs::Any {
+            return Ok(None);
+        }
+        self.keep_rows(true);
+        let r = self.simple(crate::options::SESSION_QUERY)?;
+        let rows = r.rows.last();
+        let standby = rows.get(0, 0) == Some("true");
+        let read_only = rows.get(0, 1) == Some("on");
+        if let Some((code, m)) = r.error {
+            return Err(WireError::Db { code, message: m });
+        }
+        self.keep_rows(false);
+        Ok(want.refusal(standby, read_only))
+    }
+
+    /// Connects to host `i` of the target and authenticates.
+    fn connect_host(
+        target: &ConnTarget,
+        host: usize,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<WireConn, WireError> {
+        // prefer and allow try twice: the first failure is said with the second.
+        let mut earlier: Option<String> = None;
+        // connect_timeout: each wait of the connection's setup is bounded by it,
+        // and running past it is libpq's "timeout expired".
+        let timeout = target.config().get_connect_timeout().copied();
+        let started = std::time::Instant::now();
+        let fail = |earlier: &Option<String>, e: &dyn std::fmt::Display| {
+            let e = match timeout {
+                Some(t) if started.elapsed() >= t => "timeout expired".to_string(),
+                _ => e.to_string(),
+            };
             WireError::Setup(format!(
-                "cannot connect to {}: {e}{}",
-                target.describe(),
+                "cannot connect to {}: {}{e}{}",
+                target.describe_host(host),
+                earlier.as_deref().unwrap_or_default(),
                 target.passfile_note()
             ))
         };
-        let mut protocol = auth::protocol_for(&target.describe());
+        let tls_host = target.tls_host_of(host);
+        let mut protocol = auth::protocol_for(&target.describe_host(host));
         let mode = target.tls().mode;
         // allow: plain first; prefer and up: TLS first (libpq's order).
         let mut try_tls = !matches!(mode, SslMode::Disable | SslMode::Allow);
         loop {
-            let stream = open(target).map_err(|e| fail(&e))?;
+            let stream = open(target, host, timeout).map_err(|e| fail(&earlier, &e))?;
+            if timeout.is_some() {
+                stream
+                    .set_read_timeout(timeout)
+                    .map_err(|e| fail(&earlier, &e))?;
+            }
             let stream = if try_tls {
-                match negotiate(stream, target) {
+                match negotiate(stream, target, &tls_host) {
                     Ok(s) => s,
                     Err(Negotiation::Refused) => {
-                        return Err(fail(&"server does not support SSL, but SSL was required"));
+                        return Err(fail(
+                            &earlier,
+                            &"server does not support SSL, but SSL was required",
+                        ));
                     }
                     // prefer: a failed handshake is retried without TLS, as libpq does.
-                    Err(Negotiation::Handshake(_)) if mode == SslMode::Prefer => {
+                    Err(Negotiation::Handshake(m))
+                        if mode == SslMode::Prefer && earlier.is_none() =>
+                    {
+                        earlier = Some(format!("{m}; then without TLS: "));
                         try_tls = false;
                         continue;
                     }
-                    Err(Negotiation::Handshake(m)) => return Err(fail(&m)),
-                    Err(Negotiation::Io(e)) => return Err(fail(&e)),
+                    Err(Negotiation::Handshake(m)) => return Err(fail(&earlier, &m)),
+                    Err(Negotiation::Io(e)) => return Err(fail(&earlier, &e)),
                 }
             } else {
                 stream
@@ -174,7 +271,7 @@ impl WireConn {
             if abort.is_some() {
                 stream
                     .set_read_timeout(Some(ABORT_POLL))
-                    .map_err(|e| fail(&e))?;
+                    .map_err(|e| fail(&earlier, &e))?;
             }
             let tls_session = match &stream {
                 Stream::Tls(t) => Some(crate::tls::session(&t.conn)),
@@ -189,28 +286,37 @@ impl WireConn {
                 abort: abort.clone(),
             };
             match conn.startup(target, protocol) {
-                Ok(()) => return Ok(conn),
+                Ok(()) => {
+                    if timeout.is_some() {
+                        let after = abort.is_some().then_some(ABORT_POLL);
+                        conn.stream
+                            .set_read_timeout(after)
+                            .map_err(|e| fail(&earlier, &e))?;
+                    }
+                    return Ok(conn);
+                }
                 Err(StartupError::Auth(auth::AuthError::NeedsProtocol351))
                     if protocol != auth::PROTOCOL_3_51 =>
                 {
-                    auth::remember_351(&target.describe());
+                    auth::remember_351(&target.describe_host(host));
                     protocol = auth::PROTOCOL_3_51;
                 }
                 // allow: a server that refuses the plain connection (pg_hba's
                 // hostssl, class 28) gets a TLS one.
                 Err(
-                    StartupError::Wire(WireError::Db { code, .. })
-                    | StartupError::Auth(auth::AuthError::Server { code, .. }),
+                    StartupError::Wire(WireError::Db { code, message })
+                    | StartupError::Auth(auth::AuthError::Server { code, message }),
                 ) if mode == SslMode::Allow && !tls_used && code.starts_with("28") => {
+                    earlier = Some(format!("without TLS: {message} ({code}); then with TLS: "));
                     try_tls = true;
                 }
-                Err(StartupError::Auth(e)) => return Err(fail(&e)),
+                Err(StartupError::Auth(e)) => return Err(fail(&earlier, &e)),
                 Err(StartupError::Wire(WireError::Aborted)) => return Err(WireError::Aborted),
                 Err(StartupError::Wire(WireError::Db { code, message })) => {
-                    return Err(fail(&format!("{message} ({code})")));
+                    return Err(fail(&earlier, &format!("{message} ({code})")));
                 }
                 Err(StartupError::Wire(WireError::Lost(m) | WireError::Setup(m))) => {
-                    return Err(fail(&m));
+                    return Err(fail(&earlier, &m));
                 }
             }
         }
@@ -221,7 +327,8 @@ impl WireConn {
         auth::startup_message(&auth::startup_params(cfg), protocol, &mut self.out);
         self.send()?;
         let mut handshake =
-            auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password());
+            auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password())
+                .require_auth(target.options().require_auth.clone());
         let mut authenticated = false;
         let mut answer = BytesMut::new();
         loop {
@@ -297,7 +404,7 @@ impl WireConn {
     pub fn exchange(&mut self, out: &mut BytesMut) -> Result<Reply<'_>, WireError> {
         let r = self.stream.write_all(out);
         out.clear();
-        r.map_err(|e| WireError::Lost(e.to_string()))?;
+        r.map_err(|e| WireError::Lost(crate::tls::io_words(&e)))?;
         self.read_reply()
     }
 
@@ -348,7 +455,7 @@ impl WireConn {
     fn send(&mut self) -> Result<(), WireError> {
         let r = self.stream.write_all(&self.out);
         self.out.clear();
-        r.map_err(|e| WireError::Lost(e.to_string()))
+        r.map_err(|e| WireError::Lost(crate::tls::io_words(&e)))
     }
 
     fn read_reply(&mut self) -> Result<Reply<'_>, WireError> {
@@ -406,7 +513,7 @@ impl WireConn {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(WireError::Lost(e.to_string())),
+                Err(e) => return Err(WireError::Lost(crate::tls::io_words(&e))),
             }
         }
     }
@@ -445,18 +552,50 @@ impl From<WireError> for StartupError {
 }
 
 /// A socket to the first host of `target` that accepts one.
-fn open(target: &ConnTarget) -> io::Result<Stream> {
+fn open(target: &ConnTarget, only: usize, timeout: Option<Duration>) -> io::Result<Stream> {
     let mut last = None;
     for (i, host) in target.config().get_hosts().iter().enumerate() {
+        if i != only {
+            continue;
+        }
         let port = target.port(i);
         let s = match host {
-            Host::Tcp(h) => TcpStream::connect((h.as_str(), port)).and_then(|s| {
+            // hostaddr, when given, is where to connect: the name is not looked up.
+            Host::Tcp(h) => match target.config().get_hostaddrs().get(i) {
+                Some(a) => tcp_connect(&[std::net::SocketAddr::new(*a, port)], timeout),
+                None => {
+                    use std::net::ToSocketAddrs;
+                    match (h.as_str(), port).to_socket_addrs() {
+                        Ok(addrs) => tcp_connect(&addrs.collect::<Vec<_>>(), timeout),
+                        Err(e) => Err(io::Error::new(
+                            e.kind(),
+                            format!("could not translate host name \"{h}\" to address: {e}"),
+                        )),
+                    }
+                }
+            }
+            .and_then(|s| {
                 // Requests are small and complete: send them at once.
                 s.set_nodelay(true)?;
                 Ok(Stream::Tcp(s))
             }),
             Host::Unix(dir) => {
-                UnixStream::connect(dir.join(format!(".s.PGSQL.{port}"))).map(Stream::Unix)
+                let path = dir.join(format!(".s.PGSQL.{port}"));
+                UnixStream::connect(&path)
+                    .and_then(|s| match &target.options().requirepeer {
+                        Some(want) => crate::options::check_peer(&s, want).map(|()| s),
+                        None => Ok(s),
+                    })
+                    .map(Stream::Unix)
+                    .map_err(|e| {
+                        io::Error::new(
+                            e.kind(),
+                            format!(
+                                "connection to server on socket \"{}\" failed: {e}",
+                                path.display()
+                            ),
+                        )
+                    })
             }
         };
         match s {

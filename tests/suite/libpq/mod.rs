@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod cases;
+pub mod csdchar;
 pub mod outcome;
 pub mod pki;
 pub mod servers;
