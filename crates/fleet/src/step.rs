@@ -9,8 +9,9 @@
 //! remote csdchar end its step and save its partial result, within seconds.
 //! A host is lost when its ssh exits 255 (refused, connection lost, or a
 //! silent host caught by ServerAlive) or when it runs past the step's
-//! expected end plus a grace (hung). Results are fetched with `cat` over the
-//! same multiplexed connection and removed from the host.
+//! expected end plus a grace (hung). Each host writes its result under a
+//! temporary name and renames it when csdchar ends (atomic there); results are
+//! fetched with `cat` over the same multiplexed connection and removed from the host.
 
 use std::fs::File;
 use std::io::Write;
@@ -105,12 +106,19 @@ fn remote_file(host: &Host, run_id: &str) -> String {
     )
 }
 
-/// The remote command of one host's step.
+/// The remote command of one host's step: csdchar writes its result under a
+/// temporary name, renamed to the fetched one when it ends, so that a result
+/// is either whole or absent (atomic on the host); the shell stays to rename
+/// it and passes csdchar's exit code on.
 pub fn run_command(host: &Host, plan: &StepPlan) -> String {
-    let mut words = Vec::new();
-    if host.sudo {
-        words.extend(["sudo".to_string(), "-n".to_string()]);
-    }
+    let file = remote_file(host, &plan.run_id);
+    let part = format!("{file}.part");
+    let sudo: Vec<String> = if host.sudo {
+        vec!["sudo".to_string(), "-n".to_string()]
+    } else {
+        Vec::new()
+    };
+    let mut words = sudo.clone();
     words.push(host.csdchar.clone());
     words.push("--stop-on-stdin-eof".to_string());
     words.extend(plan.argv.iter().cloned());
@@ -120,12 +128,16 @@ pub fn run_command(host: &Host, plan: &StepPlan) -> String {
         "--output-format".to_string(),
         "json".to_string(),
         "--output".to_string(),
-        remote_file(host, &plan.run_id),
+        part.clone(),
     ]);
+    let mut mv = sudo;
+    mv.extend(["mv", "-f", "--"].map(String::from));
+    mv.extend([part, file]);
     format!(
-        "cd {} && exec {}",
+        "cd {} && {{ {}; rc=$?; {} 2>/dev/null; exit $rc; }}",
         quote(&host.workdir),
-        shell_words(&words)
+        shell_words(&words),
+        shell_words(&mv)
     )
 }
 
@@ -296,5 +308,37 @@ fn fetch(ssh: &Ssh, host: &Host, run_id: &str, log: &Path) -> Option<Vec<u8>> {
             None
         }
         Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_remote_step_holds_the_lifeline_and_renames_its_result() {
+        let mut h = Host::new("x");
+        h.csdchar = "/opt/csdchar".into();
+        let plan = StepPlan {
+            argv: vec!["block".into(), "--rw".into(), "read".into()],
+            start_at: std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            expected: None,
+            hang_grace: Duration::from_secs(30),
+            stop_grace: Duration::from_secs(10),
+            run_id: "7-1".into(),
+            log_dir: PathBuf::new(),
+        };
+        assert_eq!(
+            run_command(&h, &plan),
+            "cd /var/tmp && { /opt/csdchar --stop-on-stdin-eof block --rw read --start-instant \
+             2027-01-15T08:00:00.000Z --output-format json --output \
+             /var/tmp/csdchar-fleet-7-1.json.part; rc=$?; mv -f -- \
+             /var/tmp/csdchar-fleet-7-1.json.part /var/tmp/csdchar-fleet-7-1.json 2>/dev/null; \
+             exit $rc; }"
+        );
+        h.sudo = true;
+        let c = run_command(&h, &plan);
+        assert!(c.contains("{ sudo -n /opt/csdchar "), "{c}");
+        assert!(c.contains("sudo -n mv -f -- "), "{c}");
     }
 }
