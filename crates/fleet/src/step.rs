@@ -119,6 +119,12 @@ pub fn run_command(host: &Host, plan: &StepPlan) -> String {
         Vec::new()
     };
     let mut words = sudo.clone();
+    // Its own application_name on a database server: each host's end-of-step wait for
+    // its clients' backends does not wait for the other hosts'.
+    words.extend([
+        "env".to_string(),
+        format!("PGAPPNAME=csdchar@{}", host.name),
+    ]);
     words.push(host.csdchar.clone());
     words.push("--stop-on-stdin-eof".to_string());
     words.extend(plan.argv.iter().cloned());
@@ -330,7 +336,7 @@ mod tests {
         };
         assert_eq!(
             run_command(&h, &plan),
-            "cd /var/tmp && { /opt/csdchar --stop-on-stdin-eof block --rw read --start-instant \
+            "cd /var/tmp && { env PGAPPNAME=csdchar@x /opt/csdchar --stop-on-stdin-eof block --rw read --start-instant \
              2027-01-15T08:00:00.000Z --output-format json --output \
              /var/tmp/csdchar-fleet-7-1.json.part; rc=$?; mv -f -- \
              /var/tmp/csdchar-fleet-7-1.json.part /var/tmp/csdchar-fleet-7-1.json 2>/dev/null; \
@@ -338,7 +344,10 @@ mod tests {
         );
         h.sudo = true;
         let c = run_command(&h, &plan);
-        assert!(c.contains("{ sudo -n /opt/csdchar "), "{c}");
+        assert!(
+            c.contains("{ sudo -n env PGAPPNAME=csdchar@x /opt/csdchar "),
+            "{c}"
+        );
         assert!(c.contains("sudo -n mv -f -- "), "{c}");
     }
 }
