@@ -351,3 +351,87 @@ mod tests {
         assert!(c.contains("sudo -n mv -f -- "), "{c}");
     }
 }
+
+#[cfg(test)]
+mod standin {
+    //! run_step through a stand-in ssh: a shell script that takes ssh's command
+    //! line and plays a host that hangs, one that holds its lifeline, one that ends.
+
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    const SCRIPT: &str = r#"#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in --) shift; break ;; -O) exit 0 ;; *) shift ;; esac; done
+case "$1" in
+  hang) sleep 30 ;;
+  lifeline) case "$2" in *--start-instant*) cat > /dev/null; exit 130 ;; esac ;;
+  done) case "$2" in *--start-instant*) exit 0 ;; esac ;;
+esac
+exit 1
+"#;
+
+    fn setup(dir: &Path) -> Ssh {
+        let script = dir.join("ssh");
+        std::fs::write(&script, SCRIPT).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Ssh {
+            program: script.into_os_string(),
+            config: None,
+            control_dir: dir.to_path_buf(),
+            connect_timeout_s: 10,
+            alive_interval_s: 5,
+        }
+    }
+
+    fn plan(dir: &Path, expected: Option<Duration>) -> StepPlan {
+        StepPlan {
+            argv: vec!["block".into()],
+            start_at: SystemTime::now(),
+            expected,
+            hang_grace: Duration::from_millis(500),
+            stop_grace: Duration::from_secs(3),
+            run_id: "t".into(),
+            log_dir: dir.to_path_buf(),
+        }
+    }
+
+    #[test]
+    fn a_hung_host_is_cut_off_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = setup(dir.path());
+        let hosts = [Host::new("done"), Host::new("hang")];
+        let t0 = Instant::now();
+        let (out, end) = run_step(
+            &ssh,
+            &hosts,
+            &plan(dir.path(), Some(Duration::from_millis(500))),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+        assert_eq!(end, StepEnd::HostLost("hang".into()));
+        assert_eq!(out[1].status, HostStatus::Hung);
+        assert_eq!(out[1].status.word(), "hung");
+        assert_eq!(out[0].status, HostStatus::Exited(0));
+    }
+
+    #[test]
+    fn an_interrupt_closes_every_lifeline() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = setup(dir.path());
+        let hosts = [Host::new("lifeline"), Host::new("done")];
+        let stop = AtomicBool::new(false);
+        let (out, end) = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                stop.store(true, Ordering::Relaxed);
+            });
+            run_step(&ssh, &hosts, &plan(dir.path(), None), &stop).unwrap()
+        });
+        assert_eq!(end, StepEnd::Interrupted);
+        assert_eq!(out[0].status, HostStatus::Exited(130));
+        assert_eq!(out[1].status, HostStatus::Exited(0));
+        assert_eq!(out[0].status.word(), "stopped");
+        assert!(out.iter().all(|o| o.result.is_none()));
+    }
+}
