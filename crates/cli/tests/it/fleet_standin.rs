@@ -381,6 +381,18 @@ fn bad_fleet_input_is_refused_before_anything() {
             "--url: with --hosts",
         ),
         (vec!["db", "run", "--time", "1s"], "db run needs --url"),
+        (
+            vec![
+                "block",
+                "--engine",
+                "null",
+                "--runtime",
+                "1s",
+                "--start-at",
+                "23:59",
+            ],
+            "--start-at",
+        ),
     ] {
         let out = f.run(&args);
         let err = text(&out.stderr);
