@@ -707,7 +707,8 @@ fn a_killed_postmaster_of_a_temporary_cluster_leaves_no_directory() {
 
 /// Issue 30 row 12: `db run --start-at` says it waits and until when; Ctrl-C
 /// during the wait ends the run at once with no step recorded (no all-zero
-/// summary, no 0-transaction step in the result).
+/// summary, no 0-transaction step in the result). Issue 42: an instant already
+/// past starts at once and the first step records and reports how late.
 #[test]
 fn ctrl_c_while_waiting_for_start_at_records_no_step() {
     if !common::postgres_or_skip() {
@@ -763,6 +764,39 @@ fn ctrl_c_while_waiting_for_start_at_records_no_step() {
     assert!(
         !pgdata.join("postmaster.pid").exists(),
         "the managed server still runs"
+    );
+
+    // An instant the set-up overran (a controller's --start-instant, already past): the first
+    // step starts at once, records how late, and says so; the later step records nothing.
+    let past = std::time::SystemTime::now() - Duration::from_millis(800);
+    let text = csdchar_core::start_at::format_rfc3339_millis(past);
+    let ran = db(&[
+        "run",
+        "--pgdata",
+        p,
+        "--table-size",
+        "100",
+        "--threads",
+        "1,2",
+        "--time",
+        "1s",
+        "--start-instant",
+        &text,
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let v: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let start = &v["steps"][0]["start"];
+    assert_eq!(start["requested"], text);
+    assert!(start["late_ms"].as_f64().unwrap() >= 750.0, "{start}");
+    assert_eq!(start["too_late"], true);
+    assert!(v["steps"][1].get("start").is_none(), "{}", v["steps"][1]);
+    assert!(
+        ran.stderr.contains("note: the measured run began")
+            && ran.stderr.contains("--start-late-limit"),
+        "{}",
+        ran.stderr
     );
 }
 

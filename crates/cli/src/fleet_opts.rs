@@ -17,7 +17,8 @@ pub struct FleetArgs {
     /// line: an ssh_config alias, user@host or ssh://user@host:port, optionally followed by
     /// csdchar=PATH, workdir=DIR, sudo, name=NAME). --output DIR names a new directory for the
     /// run: every host's result and log, the manifest (fleet.json) and the merged result.
-    #[arg(long, value_name = "FILE")]
+    /// The controller picks the instant (not with --start-at).
+    #[arg(long, value_name = "FILE", conflicts_with = "start_at")]
     pub hosts: Option<PathBuf>,
     /// With --hosts: how long after the preflight the instant every host starts at is (each
     /// host sets up first, then waits for it).

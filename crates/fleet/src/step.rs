@@ -9,8 +9,9 @@
 //! remote csdchar end its step and save its partial result, within seconds.
 //! A host is lost when its ssh exits 255 (refused, connection lost, or a
 //! silent host caught by ServerAlive) or when it runs past the step's
-//! expected end plus a grace (hung). Results are fetched with `cat` over the
-//! same multiplexed connection and removed from the host.
+//! expected end plus a grace (hung). Each host writes its result under a
+//! temporary name and renames it when csdchar ends (atomic there); results are
+//! fetched with `cat` over the same multiplexed connection and removed from the host.
 
 use std::fs::File;
 use std::io::Write;
@@ -105,12 +106,25 @@ fn remote_file(host: &Host, run_id: &str) -> String {
     )
 }
 
-/// The remote command of one host's step.
+/// The remote command of one host's step: csdchar writes its result under a
+/// temporary name, renamed to the fetched one when it ends, so that a result
+/// is either whole or absent (atomic on the host); the shell stays to rename
+/// it and passes csdchar's exit code on.
 pub fn run_command(host: &Host, plan: &StepPlan) -> String {
-    let mut words = Vec::new();
-    if host.sudo {
-        words.extend(["sudo".to_string(), "-n".to_string()]);
-    }
+    let file = remote_file(host, &plan.run_id);
+    let part = format!("{file}.part");
+    let sudo: Vec<String> = if host.sudo {
+        vec!["sudo".to_string(), "-n".to_string()]
+    } else {
+        Vec::new()
+    };
+    let mut words = sudo.clone();
+    // Its own application_name on a database server: each host's end-of-step wait for
+    // its clients' backends does not wait for the other hosts'.
+    words.extend([
+        "env".to_string(),
+        format!("PGAPPNAME=csdchar@{}", host.name),
+    ]);
     words.push(host.csdchar.clone());
     words.push("--stop-on-stdin-eof".to_string());
     words.extend(plan.argv.iter().cloned());
@@ -120,12 +134,16 @@ pub fn run_command(host: &Host, plan: &StepPlan) -> String {
         "--output-format".to_string(),
         "json".to_string(),
         "--output".to_string(),
-        remote_file(host, &plan.run_id),
+        part.clone(),
     ]);
+    let mut mv = sudo;
+    mv.extend(["mv", "-f", "--"].map(String::from));
+    mv.extend([part, file]);
     format!(
-        "cd {} && exec {}",
+        "cd {} && {{ {}; rc=$?; {} 2>/dev/null; exit $rc; }}",
         quote(&host.workdir),
-        shell_words(&words)
+        shell_words(&words),
+        shell_words(&mv)
     )
 }
 
@@ -296,5 +314,124 @@ fn fetch(ssh: &Ssh, host: &Host, run_id: &str, log: &Path) -> Option<Vec<u8>> {
             None
         }
         Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_remote_step_holds_the_lifeline_and_renames_its_result() {
+        let mut h = Host::new("x");
+        h.csdchar = "/opt/csdchar".into();
+        let plan = StepPlan {
+            argv: vec!["block".into(), "--rw".into(), "read".into()],
+            start_at: std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            expected: None,
+            hang_grace: Duration::from_secs(30),
+            stop_grace: Duration::from_secs(10),
+            run_id: "7-1".into(),
+            log_dir: PathBuf::new(),
+        };
+        assert_eq!(
+            run_command(&h, &plan),
+            "cd /var/tmp && { env PGAPPNAME=csdchar@x /opt/csdchar --stop-on-stdin-eof block --rw read --start-instant \
+             2027-01-15T08:00:00.000Z --output-format json --output \
+             /var/tmp/csdchar-fleet-7-1.json.part; rc=$?; mv -f -- \
+             /var/tmp/csdchar-fleet-7-1.json.part /var/tmp/csdchar-fleet-7-1.json 2>/dev/null; \
+             exit $rc; }"
+        );
+        h.sudo = true;
+        let c = run_command(&h, &plan);
+        assert!(
+            c.contains("{ sudo -n env PGAPPNAME=csdchar@x /opt/csdchar "),
+            "{c}"
+        );
+        assert!(c.contains("sudo -n mv -f -- "), "{c}");
+    }
+}
+
+#[cfg(test)]
+mod standin {
+    //! run_step through a stand-in ssh: a shell script that takes ssh's command
+    //! line and plays a host that hangs, one that holds its lifeline, one that ends.
+
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    const SCRIPT: &str = r#"#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in --) shift; break ;; -O) exit 0 ;; *) shift ;; esac; done
+case "$1" in
+  hang) sleep 30 ;;
+  lifeline) case "$2" in *--start-instant*) cat > /dev/null; exit 130 ;; esac ;;
+  done) case "$2" in *--start-instant*) exit 0 ;; esac ;;
+esac
+exit 1
+"#;
+
+    fn setup(dir: &Path) -> Ssh {
+        let script = dir.join("ssh");
+        std::fs::write(&script, SCRIPT).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Ssh {
+            program: script.into_os_string(),
+            config: None,
+            control_dir: dir.to_path_buf(),
+            connect_timeout_s: 10,
+            alive_interval_s: 5,
+        }
+    }
+
+    fn plan(dir: &Path, expected: Option<Duration>) -> StepPlan {
+        StepPlan {
+            argv: vec!["block".into()],
+            start_at: SystemTime::now(),
+            expected,
+            hang_grace: Duration::from_millis(500),
+            stop_grace: Duration::from_secs(3),
+            run_id: "t".into(),
+            log_dir: dir.to_path_buf(),
+        }
+    }
+
+    #[test]
+    fn a_hung_host_is_cut_off_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = setup(dir.path());
+        let hosts = [Host::new("done"), Host::new("hang")];
+        let t0 = Instant::now();
+        let (out, end) = run_step(
+            &ssh,
+            &hosts,
+            &plan(dir.path(), Some(Duration::from_millis(500))),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+        assert_eq!(end, StepEnd::HostLost("hang".into()));
+        assert_eq!(out[1].status, HostStatus::Hung);
+        assert_eq!(out[1].status.word(), "hung");
+        assert_eq!(out[0].status, HostStatus::Exited(0));
+    }
+
+    #[test]
+    fn an_interrupt_closes_every_lifeline() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = setup(dir.path());
+        let hosts = [Host::new("lifeline"), Host::new("done")];
+        let stop = AtomicBool::new(false);
+        let (out, end) = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                stop.store(true, Ordering::Relaxed);
+            });
+            run_step(&ssh, &hosts, &plan(dir.path(), None), &stop).unwrap()
+        });
+        assert_eq!(end, StepEnd::Interrupted);
+        assert_eq!(out[0].status, HostStatus::Exited(130));
+        assert_eq!(out[1].status, HostStatus::Exited(0));
+        assert_eq!(out[0].status.word(), "stopped");
+        assert!(out.iter().all(|o| o.result.is_none()));
     }
 }

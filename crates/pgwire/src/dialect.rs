@@ -382,16 +382,21 @@ impl Dialect {
         self.wal.map(|w| w.bytes_sql())
     }
 
-    /// The count of other client sessions in the current database.
-    /// Without `backend_type` (before 10, openGauss), every session but
+    /// The count of other client sessions in the current database with this
+    /// session's `application_name`: csdchar's clients all run with one
+    /// (`csdchar`, `PGAPPNAME` or the URL's), and a `--hosts` controller gives
+    /// each host its own, so one load host does not wait for another's clients.
+    /// Without `backend_type` (before 10, openGauss), every such session but
     /// autovacuum's counts.
     pub fn other_clients_sql(&self) -> &'static str {
         if self.activity_backend_type {
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-             AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+             AND backend_type = 'client backend' AND pid <> pg_backend_pid() \
+             AND application_name = current_setting('application_name')"
         } else {
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-             AND pid <> pg_backend_pid() AND query NOT LIKE 'autovacuum:%'"
+             AND pid <> pg_backend_pid() AND query NOT LIKE 'autovacuum:%' \
+             AND application_name = current_setting('application_name')"
         }
     }
 
