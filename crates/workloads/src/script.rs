@@ -128,11 +128,14 @@ pub async fn prepare(
     let existing = crate::catalog::existing_tables(&client, &spec.schema, &spec.tables).await?;
     if !existing.is_empty() {
         if !force {
-            return Err(DbError::new(csdchar_pgwire::error::DbErrorKind::ObjectsExist, format!(
-                "tables {} exist already in schema {}: pass --force to replace them",
-                existing.join(", "),
-                spec.schema
-            )));
+            return Err(DbError::new(
+                csdchar_pgwire::error::DbErrorKind::ObjectsExist,
+                format!(
+                    "tables {} exist already in schema {}: pass --force to replace them",
+                    existing.join(", "),
+                    spec.schema
+                ),
+            ));
         }
         drop(client);
         crate::catalog::drop_tables(conninfo, &spec.schema, &spec.tables).await?;
