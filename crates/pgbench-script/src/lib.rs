@@ -77,6 +77,7 @@
 pub mod client;
 pub mod error;
 pub mod eval;
+pub mod exchange;
 pub mod expr;
 pub mod prng;
 pub mod program;
