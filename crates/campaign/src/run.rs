@@ -16,6 +16,10 @@
 //! failed state step, up to the next `db prepare` or `db study`. Ctrl-C: the
 //! runner returns [`StepOutcome::Interrupted`], the step is marked
 //! interrupted, storage is torn down and the campaign ends `Interrupted`.
+//!
+//! Over 1,000 lines: the step loop, resume, storage set-up and teardown and the fault paths
+//! share one state (the manifest being written and the storage guard); they are kept together
+//! so that every way out of a step passes the same teardown and manifest write.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -3,6 +3,10 @@
 //! path campaigns and tests take too), and this module prints what they
 //! report — sysbench-, pgbench- and BenchmarkSQL-style lines and summaries —
 //! and turns their ends into exit codes.
+//!
+//! Over 1,000 lines: each step's printer is the peer's text format for that step (sysbench,
+//! pgbench, BenchmarkSQL lines) next to the call that produces what it prints; the
+//! pgbench-script options live apart in `db_script`.
 
 use std::sync::Arc;
 

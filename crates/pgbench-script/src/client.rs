@@ -5,6 +5,10 @@
 //! transactions [`Step::End`] reports. Expressions, substitution and parameters are
 //! computed here into buffers the client reuses, so a transaction allocates nothing
 //! once the buffers have grown.
+//!
+//! Over 1,000 lines: one state machine, as pgbench's is one function; its phases share the
+//! client's buffers and counters, and the data it exchanges with a driver is in
+//! [`crate::exchange`].
 
 use std::sync::Arc;
 

@@ -310,4 +310,3 @@ impl CommandStats {
         self.failures += o.failures;
     }
 }
-
