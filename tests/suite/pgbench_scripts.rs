@@ -241,6 +241,23 @@ fn scripts_send_and_count_what_pgbench_does_in_every_mode() {
         assert_eq!(result["spec"]["script"]["query_mode"], mode);
         assert_eq!(result["spec"]["script"]["random_seed"], 5432);
         common::assert_matches_schema(&result, "db");
+        if mode == "prepared" {
+            // The report shows -r's statements of the result.
+            let file = dir.path().join("r.json");
+            std::fs::write(&file, serde_json::to_vec(&result).unwrap()).unwrap();
+            let out = dir.path().join("report");
+            let ran = csdchar(&[
+                "report",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "-q",
+            ]);
+            assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+            let csv = std::fs::read_to_string(out.join("tables/script_statements.csv")).unwrap();
+            assert!(csv.contains("INSERT /*s*/ INTO log"), "{csv}");
+            assert!(csv.contains("\\startpipeline"), "{csv}");
+        }
     }
 }
 
