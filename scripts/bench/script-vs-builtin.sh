@@ -5,11 +5,11 @@
 #     and TPS; the issue's target: the script within 10% of the built-in's CPU per transaction;
 #  2. the same script against pgbench -f on the same server: TPS and client CPU per transaction.
 # Usage: scripts/bench/script-vs-builtin.sh
-#   env: ROUNDS=3 SCALE=10 TIME=10 CLIENTS="8 32" MODE=prepared
+#   env: ROUNDS=3 SCALE=10 TIME=10 CLIENTS="8 32" MODE=prepared NOBUILD= (set: use the release binary as built)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}; SCALE=${SCALE:-10}; TIME=${TIME:-10}; CLIENTS=${CLIENTS:-8 32}; MODE=${MODE:-prepared}
-cargo build --release -q -p csdchar-cli
+[ -n "${NOBUILD:-}" ] || cargo build --release -q -p csdchar-cli
 CSD=$PWD/target/release/csdchar
 DIR=$(mktemp -d /var/tmp/csdchar-scriptbench.XXXX)
 [ "$(id -u)" = 0 ] && chown postgres "$DIR"
@@ -28,7 +28,7 @@ export PGHOST=$SOCK PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 ratio() { python3 -c "print(f'{$1:.3f}')"; }
 med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }
 # pgbench's builtin tpcb-like, as a file.
-"$PGBENCH" --show-script=tpcb-like 2>/dev/null | grep -v '^--' > "$DIR/tpcb.sql"
+"$PGBENCH" --show-script=tpcb-like 2>&1 | grep -v "^--" > "$DIR/tpcb.sql"
 
 # Prints "tps cpu_seconds transactions" of one csdchar run with ARGS.
 csd_run() { # clients args...
