@@ -5,11 +5,14 @@
 #     and TPS; the issue's target: the script within 10% of the built-in's CPU per transaction;
 #  2. the same script against pgbench -f on the same server: TPS and client CPU per transaction.
 # Usage: scripts/bench/script-vs-builtin.sh
-#   env: ROUNDS=3 SCALE=10 TIME=10 CLIENTS="8 32" MODE=prepared
+#   env: ROUNDS=3 SCALE=10 TIME=10 CLIENTS="8 32" MODE=prepared SCRIPT=tpcb-like
+#        (SCRIPT: tpcb-like, simple-update or select-only, pgbench's builtin text through -f and
+#        csdchar's --workload beside it; or user: a 5-statement script of a user's kind, no built-in) NOBUILD= (set: use the release binary as built)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+SCRIPT=${SCRIPT:-tpcb-like}
 ROUNDS=${ROUNDS:-3}; SCALE=${SCALE:-10}; TIME=${TIME:-10}; CLIENTS=${CLIENTS:-8 32}; MODE=${MODE:-prepared}
-cargo build --release -q -p csdchar-cli
+[ -n "${NOBUILD:-}" ] || cargo build --release -q -p csdchar-cli
 CSD=$PWD/target/release/csdchar
 DIR=$(mktemp -d /var/tmp/csdchar-scriptbench.XXXX)
 [ "$(id -u)" = 0 ] && chown postgres "$DIR"
@@ -27,8 +30,26 @@ URL="host=$SOCK port=$PORT user=postgres dbname=postgres"
 export PGHOST=$SOCK PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 ratio() { python3 -c "print(f'{$1:.3f}')"; }
 med() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($#+1)/2 ))p"; }
-# pgbench's builtin tpcb-like, as a file.
-"$PGBENCH" --show-script=tpcb-like 2>/dev/null | grep -v '^--' > "$DIR/tpcb.sql"
+# pgbench's builtin, as a file; or a user's script: a lookup, a range, an update and a log insert.
+if [ "$SCRIPT" = user ]; then
+  cat > "$DIR/tpcb.sql" <<'SQL'
+\set aid random(1, 100000 * :scale)
+\set bid random(1, :scale)
+\set delta random(-5000, 5000)
+BEGIN;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+SELECT count(*) FROM pgbench_accounts WHERE aid BETWEEN :aid AND :aid + 20;
+UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (1, :bid, :aid, :delta, CURRENT_TIMESTAMP);
+END;
+SQL
+else
+  "$PGBENCH" --show-script="$SCRIPT" 2>&1 | grep -v "^--" > "$DIR/tpcb.sql"
+fi
+case $SCRIPT in
+  tpcb-like) BUILTIN=tpcb ;; simple-update) BUILTIN=tpcb-simple-update ;;
+  select-only) BUILTIN=tpcb-select-only ;; *) BUILTIN= ;;
+esac
 
 # Prints "tps cpu_seconds transactions" of one csdchar run with ARGS.
 csd_run() { # clients args...
@@ -52,14 +73,18 @@ for c in $CLIENTS; do
   sb=(); cb=(); sp=(); cp=()
   for i in $(seq "$ROUNDS"); do
     read -r f_tps f_cpu f_tx < <(csd_run "$c" -f "$DIR/tpcb.sql")
-    read -r w_tps w_cpu w_tx < <(csd_run "$c" --workload tpcb)
+    if [ -n "$BUILTIN" ]; then
+      read -r w_tps w_cpu w_tx < <(csd_run "$c" --workload "$BUILTIN")
+    else # no built-in: the script against itself
+      w_tps=$f_tps; w_cpu=$f_cpu; w_tx=$f_tx
+    fi
     read -r p_tps p_cpu p_tx < <(pg_run "$c")
     sb+=("$(ratio "$f_tps/$w_tps")"); cb+=("$(ratio "($f_cpu/$f_tx)/($w_cpu/$w_tx)")")
     sp+=("$(ratio "$f_tps/$p_tps")"); cp+=("$(ratio "($f_cpu/$f_tx)/($p_cpu/$p_tx)")")
     printf '  %d clients round %d: -f tpcb.sql %8.1f tps %6.2fs cpu | --workload tpcb %8.1f tps %6.2fs cpu | pgbench -f %8.1f tps %6.2fs cpu\n' \
       "$c" "$i" "$f_tps" "$f_cpu" "$w_tps" "$w_cpu" "$p_tps" "$p_cpu"
   done
-  printf '%d clients, -M %s: script/built-in TPS %s (%s), CPU/tx %s (%s); script/pgbench TPS %s (%s), CPU/tx %s (%s)\n' \
-    "$c" "$MODE" "$(med "${sb[@]}")" "${sb[*]}" "$(med "${cb[@]}")" "${cb[*]}" \
+  printf '%s, %d clients, -M %s: script/built-in TPS %s (%s), CPU/tx %s (%s); script/pgbench TPS %s (%s), CPU/tx %s (%s)\n' \
+    "$SCRIPT" "$c" "$MODE" "$(med "${sb[@]}")" "${sb[*]}" "$(med "${cb[@]}")" "${cb[*]}" \
     "$(med "${sp[@]}")" "${sp[*]}" "$(med "${cp[@]}")" "${cp[*]}"
 done

@@ -241,6 +241,23 @@ fn scripts_send_and_count_what_pgbench_does_in_every_mode() {
         assert_eq!(result["spec"]["script"]["query_mode"], mode);
         assert_eq!(result["spec"]["script"]["random_seed"], 5432);
         common::assert_matches_schema(&result, "db");
+        if mode == "prepared" {
+            // The report shows -r's statements of the result.
+            let file = dir.path().join("r.json");
+            std::fs::write(&file, serde_json::to_vec(&result).unwrap()).unwrap();
+            let out = dir.path().join("report");
+            let ran = csdchar(&[
+                "report",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "-q",
+            ]);
+            assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+            let csv = std::fs::read_to_string(out.join("tables/script_statements.csv")).unwrap();
+            assert!(csv.contains("INSERT /*s*/ INTO log"), "{csv}");
+            assert!(csv.contains("\\startpipeline"), "{csv}");
+        }
     }
 }
 
@@ -590,4 +607,71 @@ fn syncpipeline_of_pgbench_18_sends_both_parts() {
     ]);
     assert_eq!(ran.outcome.exit_code, 2, "{}", ran.stderr);
     assert!(ran.stderr.contains("sync.sql:3"), "{}", ran.stderr);
+}
+
+/// A campaign step studies a user's script on its target: `file`, `script-init` and the
+/// fillfactors given as the step's arguments, the result a study with the script's figures.
+#[test]
+fn a_campaign_studies_a_users_script() {
+    if !common::postgres_or_skip() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("csdchar-script-campaign")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let target = dir.path().join("disk");
+    std::fs::create_dir(&target).unwrap();
+    let init = write(
+        dir.path(),
+        "init.sql",
+        "CREATE TABLE items (id int PRIMARY KEY, qty int, note text);\n\
+         INSERT INTO items SELECT g, 0, md5(g::text) FROM generate_series(1, 20000) g;\n",
+    );
+    let script = write(
+        dir.path(),
+        "mine.sql",
+        "\\set id random(1, 20000)\nUPDATE items SET qty = qty + 1 WHERE id = :id;\n",
+    );
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "script"
+
+[targets.disk]
+dir = "{}"
+
+[[steps]]
+command = "db study"
+args = {{ file = "{script}@2", script-init = "{init}", fillfactor = "100,50", threads = 2, time = "1s", force = true }}
+"#,
+            target.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let ran = csdchar(&[
+        "campaign",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+    let found: Vec<_> = std::fs::read_dir(out.join("disk"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&found[0]).unwrap()).unwrap();
+    common::assert_matches_schema(&v, "study");
+    assert_eq!(v["rows"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["spec"]["script"]["scripts"][0]["weight"], 2);
+    for run in v["runs"].as_array().unwrap() {
+        assert!(
+            run["steps"][0]["transactions"].as_u64().unwrap() > 0,
+            "{run}"
+        );
+    }
 }

@@ -13,6 +13,7 @@ pub mod load;
 pub mod merge;
 pub mod model;
 pub mod plots;
+pub mod script;
 pub mod tables;
 pub mod text;
 pub mod tpcc;
@@ -163,6 +164,7 @@ pub fn build_from_inputs(
     if !flat.block.is_empty() {
         tables.push(tables::block_table(&flat.block));
     }
+    tables.extend(script::script_statements_table(&inputs));
     let plots = plots::all_plots(&flat, &latency, &tpcc)?;
 
     let title = format!("csdchar report: {}", labels.join(" vs "));

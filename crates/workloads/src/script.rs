@@ -494,8 +494,6 @@ struct ScriptSession {
     published: bool,
     in_flight: InFlight,
     kept: Vec<Kept>,
-    /// Messages queued in `out` for the pipeline (not sent yet).
-    queued: bool,
     /// The wall clock at `epoch`, µs since the Unix epoch (for `-l`).
     wall0_us: i64,
     /// `-l`'s log.
@@ -530,7 +528,6 @@ impl ScriptSession {
             published: false,
             in_flight: InFlight::Reply,
             kept: Vec::new(),
-            queued: false,
             wall0_us: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_micros() as i64),
@@ -565,7 +562,7 @@ impl ScriptSession {
                         }
                     };
                     if r.pipelined {
-                        self.queued = true;
+                        // Queued in `out`: sent with the pipeline's next Sync.
                         match e {
                             Ok(()) => continue,
                             Err(e) => Err(e),
@@ -583,12 +580,10 @@ impl ScriptSession {
                 }),
                 Step::PipelineSync => {
                     raw::sync(out);
-                    self.queued = false;
                     Ok(InFlight::Segment)
                 }
                 Step::EndPipeline | Step::Sync => {
                     raw::sync(out);
-                    self.queued = false;
                     Ok(InFlight::Reply)
                 }
                 Step::Rollback => raw::query(out, b"ROLLBACK").map(|()| InFlight::Reply),
@@ -730,8 +725,7 @@ impl Session for ScriptSession {
         out: &mut BytesMut,
     ) -> Turn {
         if self.in_flight == InFlight::Segment {
-            for (i, c) in reply.completed.iter().enumerate() {
-                let _ = i;
+            for c in reply.completed {
                 self.kept.push(if c.returned_rows {
                     Kept::Tuples(c.rows as usize)
                 } else {

@@ -17,7 +17,8 @@ pub struct ScriptParams {
     pub scale: i64,
     /// `--max-tries` (1: no retry; 0: unlimited).
     pub max_tries: u32,
-    /// Transactions per client (`-t`); absent when the step ran for `time_s` (`-T`).
+    /// Transactions per client (`-t`); absent when the step ran for `time_s` (`-T`). With it,
+    /// `time_s` is only a bound (a year) and each step's `elapsed_s` says how long it took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions_per_client: Option<u64>,
     /// `-D NAME=VALUE` definitions, as given.
