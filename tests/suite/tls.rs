@@ -249,7 +249,9 @@ fn every_sslmode_against_a_tls_only_server() {
                 step["tls_protocol"].as_str().unwrap().starts_with("TLSv1."),
                 "{step}"
             );
-            assert!(step["transactions"].as_u64().unwrap() > 100, "{io}: {step}");
+            // Transactions over TLS on this driver; how many is the benchmarks' business (a
+            // loaded CI machine gave 26 in one 1 s step where a quiet one gives hundreds).
+            assert!(step["transactions"].as_u64().unwrap() > 5, "{io}: {step}");
             assert_eq!(step["transport"], "tls", "{step}");
         }
     }
