@@ -27,6 +27,7 @@ pub mod load_size;
 pub mod oltp;
 pub mod pattern;
 pub mod pgio;
+pub mod rate;
 pub mod result;
 pub mod start_at;
 pub mod stats;

@@ -14,6 +14,7 @@ use std::time::Instant;
 use csdchar_core::compressibility::{Codec, PageCompressor, PageTally};
 use csdchar_core::distribution::BlockPicker;
 use csdchar_core::pattern::{DataSpec, mix64};
+use csdchar_core::rate::{MinRateCheck, Pacer};
 use csdchar_core::result::block::{BadBlock, BlockSpec, EngineInfo, RunError};
 use csdchar_core::stats::LatencyRecorder;
 use rand_core::SeedableRng;
@@ -354,12 +355,25 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let batch_complete = spec.iodepth_batch_complete.max(1) as usize;
     let region = spec.offset;
     let mut now_ns = ns(Instant::now());
+    // fio's rate options: pacing from the job's start, and the minimum check.
+    let mut pacer = match cfg.phase {
+        Phase::Workload => Pacer::new(&spec.rate, spec.bs, seed as u32 ^ 0x5241_5445),
+        _ => None,
+    };
+    let mut min_rate = match cfg.phase {
+        Phase::Workload => MinRateCheck::new(&spec.rate),
+        _ => None,
+    };
+    // An I/O planned but not yet due under the rate.
+    let mut planned: Option<(Direction, u64)> = None;
 
     loop {
         let stopping = shared.interrupt.load(Ordering::Relaxed)
             || shared.halt.load(Ordering::Relaxed)
             || now_ns >= deadline_ns
             || issued >= budget;
+        // When the next I/O is due, if it is not yet.
+        let mut gated: Option<u64> = None;
         if !stopping && !free.is_empty() {
             let start = now_ns;
             while issued < budget {
@@ -376,55 +390,71 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         record_error(&mut outcome, shared, engine_error(e, cfg.job));
                     }
                 }
-                let (dir, block) = match &mut planner {
-                    Planner::Random { nblocks, skew } => match &mut mix {
-                        Mix::TrimThenWrite(pending) => match pending.take() {
-                            Some(b) => (Direction::Write, b),
-                            None => {
-                                let b = random_block(&mut rng, skew, *nblocks, Direction::Trim);
-                                *pending = Some(b);
-                                (Direction::Trim, b)
+                let (dir, block) = match planned.take() {
+                    Some(p) => p,
+                    None => match &mut planner {
+                        Planner::Random { nblocks, skew } => match &mut mix {
+                            Mix::TrimThenWrite(pending) => match pending.take() {
+                                Some(b) => (Direction::Write, b),
+                                None => {
+                                    let b = random_block(&mut rng, skew, *nblocks, Direction::Trim);
+                                    *pending = Some(b);
+                                    (Direction::Trim, b)
+                                }
+                            },
+                            m => {
+                                let dir = pick_dir(&mut rng, *m);
+                                (dir, random_block(&mut rng, skew, *nblocks, dir))
                             }
                         },
-                        m => {
-                            let dir = pick_dir(&mut rng, *m);
-                            (dir, random_block(&mut rng, skew, *nblocks, dir))
+                        Planner::Sequential { next, nblocks } => {
+                            // fio's trimwrite trims while the two positions meet
+                            // (set_rw_ddir: last_start[WRITE] == last_start[TRIM]).
+                            let dir = match mix {
+                                Mix::TrimThenWrite(_) if next[1] == next[2] => Direction::Trim,
+                                Mix::TrimThenWrite(_) => Direction::Write,
+                                m => pick_dir(&mut rng, m),
+                            };
+                            let b = next[dir.index()];
+                            next[dir.index()] = if b + 1 >= *nblocks { 0 } else { b + 1 };
+                            (dir, b)
+                        }
+                        Planner::Permuted { perm, next, stride } => {
+                            let b = perm.get(*next);
+                            *next += *stride;
+                            (Direction::Write, b)
+                        }
+                        Planner::Strided {
+                            next,
+                            stride,
+                            nblocks,
+                        } => {
+                            let b = *next % *nblocks;
+                            *next += *stride;
+                            (
+                                if read_share == 100 {
+                                    Direction::Read
+                                } else {
+                                    Direction::Write
+                                },
+                                b,
+                            )
                         }
                     },
-                    Planner::Sequential { next, nblocks } => {
-                        // fio's trimwrite trims while the two positions meet
-                        // (set_rw_ddir: last_start[WRITE] == last_start[TRIM]).
-                        let dir = match mix {
-                            Mix::TrimThenWrite(_) if next[1] == next[2] => Direction::Trim,
-                            Mix::TrimThenWrite(_) => Direction::Write,
-                            m => pick_dir(&mut rng, m),
-                        };
-                        let b = next[dir.index()];
-                        next[dir.index()] = if b + 1 >= *nblocks { 0 } else { b + 1 };
-                        (dir, b)
-                    }
-                    Planner::Permuted { perm, next, stride } => {
-                        let b = perm.get(*next);
-                        *next += *stride;
-                        (Direction::Write, b)
-                    }
-                    Planner::Strided {
-                        next,
-                        stride,
-                        nblocks,
-                    } => {
-                        let b = *next % *nblocks;
-                        *next += *stride;
-                        (
-                            if read_share == 100 {
-                                Direction::Read
-                            } else {
-                                Direction::Write
-                            },
-                            b,
-                        )
-                    }
                 };
+                if let Some(p) = &pacer {
+                    let due = p.due_ns(dir.index());
+                    if due > now_ns {
+                        // Ahead of the rate: this I/O waits (fio's rate_ddir).
+                        planned = Some((dir, block));
+                        free.push(tag);
+                        gated = Some(due);
+                        break;
+                    }
+                }
+                if let Some(p) = &mut pacer {
+                    p.issued(dir.index(), bs as u64);
+                }
                 let offset = region + block * spec.bs;
                 let buf = match dir {
                     Direction::Trim => 0,
@@ -471,6 +501,17 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             if stopping || issued >= budget {
                 break;
             }
+            if let Some(due) = gated {
+                // Nothing in flight and the next I/O not due: sleep until it
+                // is (in short steps, so a stop is noticed).
+                let wake = due.min(deadline_ns);
+                let now = ns(Instant::now());
+                if wake > now {
+                    std::thread::sleep(std::time::Duration::from_nanos(
+                        (wake - now).min(10_000_000),
+                    ));
+                }
+            }
             now_ns = ns(Instant::now());
             continue;
         }
@@ -482,7 +523,14 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             slots[t as usize].issue = enter;
         }
         queued_tags.clear();
-        if let Err(e) = engine.submit_and_wait(batch_complete.min(inflight) as u32) {
+        // Ahead of the rate, fio first completes everything in flight
+        // (io_u_quiesce), then sleeps.
+        let want = if gated.is_some() {
+            inflight
+        } else {
+            batch_complete.min(inflight)
+        };
+        if let Err(e) = engine.submit_and_wait(want as u32) {
             record_error(&mut outcome, shared, engine_error(e, cfg.job));
             // Buffers must outlive in-flight requests: reap what still arrives.
             drain(&mut engine, &mut completions, &mut inflight);
@@ -564,6 +612,25 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             i.ios += 1;
             i.bytes += bs as u64;
             i.lat.record(lat);
+        }
+        if let Some(c) = &mut min_rate
+            && done >= ramp_ns
+        {
+            let d = &outcome.dirs;
+            let totals = [0, 1, 2].map(|k| (d[k].ios, d[k].bytes));
+            if let Some(why) = c.check(done, totals) {
+                record_error(
+                    &mut outcome,
+                    shared,
+                    RunError {
+                        message: format!("job {}: {why}", cfg.job),
+                        errno: Some(libc::EIO),
+                        offset: None,
+                        direction: None,
+                        job: Some(cfg.job),
+                    },
+                );
+            }
         }
     }
     let end = ns(Instant::now()).max(ramp_ns);

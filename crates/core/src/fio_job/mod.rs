@@ -20,6 +20,7 @@ pub mod value;
 
 use crate::distribution::Distribution;
 use crate::pattern::Fill;
+use crate::rate::{RateLimit, RateProcess};
 use crate::result::block::{BlockSpec, EngineKind, RwMode};
 use crate::stats::DEFAULT_PERCENTILES;
 use ini::{JobOption, Section};
@@ -222,6 +223,7 @@ struct Builder {
     wait_for: Option<(String, String)>,
     group_reporting: bool,
     random_distribution: Distribution,
+    rate: RateLimit,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -264,6 +266,10 @@ impl Builder {
             wait_for: None,
             group_reporting: false,
             random_distribution: Distribution::Random,
+            rate: RateLimit {
+                cycle_ms: 1000,
+                ..RateLimit::default()
+            },
             set_at: Vec::new(),
         }
     }
@@ -494,6 +500,33 @@ impl Builder {
             "new_group" => self.new_group = value::boolean(v).map_err(wrap)?,
             "wait_for" => self.wait_for = Some((need()?.to_string(), o.place())),
             "group_reporting" => self.group_reporting = value::boolean(v).map_err(wrap)?,
+            "rate" | "rate_min" | "ratemin" | "rate_iops" | "rate_iops_min" => {
+                let slots = match o.name.as_str() {
+                    "rate" => &mut self.rate.bytes_per_s,
+                    "rate_min" | "ratemin" => &mut self.rate.min_bytes_per_s,
+                    "rate_iops" => &mut self.rate.iops,
+                    _ => &mut self.rate.min_iops,
+                };
+                for (slot, part) in slots.iter_mut().zip(value::per_direction(need()?)) {
+                    if let Some(p) = part {
+                        *slot = if o.name.contains("iops") {
+                            value::int(p).map_err(wrap)?
+                        } else {
+                            value::bytes(p, self.kb_base).map_err(wrap)?
+                        };
+                    }
+                }
+            }
+            "rate_process" => {
+                self.rate.process = match need()? {
+                    "linear" => RateProcess::Linear,
+                    "poisson" => RateProcess::Poisson,
+                    other => return Err(format!("rate_process={other}: linear or poisson")),
+                }
+            }
+            "rate_cycle" | "ratecycle" => {
+                self.rate.cycle_ms = value::int(need()?).map_err(wrap)?.max(1)
+            }
             "random_distribution" => {
                 self.random_distribution = Distribution::parse(need()?, self.kb_base)
                     .map_err(|e| format!("random_distribution: {e}"))?
@@ -631,6 +664,11 @@ impl Builder {
             percentiles: self.percentiles.clone(),
             start_at: None,
             random_distribution: self.random_distribution.clone(),
+            rate: if self.rate.is_none() {
+                RateLimit::default()
+            } else {
+                self.rate.clone()
+            },
         })
     }
 }
@@ -990,6 +1028,24 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
     ));
     if spec.verify {
         lines.push("verify=crc32c".into());
+    }
+    if !spec.rate.is_none() {
+        let per_dir = |v: &[u64; 3]| v.map(|x| x.to_string()).join(",");
+        let r = &spec.rate;
+        for (name, v) in [
+            ("rate", &r.bytes_per_s),
+            ("rate_iops", &r.iops),
+            ("rate_min", &r.min_bytes_per_s),
+            ("rate_iops_min", &r.min_iops),
+        ] {
+            if *v != [0; 3] {
+                lines.push(format!("{name}={}", per_dir(v)));
+            }
+        }
+        if r.process == RateProcess::Poisson {
+            lines.push("rate_process=poisson".into());
+        }
+        lines.push(format!("rate_cycle={}", r.cycle_ms));
     }
     if !spec.random_distribution.is_uniform() {
         lines.push(format!("random_distribution={}", spec.random_distribution));

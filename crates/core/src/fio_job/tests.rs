@@ -302,3 +302,19 @@ fn trim_modes_are_fio_s() {
         assert_eq!(p.jobs[0].spec.rw, rw);
     }
 }
+
+#[test]
+fn rates_follow_fio_per_direction() {
+    let p = plan_of(
+        "[a]\nfilename=/x\nsize=1m\nrw=randrw\nrate=1m,500k\nrate_iops_min=,10\nrate_process=poisson\nrate_cycle=250\n",
+    );
+    let r = &p.jobs[0].spec.rate;
+    assert_eq!(r.bytes_per_s, [1 << 20, 500 << 10, 500 << 10]);
+    assert_eq!(r.min_iops, [0, 10, 10]);
+    assert_eq!(r.process, crate::rate::RateProcess::Poisson);
+    assert_eq!(r.cycle_ms, 250);
+    let p = plan_of("[a]\nfilename=/x\nsize=1m\n");
+    assert!(p.jobs[0].spec.rate.is_none());
+    let e = plan(&sections("[a]\nfilename=/x\nrate_process=burst\n"), false).unwrap_err();
+    assert!(e.to_string().contains("linear or poisson"), "{e}");
+}

@@ -9,6 +9,7 @@ use crate::compressibility::PageTally;
 use crate::counters::DiskStats;
 use crate::distribution::Distribution;
 use crate::pattern::Fill;
+use crate::rate::RateLimit;
 use crate::stats::LatencyStats;
 
 /// Schema identifier of block results.
@@ -185,6 +186,9 @@ pub struct BlockSpec {
     /// How random offsets are spread (fio's `random_distribution`); absent: uniform.
     #[serde(default, skip_serializing_if = "Distribution::is_uniform")]
     pub random_distribution: Distribution,
+    /// Rate limits and minimums of each job (fio's rate options); absent: as fast as it goes.
+    #[serde(default, skip_serializing_if = "RateLimit::is_none")]
+    pub rate: RateLimit,
 }
 
 impl Default for BlockSpec {
@@ -219,6 +223,7 @@ impl Default for BlockSpec {
             percentiles: crate::stats::DEFAULT_PERCENTILES.to_vec(),
             start_at: None,
             random_distribution: Distribution::Random,
+            rate: RateLimit::default(),
         }
     }
 }
