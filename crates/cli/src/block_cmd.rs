@@ -126,6 +126,15 @@ pub struct BlockOpts {
     /// zoned_abs:ACCESS%/SIZE:… (per direction with commas: reads,writes,trims).
     #[arg(long, value_name = "DIST", value_parser = distribution_arg, default_value = "random")]
     pub random_distribution: Distribution,
+    /// I/O each job does (fio's io_size), when not the region's size: more wraps around it.
+    #[arg(long, value_name = "BYTES", value_parser = size_arg)]
+    pub io_size: Option<u64>,
+    /// At most N I/Os per job and loop (fio's number_ios).
+    #[arg(long, value_name = "N")]
+    pub number_ios: Option<u64>,
+    /// Repeat each job's I/O N times (fio's loops).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub loops: u32,
     /// Cap each job's bandwidth at BYTES per second and direction (fio's rate, e.g. 100m).
     #[arg(long, value_name = "BYTES", value_parser = size_arg)]
     pub rate: Option<u64>,
@@ -174,7 +183,7 @@ pub struct BlockOpts {
 }
 
 /// The options a job file sets itself.
-const JOB_OPTIONS: [&str; 29] = [
+const JOB_OPTIONS: [&str; 32] = [
     "target",
     "rw",
     "rwmixread",
@@ -204,6 +213,9 @@ const JOB_OPTIONS: [&str; 29] = [
     "rate_iops_min",
     "rate_process",
     "rate_cycle",
+    "io_size",
+    "number_ios",
+    "loops",
 ];
 
 /// `csdchar block --output-format`.
@@ -428,6 +440,9 @@ impl BlockOpts {
                 .start_at
                 .map(csdchar_core::start_at::format_rfc3339_millis),
             random_distribution: self.random_distribution.clone(),
+            io_size: self.io_size.unwrap_or(0),
+            number_ios: self.number_ios.unwrap_or(0),
+            loops: self.loops,
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

@@ -308,12 +308,27 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         },
     };
     // Budget: fio's `size` per job; verify phases cover the job's share once.
+    // fio's io_bytes_exceeded: io_size (else size) times loops, and at most
+    // number_ios times loops.
+    let workload_ios = {
+        let per_loop = if spec.io_size > 0 {
+            (spec.io_size / spec.bs).max(1)
+        } else {
+            nblocks
+        };
+        let loops = u64::from(spec.loops.max(1));
+        let mut n = per_loop.saturating_mul(loops);
+        if spec.number_ios > 0 {
+            n = n.min(spec.number_ios.saturating_mul(loops));
+        }
+        n
+    };
     let budget = match cfg.phase {
         Phase::Workload if spec.time_based => u64::MAX,
         // fio counts the written bytes of trimwrite against size: each block
         // is trimmed and written.
-        Phase::Workload if matches!(mix, Mix::TrimThenWrite(_)) => nblocks * 2,
-        Phase::Workload => nblocks,
+        Phase::Workload if matches!(mix, Mix::TrimThenWrite(_)) => workload_ios * 2,
+        Phase::Workload => workload_ios,
         _ => nblocks.saturating_sub(job).div_ceil(numjobs),
     };
 

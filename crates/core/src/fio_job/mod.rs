@@ -224,6 +224,9 @@ struct Builder {
     group_reporting: bool,
     random_distribution: Distribution,
     rate: RateLimit,
+    io_size: u64,
+    number_ios: u64,
+    loops: u32,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -270,6 +273,9 @@ impl Builder {
                 cycle_ms: 1000,
                 ..RateLimit::default()
             },
+            io_size: 0,
+            number_ios: 0,
+            loops: 1,
             set_at: Vec::new(),
         }
     }
@@ -517,6 +523,12 @@ impl Builder {
                     }
                 }
             }
+            "io_size" | "io_limit" => match value::size(need()?, self.kb_base).map_err(wrap)? {
+                value::Size::Bytes(b) => self.io_size = b,
+                value::Size::Percent(_) => return lacks("io_size as a percentage"),
+            },
+            "number_ios" => self.number_ios = value::int(need()?).map_err(wrap)?,
+            "loops" => self.loops = small(need()?, "loops", 1, u64::from(u32::MAX))?,
             "rate_process" => {
                 self.rate.process = match need()? {
                     "linear" => RateProcess::Linear,
@@ -664,6 +676,9 @@ impl Builder {
             percentiles: self.percentiles.clone(),
             start_at: None,
             random_distribution: self.random_distribution.clone(),
+            io_size: self.io_size,
+            number_ios: self.number_ios,
+            loops: self.loops,
             rate: if self.rate.is_none() {
                 RateLimit::default()
             } else {
@@ -1007,6 +1022,15 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
     }
     if spec.ramp_time_ms > 0 {
         lines.push(format!("ramp_time={}ms", spec.ramp_time_ms));
+    }
+    if spec.io_size > 0 {
+        lines.push(format!("io_size={}", spec.io_size));
+    }
+    if spec.number_ios > 0 {
+        lines.push(format!("number_ios={}", spec.number_ios));
+    }
+    if spec.loops > 1 {
+        lines.push(format!("loops={}", spec.loops));
     }
     if spec.compress_pct > 0 {
         lines.push(format!("buffer_compress_percentage={}", spec.compress_pct));

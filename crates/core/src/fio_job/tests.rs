@@ -318,3 +318,12 @@ fn rates_follow_fio_per_direction() {
     let e = plan(&sections("[a]\nfilename=/x\nrate_process=burst\n"), false).unwrap_err();
     assert!(e.to_string().contains("linear or poisson"), "{e}");
 }
+
+#[test]
+fn loops_io_size_and_number_ios_are_fio_s() {
+    let p = plan_of("[a]\nfilename=/x\nsize=1m\nio_size=8m\nnumber_ios=100\nloops=4\n");
+    let s = &p.jobs[0].spec;
+    assert_eq!((s.io_size, s.number_ios, s.loops), (8 << 20, 100, 4));
+    let e = plan(&sections("[a]\nfilename=/x\nloops=0\n"), false).unwrap_err();
+    assert!(e.to_string().contains("loops=0"), "{e}");
+}

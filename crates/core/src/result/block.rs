@@ -189,6 +189,28 @@ pub struct BlockSpec {
     /// Rate limits and minimums of each job (fio's rate options); absent: as fast as it goes.
     #[serde(default, skip_serializing_if = "RateLimit::is_none")]
     pub rate: RateLimit,
+    /// I/O each job does, bytes (fio's `io_size`): may exceed the region, which is then
+    /// wrapped around; 0: the region's size.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub io_size: u64,
+    /// At most this many I/Os per job and loop (fio's `number_ios`); 0: no cap.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub number_ios: u64,
+    /// Times the job's I/O is repeated (fio's `loops`); absent: once.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub loops: u32,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 impl Default for BlockSpec {
@@ -224,6 +246,9 @@ impl Default for BlockSpec {
             start_at: None,
             random_distribution: Distribution::Random,
             rate: RateLimit::default(),
+            io_size: 0,
+            number_ios: 0,
+            loops: 1,
         }
     }
 }
