@@ -213,3 +213,98 @@ fn a_job_below_its_minimum_rate_fails_after_settling() {
     // fio's 2 s of settling, then one cycle: well before the 10 s runtime.
     assert!(t.elapsed() < std::time::Duration::from_secs(8));
 }
+
+/// The log files a run left in `dir`: name -> lines split into fields.
+fn logs_in(dir: &Path) -> std::collections::BTreeMap<String, Vec<Vec<String>>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.ends_with(".log").then(|| {
+                let text = std::fs::read_to_string(dir.join(&name)).unwrap();
+                let lines = text
+                    .lines()
+                    .map(|l| l.split(", ").map(str::to_string).collect())
+                    .collect();
+                (name, lines)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn logs_have_fio_s_names_columns_and_values() {
+    if fio().is_none() {
+        return;
+    }
+    for avg in ["", "log_avg_msec=500\nlog_offset=1\n"] {
+        let d = tempfile::tempdir().unwrap();
+        let mut runs = Vec::new();
+        for who in ["fio", "csdchar"] {
+            let out = d.path().join(who);
+            std::fs::create_dir(&out).unwrap();
+            let job = format!(
+                "[global]\nioengine=null\nsize=64m\nbs=4k\nrw=randread\niodepth=4\nruntime=2\n\
+                 time_based\nrate_iops=2000\n[lj]\nwrite_bw_log={p}/lj\nwrite_lat_log={p}/lj\n\
+                 write_iops_log={p}/lj\n{avg}",
+                p = out.display()
+            );
+            let path = d.path().join(format!("{who}.fio"));
+            std::fs::write(&path, job).unwrap();
+            if who == "fio" {
+                let st = std::process::Command::new(fio().unwrap())
+                    .args(["--output=/dev/null", path.to_str().unwrap()])
+                    .status()
+                    .unwrap();
+                assert!(st.success());
+            } else {
+                let r = common::csdchar(&["block", "--job-file", path.to_str().unwrap()]);
+                assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+            }
+            runs.push(logs_in(&out));
+        }
+        let (theirs, ours) = (&runs[0], &runs[1]);
+        assert_eq!(
+            theirs.keys().collect::<Vec<_>>(),
+            ours.keys().collect::<Vec<_>>(),
+            "{avg:?}: the same files (lj_bw.1.log, lj_clat.1.log, …)"
+        );
+        for (name, t) in theirs {
+            let o = &ours[name];
+            // 2 s at 2000 IOPS: about 4000 lines per I/O (fio 3998), or 4
+            // windows of 500 ms (fio drops a last partial one, and so does csdchar).
+            let (nt, no) = (t.len() as f64, o.len() as f64);
+            // (fio writes the window ending with the run or not, by timing).
+            assert!(
+                (nt / no - 1.0).abs() < 0.05 || (nt - no).abs() <= 1.0,
+                "{name}: fio {nt} lines, csdchar {no}"
+            );
+            assert_eq!(
+                t[0].len(),
+                o[0].len(),
+                "{name}: columns {:?} vs {:?}",
+                t[0],
+                o[0]
+            );
+            for line in o {
+                assert_eq!(line[2], "0", "{name}: reads are ddir 0");
+                assert_eq!(line.last().unwrap(), "0", "{name}: prio");
+                if avg.is_empty() {
+                    assert_eq!(line[3], "4096", "{name}: bs");
+                    if name.contains("iops") {
+                        assert_eq!(line[1], "1");
+                    }
+                } else {
+                    assert_eq!((line[3].as_str(), line[4].as_str()), ("0", "0"));
+                }
+            }
+            if !avg.is_empty() && name.contains("iops") {
+                // Each full window holds 1000 I/Os a second's worth of the rate.
+                for line in o.iter().chain(t) {
+                    let v: f64 = line[1].parse().unwrap();
+                    assert!((v / 2000.0 - 1.0).abs() < 0.03, "{name}: {line:?}");
+                }
+            }
+        }
+    }
+}

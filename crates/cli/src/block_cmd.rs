@@ -443,6 +443,7 @@ impl BlockOpts {
             io_size: self.io_size.unwrap_or(0),
             number_ios: self.number_ios.unwrap_or(0),
             loops: self.loops,
+            logs: Default::default(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {
@@ -532,6 +533,19 @@ fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_
         },
     );
     let (results, mut exit_code) = (run.results, run.exit_code);
+    // fio's logs, beside the job as fio writes them (its working directory),
+    // under the rule for every file csdchar writes.
+    let logs: Vec<(PathBuf, Vec<u8>)> = results
+        .iter()
+        .flat_map(|r| &r.log_files)
+        .map(|(name, text)| (PathBuf::from(name), text.clone().into_bytes()))
+        .collect();
+    if !logs.is_empty()
+        && let Err(e) = csdchar_fio_like::safety::write_outputs(Path::new("."), &logs)
+    {
+        let _ = writeln!(io.stderr, "error: fio logs: {e}");
+        exit_code = 1;
+    }
     if !results.is_empty() {
         let bytes = render(&results, &plan.global_options, opts.output_format);
         if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use csdchar_core::compressibility::{Codec, PageCompressor, PageTally};
 use csdchar_core::distribution::BlockPicker;
+use csdchar_core::iolog::LogRecorder;
 use csdchar_core::pattern::{DataSpec, mix64};
 use csdchar_core::rate::{MinRateCheck, Pacer};
 use csdchar_core::result::block::{BadBlock, BlockSpec, EngineInfo, RunError};
@@ -159,6 +160,8 @@ pub struct JobOutcome {
     pub random_bytes_per_chunk: usize,
     /// Engine setup.
     pub engine: Option<EngineInfo>,
+    /// fio's log files of the job, `(name, text)`.
+    pub logs: Vec<(String, String)>,
 }
 
 impl JobOutcome {
@@ -175,6 +178,7 @@ impl JobOutcome {
             deflate: None,
             random_bytes_per_chunk: 0,
             engine: None,
+            logs: Vec::new(),
         }
     }
 }
@@ -275,6 +279,19 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         deflate: None,
         random_bytes_per_chunk: buffers.random_bytes_per_chunk(),
         engine: Some(engine.info()),
+        logs: Vec::new(),
+    };
+    let mut logger = match cfg.phase {
+        Phase::Workload => LogRecorder::new(
+            &spec.logs,
+            cfg.job,
+            [
+                reads,
+                writes,
+                matches!(mix, Mix::Trim | Mix::TrimThenWrite(_)),
+            ],
+        ),
+        _ => None,
     };
     let registered = engine.register_buffers(&buffers.regions());
     outcome.engine = Some(engine.info());
@@ -617,12 +634,20 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 continue;
             }
             let lat = done.saturating_sub(slot.start);
+            let (slat, clat) = (
+                slot.issue.saturating_sub(slot.start),
+                done.saturating_sub(slot.issue),
+            );
             let t = &mut outcome.dirs[dir.index()];
             t.ios += 1;
             t.bytes += bs as u64;
-            t.slat.record(slot.issue.saturating_sub(slot.start));
-            t.clat.record(done.saturating_sub(slot.issue));
+            t.slat.record(slat);
+            t.clat.record(clat);
             t.lat.record(lat);
+            if let Some(l) = &mut logger {
+                let t_ms = (done - ramp_ns) / 1_000_000;
+                l.record(t_ms, dir.index(), bs as u64, slot.offset, [slat, clat, lat]);
+            }
             let i = &mut iv[dir.index()];
             i.ios += 1;
             i.bytes += bs as u64;
@@ -650,6 +675,9 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     }
     let end = ns(Instant::now()).max(ramp_ns);
     outcome.end_ns = end;
+    if let Some(l) = logger {
+        outcome.logs = l.finish((end - ramp_ns) / 1_000_000);
+    }
     // The last, possibly partial interval.
     let last_len = end.saturating_sub(ramp_ns + cur_interval * interval_ns);
     if last_len > 0 || cur_interval == 0 {

@@ -675,6 +675,7 @@ fn assemble(
         intervals: main.intervals,
         jobs,
         verify,
+        log_files: main.jobs.iter().flat_map(|j| j.logs.clone()).collect(),
         job_file: None,
     }
 }

@@ -496,6 +496,7 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         intervals,
         jobs,
         verify,
+        log_files: Vec::new(),
         job_file: None,
     })
 }

@@ -19,6 +19,7 @@ pub mod ini;
 pub mod value;
 
 use crate::distribution::Distribution;
+use crate::iolog::LogSpec;
 use crate::pattern::Fill;
 use crate::rate::{RateLimit, RateProcess};
 use crate::result::block::{BlockSpec, EngineKind, RwMode};
@@ -227,6 +228,7 @@ struct Builder {
     io_size: u64,
     number_ios: u64,
     loops: u32,
+    logs: LogSpec,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -276,6 +278,7 @@ impl Builder {
             io_size: 0,
             number_ios: 0,
             loops: 1,
+            logs: LogSpec::default(),
             set_at: Vec::new(),
         }
     }
@@ -529,6 +532,30 @@ impl Builder {
             },
             "number_ios" => self.number_ios = value::int(need()?).map_err(wrap)?,
             "loops" => self.loops = small(need()?, "loops", 1, u64::from(u32::MAX))?,
+            "write_bw_log" | "write_iops_log" | "write_lat_log" => {
+                // A bare option logs under the job's name (fio).
+                let prefix = match v {
+                    Some(p) if !p.is_empty() => p.to_string(),
+                    _ => self.name.clone(),
+                };
+                match o.name.as_str() {
+                    "write_bw_log" => self.logs.bw = Some(prefix),
+                    "write_iops_log" => self.logs.iops = Some(prefix),
+                    _ => self.logs.lat = Some(prefix),
+                }
+            }
+            "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
+            "log_max_value" => {
+                self.logs.max_value = match need()? {
+                    "0" | "avg" => 0,
+                    "1" | "max" => 1,
+                    "2" | "both" => 2,
+                    other => {
+                        return Err(format!("log_max_value={other}: 0, 1 or 2 (avg, max, both)"));
+                    }
+                }
+            }
+            "log_offset" => self.logs.offset = value::boolean(v).map_err(wrap)?,
             "rate_process" => {
                 self.rate.process = match need()? {
                     "linear" => RateProcess::Linear,
@@ -676,6 +703,7 @@ impl Builder {
             percentiles: self.percentiles.clone(),
             start_at: None,
             random_distribution: self.random_distribution.clone(),
+            logs: self.logs.clone(),
             io_size: self.io_size,
             number_ios: self.number_ios,
             loops: self.loops,
@@ -851,13 +879,18 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
             // fio seeds each job from randseed and its number.
             let seed = b.seed.wrapping_add(u64::from(clone));
             let mut lacks = Vec::new();
-            let spec = match b.spec(target, threads, seed, section, &mut lacks) {
+            let mut spec = match b.spec(target, threads, seed, section, &mut lacks) {
                 Ok(s) => s,
                 Err(m) => {
                     invalid.get_or_insert(m);
                     continue;
                 }
             };
+            // fio numbers threads from 1 over the file, clones included:
+            // the logs are named after it.
+            if !spec.logs.is_none() {
+                spec.logs.first_job = (fio_jobs - u64::from(b.numjobs)) as u32 + 1 + clone;
+            }
             // Clones repeat their job's refusals: say them once.
             for (name, why) in lacks.into_iter().filter(|_| clone == 0) {
                 let (option, place) = b.where_set(name, section);

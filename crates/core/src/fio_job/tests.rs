@@ -327,3 +327,20 @@ fn loops_io_size_and_number_ios_are_fio_s() {
     let e = plan(&sections("[a]\nfilename=/x\nloops=0\n"), false).unwrap_err();
     assert!(e.to_string().contains("loops=0"), "{e}");
 }
+
+#[test]
+fn logs_take_fio_s_names_and_job_numbers() {
+    let p = plan_of(
+        "[global]\nioengine=null\nsize=1m\n[a]\nnumjobs=2\nwrite_bw_log\nlog_avg_msec=100\nlog_max_value=2\n[b]\nwrite_lat_log=x/lat\nlog_offset=1\n",
+    );
+    let (a, b) = (&p.jobs[0].spec.logs, &p.jobs[1].spec.logs);
+    assert_eq!(
+        a.bw.as_deref(),
+        Some("a"),
+        "a bare option logs under the job's name"
+    );
+    assert_eq!((a.avg_msec, a.max_value, a.first_job), (100, 2, 1));
+    assert_eq!(b.lat.as_deref(), Some("x/lat"));
+    assert!(b.offset);
+    assert_eq!(b.first_job, 3, "after a's two clones");
+}

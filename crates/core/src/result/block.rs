@@ -8,6 +8,7 @@ use crate::capacity::CapacityReport;
 use crate::compressibility::PageTally;
 use crate::counters::DiskStats;
 use crate::distribution::Distribution;
+use crate::iolog::LogSpec;
 use crate::pattern::Fill;
 use crate::rate::RateLimit;
 use crate::stats::LatencyStats;
@@ -199,6 +200,9 @@ pub struct BlockSpec {
     /// Times the job's I/O is repeated (fio's `loops`); absent: once.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub loops: u32,
+    /// fio's per-I/O or averaged logs the jobs write; absent: none.
+    #[serde(default, skip_serializing_if = "LogSpec::is_none")]
+    pub logs: LogSpec,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -249,6 +253,7 @@ impl Default for BlockSpec {
             io_size: 0,
             number_ios: 0,
             loops: 1,
+            logs: LogSpec::default(),
         }
     }
 }
@@ -558,6 +563,11 @@ pub struct BlockResult {
     pub jobs: Vec<JobSummary>,
     /// Verification outcome; null without verify.
     pub verify: Option<VerifyReport>,
+    /// fio's log files of the run, `(name, text)`, for the caller to write; not part of the
+    /// result's JSON.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub log_files: Vec<(String, String)>,
     /// The job of a fio job file this run was (`--job-file`); absent for a command line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_file: Option<JobFileJob>,
