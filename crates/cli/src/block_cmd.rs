@@ -444,6 +444,7 @@ impl BlockOpts {
             number_ios: self.number_ios.unwrap_or(0),
             loops: self.loops,
             logs: Default::default(),
+            steady_state: Default::default(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

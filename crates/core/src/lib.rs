@@ -32,6 +32,7 @@ pub mod rate;
 pub mod result;
 pub mod start_at;
 pub mod stats;
+pub mod steady;
 pub mod tpcb;
 pub mod tpcc;
 pub mod units;

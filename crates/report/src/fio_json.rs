@@ -320,6 +320,27 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
         json!({"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}}),
     );
     j.insert("job_runtime".into(), json!(runtime_ms));
+    if let Some(ss) = &first.steady_state {
+        // stat.c's steadystate object.
+        let pct = if ss.ss.ends_with('%') { "%" } else { "" };
+        j.insert(
+            "steadystate".into(),
+            json!({
+                "ss": ss.ss,
+                "duration": ss.duration_s,
+                "attained": u8::from(ss.attained),
+                "criterion": format!("{:.6}{pct}", ss.criterion),
+                "max_deviation": ss.max_deviation,
+                "slope": ss.slope,
+                "data": {
+                    "bw_mean": ss.bw_mean,
+                    "iops_mean": ss.iops_mean,
+                    "iops": ss.iops,
+                    "bw": ss.bw,
+                },
+            }),
+        );
+    }
     j.insert("usr_cpu".into(), json!(usr));
     j.insert("sys_cpu".into(), json!(sys));
     j.insert("ctx".into(), json!(0));

@@ -497,6 +497,7 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         jobs,
         verify,
         log_files: Vec::new(),
+        steady_state: None,
         job_file: None,
     })
 }

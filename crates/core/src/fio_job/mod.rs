@@ -24,6 +24,7 @@ use crate::pattern::Fill;
 use crate::rate::{RateLimit, RateProcess};
 use crate::result::block::{BlockSpec, EngineKind, RwMode};
 use crate::stats::DEFAULT_PERCENTILES;
+use crate::steady::SteadySpec;
 use ini::{JobOption, Section};
 
 /// Largest block size the engine takes.
@@ -229,6 +230,7 @@ struct Builder {
     number_ios: u64,
     loops: u32,
     logs: LogSpec,
+    steady: SteadySpec,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -279,6 +281,7 @@ impl Builder {
             number_ios: 0,
             loops: 1,
             logs: LogSpec::default(),
+            steady: SteadySpec::default(),
             set_at: Vec::new(),
         }
     }
@@ -544,6 +547,20 @@ impl Builder {
                     _ => self.logs.lat = Some(prefix),
                 }
             }
+            "steadystate" | "ss" => {
+                self.steady
+                    .parse_rule(need()?)
+                    .map_err(|e| format!("steadystate: {e}"))?;
+                // fio's ss_dur default is 0 (no check) until set.
+            }
+            "steadystate_duration" | "ss_dur" => {
+                self.steady.dur_s = value::time_us(need()?, true)
+                    .map_err(wrap)?
+                    .div_ceil(1_000_000)
+            }
+            "steadystate_ramp_time" | "ss_ramp" => {
+                self.steady.ramp_ms = value::time_us(need()?, true).map_err(wrap)?.div_ceil(1000)
+            }
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -704,6 +721,11 @@ impl Builder {
             start_at: None,
             random_distribution: self.random_distribution.clone(),
             logs: self.logs.clone(),
+            steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
+                self.steady.clone()
+            } else {
+                SteadySpec::default()
+            },
             io_size: self.io_size,
             number_ios: self.number_ios,
             loops: self.loops,

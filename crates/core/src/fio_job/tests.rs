@@ -344,3 +344,13 @@ fn logs_take_fio_s_names_and_job_numbers() {
     assert!(b.offset);
     assert_eq!(b.first_job, 3, "after a's two clones");
 }
+
+#[test]
+fn steady_state_options_are_fio_s() {
+    let p = plan_of("[a]\nfilename=/x\nsize=1m\nss=iops_slope:0.1%\nss_dur=1m\nss_ramp=10s\n");
+    let s = &p.jobs[0].spec.steady_state;
+    assert!(s.slope && s.pct && (s.limit - 0.1).abs() < 1e-12);
+    assert_eq!((s.dur_s, s.ramp_ms), (60, 10_000));
+    let e = plan(&sections("[a]\nfilename=/x\nsteadystate=lat:5%\n"), false).unwrap_err();
+    assert!(e.to_string().contains("steadystate"), "{e}");
+}

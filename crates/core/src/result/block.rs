@@ -12,6 +12,7 @@ use crate::iolog::LogSpec;
 use crate::pattern::Fill;
 use crate::rate::RateLimit;
 use crate::stats::LatencyStats;
+use crate::steady::{SteadySpec, SteadyStateReport};
 
 /// Schema identifier of block results.
 pub const BLOCK_SCHEMA: &str = "csdchar.block/1";
@@ -203,6 +204,9 @@ pub struct BlockSpec {
     /// fio's per-I/O or averaged logs the jobs write; absent: none.
     #[serde(default, skip_serializing_if = "LogSpec::is_none")]
     pub logs: LogSpec,
+    /// Stop once IOPS or bandwidth settle (fio's steadystate, ss_dur, ss_ramp); absent: no check.
+    #[serde(default, skip_serializing_if = "SteadySpec::is_none")]
+    pub steady_state: SteadySpec,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -254,6 +258,7 @@ impl Default for BlockSpec {
             number_ios: 0,
             loops: 1,
             logs: LogSpec::default(),
+            steady_state: SteadySpec::default(),
         }
     }
 }
@@ -563,6 +568,9 @@ pub struct BlockResult {
     pub jobs: Vec<JobSummary>,
     /// Verification outcome; null without verify.
     pub verify: Option<VerifyReport>,
+    /// Steady-state outcome (fio's `steadystate`); absent when the job asked for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<SteadyStateReport>,
     /// fio's log files of the run, `(name, text)`, for the caller to write; not part of the
     /// result's JSON.
     #[serde(skip)]
