@@ -199,18 +199,24 @@ fn same_keys_and_units(fixture: &Value, ours: &Value) {
     }
     let (tj, oj) = (&fixture["jobs"][0], &ours["jobs"][0]);
     let missing: Vec<_> = keys(tj).difference(&keys(oj)).cloned().collect();
-    let allowed_missing = [
-        "job_start",
-        "iodepth_submit",
-        "iodepth_complete",
-        "latency_us_bins",
-    ];
+    let allowed_missing = ["job_start", "latency_us_bins"];
     assert!(
         missing
             .iter()
             .all(|m| allowed_missing.contains(&m.as_str())),
         "job keys fio has and csdchar lacks: {missing:?}"
     );
+    // fio's batch shares: the same buckets, adding up to 100 %.
+    for key in ["iodepth_submit", "iodepth_complete"] {
+        assert_eq!(keys(&tj[key]), keys(&oj[key]), "{key}");
+        let sum: f64 = oj[key]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .sum();
+        assert!((sum - 100.0).abs() < 0.5, "{key}: {}", oj[key]);
+    }
     for dir in ["read", "write", "trim"] {
         let missing: Vec<_> = keys(&tj[dir])
             .difference(&keys(&oj[dir]))

@@ -16,7 +16,7 @@ use csdchar_core::distribution::BlockPicker;
 use csdchar_core::iolog::LogRecorder;
 use csdchar_core::pattern::{DataSpec, mix64};
 use csdchar_core::rate::{MinRateCheck, Pacer};
-use csdchar_core::result::block::{BadBlock, BlockSpec, EngineInfo, RunError};
+use csdchar_core::result::block::{BadBlock, BatchCounts, BlockSpec, EngineInfo, RunError};
 use csdchar_core::stats::LatencyRecorder;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -162,6 +162,8 @@ pub struct JobOutcome {
     pub engine: Option<EngineInfo>,
     /// fio's log files of the job, `(name, text)`.
     pub logs: Vec<(String, String)>,
+    /// Submission and reap batch sizes.
+    pub batches: BatchCounts,
 }
 
 impl JobOutcome {
@@ -179,6 +181,7 @@ impl JobOutcome {
             random_bytes_per_chunk: 0,
             engine: None,
             logs: Vec::new(),
+            batches: BatchCounts::default(),
         }
     }
 }
@@ -280,6 +283,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         random_bytes_per_chunk: buffers.random_bytes_per_chunk(),
         engine: Some(engine.info()),
         logs: Vec::new(),
+        batches: BatchCounts::default(),
     };
     let mut logger = match cfg.phase {
         Phase::Workload => LogRecorder::new(
@@ -417,6 +421,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         slots[t as usize].issue = enter;
                     }
                     inflight += queued_tags.len();
+                    outcome.batches.submit[BatchCounts::bucket(queued_tags.len())] += 1;
                     queued_tags.clear();
                     if let Err(e) = engine.submit_and_wait(0) {
                         record_error(&mut outcome, shared, engine_error(e, cfg.job));
@@ -554,6 +559,9 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         for &t in &queued_tags {
             slots[t as usize].issue = enter;
         }
+        if !queued_tags.is_empty() {
+            outcome.batches.submit[BatchCounts::bucket(queued_tags.len())] += 1;
+        }
         queued_tags.clear();
         // Ahead of the rate, fio first completes everything in flight
         // (io_u_quiesce), then sleeps.
@@ -570,6 +578,9 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         }
         completions.clear();
         engine.reap(&mut completions);
+        if !completions.is_empty() {
+            outcome.batches.complete[BatchCounts::bucket(completions.len())] += 1;
+        }
         now_ns = ns(Instant::now());
         let done = now_ns;
         // Close intervals the clock has passed.

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use csdchar_core::capacity::CapacityReport;
 use csdchar_core::result::block::{
-    BLOCK_SCHEMA, BlockResult, BlockSpec, DataReport, DirectionSummary, DiskStatsDelta, EngineInfo,
-    EngineKind, IntervalDirection, IntervalSample, JobDirection, JobSummary, RunError, SeriesStats,
-    VerifyReport,
+    BLOCK_SCHEMA, BatchCounts, BlockResult, BlockSpec, DataReport, DirectionSummary,
+    DiskStatsDelta, EngineInfo, EngineKind, IntervalDirection, IntervalSample, JobDirection,
+    JobSummary, RunError, SeriesStats, VerifyReport,
 };
 use csdchar_core::result::{CpuUsage, RunStatus, ToolInfo};
 use csdchar_core::stats::{LatencyRecorder, LatencyStats};
@@ -699,6 +699,10 @@ fn assemble(
         verify,
         log_files: main.jobs.iter().flat_map(|j| j.logs.clone()).collect(),
         steady_state: main.steady.clone(),
+        io_batches: Some(main.jobs.iter().fold(BatchCounts::default(), |mut a, j| {
+            a.merge(&j.batches);
+            a
+        })),
         job_file: None,
     }
 }

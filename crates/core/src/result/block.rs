@@ -525,6 +525,42 @@ pub struct RunError {
     pub job: Option<u32>,
 }
 
+/// How many I/Os each submission and each reap carried, in fio's buckets
+/// (0, 1–4, 5–8, 9–16, 17–32, 33–64, more): what fio's `iodepth_submit` and
+/// `iodepth_complete` are shares of.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct BatchCounts {
+    /// io_uring_enter calls that submitted, by the number of I/Os they carried.
+    pub submit: [u64; 7],
+    /// Reaps that found completions, by the number found.
+    pub complete: [u64; 7],
+}
+
+impl BatchCounts {
+    /// fio's bucket of a batch of `n` (io_u.c `__io_u_mark_map`).
+    pub fn bucket(n: usize) -> usize {
+        match n {
+            0 => 0,
+            1..=4 => 1,
+            5..=8 => 2,
+            9..=16 => 3,
+            17..=32 => 4,
+            33..=64 => 5,
+            _ => 6,
+        }
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: &BatchCounts) {
+        for i in 0..7 {
+            self.submit[i] += other.submit[i];
+            self.complete[i] += other.complete[i];
+        }
+    }
+}
+
 /// The result of `csdchar block`, schema `csdchar.block/1`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BlockResult {
@@ -568,6 +604,10 @@ pub struct BlockResult {
     pub jobs: Vec<JobSummary>,
     /// Verification outcome; null without verify.
     pub verify: Option<VerifyReport>,
+    /// Submission and completion batch sizes of the measured phase (fio's iodepth_submit and
+    /// iodepth_complete); absent in results written before csdchar counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_batches: Option<BatchCounts>,
     /// Steady-state outcome (fio's `steadystate`); absent when the job asked for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<SteadyStateReport>,
