@@ -367,3 +367,46 @@ fn steady_state_stops_the_job_as_fio_does_and_says_so_in_fio_s_keys() {
     let ss = b.steady_state.unwrap();
     assert!(ss.attained && ss.iops_mean == 3000);
 }
+
+#[test]
+fn offset_modifiers_walk_the_blocks_in_fio_s_order() {
+    if fio().is_none() {
+        return;
+    }
+    for rw in ["read:-8k", "write:8k", "read:4k", "write:-4k"] {
+        let d = tempfile::tempdir().unwrap();
+        let job = format!("[global]\nioengine=null\nsize=64k\nbs=4k\nrw={rw}\n[walk]\n");
+        let fio_job = d.path().join("fio.fio");
+        let log = d.path().join("walk.iolog");
+        std::fs::write(&fio_job, format!("{job}write_iolog={}\n", log.display())).unwrap();
+        let out = std::process::Command::new(fio().unwrap())
+            .arg("--output=/dev/null")
+            .arg(&fio_job)
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs: Vec<u64> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() == 5 && matches!(f[2], "read" | "write")).then(|| f[3].parse().unwrap())
+            })
+            .collect();
+        let base = d.path().join("base.fio");
+        std::fs::write(&base, &job).unwrap();
+        let plan = csdchar_fio_like::jobfile::load_job_file(&base, false).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        run_block_with(&plan.jobs[0].spec, RunControl::quiet(), |_, _| {
+            Ok(RecordingEngine::new(&seen, None))
+        })
+        .unwrap();
+        let ours: Vec<u64> = seen.lock().unwrap().iter().map(|x| x.0).collect();
+        assert_eq!(ours, theirs, "rw={rw}");
+    }
+}

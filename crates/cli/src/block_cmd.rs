@@ -445,6 +445,7 @@ impl BlockOpts {
             loops: self.loops,
             logs: Default::default(),
             steady_state: Default::default(),
+            rw_seq_add: 0,
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

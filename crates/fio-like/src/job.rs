@@ -329,6 +329,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         },
     };
     // Budget: fio's `size` per job; verify phases cover the job's share once.
+    // fio's offset modifier (rw=read:-8k), in blocks.
+    let seq_add = spec.rw_seq_add / spec.bs as i64;
     // fio's io_bytes_exceeded: io_size (else size) times loops, and at most
     // number_ios times loops.
     let workload_ios = {
@@ -344,7 +346,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         }
         n
     };
-    let budget = match cfg.phase {
+    let mut budget = match cfg.phase {
         Phase::Workload if spec.time_based => u64::MAX,
         // fio counts the written bytes of trimwrite against size: each block
         // is trimmed and written.
@@ -400,6 +402,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         Phase::Workload => MinRateCheck::new(&spec.rate),
         _ => None,
     };
+    // A sequential job with a forward offset modifier reached the end.
+    let mut seq_end = false;
     // An I/O planned but not yet due under the rate.
     let mut planned: Option<(Direction, u64)> = None;
 
@@ -453,7 +457,10 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                                 m => pick_dir(&mut rng, m),
                             };
                             let b = next[dir.index()];
-                            next[dir.index()] = if b + 1 >= *nblocks { 0 } else { b + 1 };
+                            match next_seq_block(b, *nblocks, seq_add, spec.time_based) {
+                                Some(n) => next[dir.index()] = n,
+                                None => seq_end = true,
+                            }
                             (dir, b)
                         }
                         Planner::Permuted { perm, next, stride } => {
@@ -531,6 +538,10 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 });
                 queued_tags.push(tag);
                 issued += 1;
+                if seq_end {
+                    // fio's file is done: no I/O after this one.
+                    budget = issued;
+                }
             }
             inflight += queued_tags.len();
         }
@@ -746,6 +757,34 @@ fn send_interval(
         d.lat.reset();
     }
     let _ = shared.events.send(JobEvent::Interval(Box::new(report)));
+}
+
+/// The block after `b` in a sequential job: the next, wrapping at the
+/// region's end, or with fio's offset modifier `add` blocks beyond it (fio's
+/// get_next_seq_offset: from the end of the last I/O, wrapping to the start
+/// going forwards and to `nblocks + add` going backwards).
+#[inline]
+///
+/// None: a job that skips forward has reached the region's end, where fio's
+/// file is done (unless time_based, which starts over).
+fn next_seq_block(b: u64, nblocks: u64, add: i64, time_based: bool) -> Option<u64> {
+    let end = b + 1;
+    if add == 0 {
+        return Some(if end >= nblocks { 0 } else { end });
+    }
+    if end >= nblocks && add > 0 {
+        return time_based.then_some(0);
+    }
+    let pos = end as i64 + add;
+    Some(if pos < 0 || pos as u64 >= nblocks {
+        if add > 0 {
+            0
+        } else {
+            (nblocks as i64 + add).max(0) as u64
+        }
+    } else {
+        pos as u64
+    })
 }
 
 /// A random block of `0..nblocks` for `dir`: uniform, or from fio's

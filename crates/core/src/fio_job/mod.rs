@@ -231,6 +231,7 @@ struct Builder {
     loops: u32,
     logs: LogSpec,
     steady: SteadySpec,
+    rw_seq_add: i64,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -282,6 +283,7 @@ impl Builder {
             loops: 1,
             logs: LogSpec::default(),
             steady: SteadySpec::default(),
+            rw_seq_add: 0,
             set_at: Vec::new(),
         }
     }
@@ -337,8 +339,18 @@ impl Builder {
             }
             "rw" | "readwrite" => {
                 let t = need()?;
-                if t.contains(':') {
-                    return lacks("an offset modifier after rw (rw=MODE:N)");
+                let (t, modifier) = match t.split_once(':') {
+                    Some((m, n)) => (m, Some(n.trim())),
+                    None => (t, None),
+                };
+                self.rw_seq_add = 0;
+                if let Some(n) = modifier {
+                    let (neg, n) = match n.strip_prefix('-') {
+                        Some(n) => (true, n),
+                        None => (false, n),
+                    };
+                    let v = value::bytes(n, self.kb_base).map_err(wrap)? as i64;
+                    self.rw_seq_add = if neg { -v } else { v };
                 }
                 self.rw = match t {
                     "read" => RwMode::Read,
@@ -681,6 +693,21 @@ impl Builder {
             ));
             verify = false;
         }
+        let mut rw_seq_add = self.rw_seq_add;
+        if rw_seq_add != 0 && self.rw.is_random() {
+            lacks.push((
+                "rw",
+                "a random mode with :N (fio then draws a new offset every N I/Os)".into(),
+            ));
+            rw_seq_add = 0;
+        }
+        if rw_seq_add % bs as i64 != 0 {
+            lacks.push((
+                "rw",
+                format!("an offset modifier of {rw_seq_add} bytes, not a multiple of bs ({bs})"),
+            ));
+            rw_seq_add = 0;
+        }
         let batch_submit = self.batch_submit.unwrap_or(0);
         if batch_submit > self.iodepth {
             return bad("iodepth_batch_submit", "must be at most iodepth");
@@ -721,6 +748,7 @@ impl Builder {
             start_at: None,
             random_distribution: self.random_distribution.clone(),
             logs: self.logs.clone(),
+            rw_seq_add,
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {
@@ -1050,7 +1078,11 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
     lines.push(format!("randseed={}", spec.seed));
     lines.push(String::new());
     lines.push("[csdchar]".into());
-    lines.push(format!("rw={}", spec.rw.name()));
+    if spec.rw_seq_add != 0 {
+        lines.push(format!("rw={}:{}", spec.rw.name(), spec.rw_seq_add));
+    } else {
+        lines.push(format!("rw={}", spec.rw.name()));
+    }
     if spec.rw.reads() && spec.rw.writes() {
         lines.push(format!("rwmixread={}", spec.rwmixread));
     }

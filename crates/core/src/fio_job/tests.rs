@@ -354,3 +354,16 @@ fn steady_state_options_are_fio_s() {
     let e = plan(&sections("[a]\nfilename=/x\nsteadystate=lat:5%\n"), false).unwrap_err();
     assert!(e.to_string().contains("steadystate"), "{e}");
 }
+
+#[test]
+fn offset_modifiers_are_sequential_only_and_whole_blocks() {
+    let p = plan_of("[a]\nfilename=/x\nsize=1m\nrw=read:-8k\n");
+    assert_eq!(
+        (p.jobs[0].spec.rw, p.jobs[0].spec.rw_seq_add),
+        (RwMode::Read, -8192)
+    );
+    let e = plan(&sections("[a]\nfilename=/x\nrw=randread:8\n"), false).unwrap_err();
+    assert!(e.to_string().contains("random mode with :N"), "{e}");
+    let e = plan(&sections("[a]\nfilename=/x\nrw=write:1k\n"), false).unwrap_err();
+    assert!(e.to_string().contains("not a multiple of bs"), "{e}");
+}

@@ -204,9 +204,17 @@ pub struct BlockSpec {
     /// fio's per-I/O or averaged logs the jobs write; absent: none.
     #[serde(default, skip_serializing_if = "LogSpec::is_none")]
     pub logs: LogSpec,
+    /// fio's offset modifier of a sequential mode (`rw=read:-8k`): bytes added after each I/O's
+    /// end (negative: backwards), a multiple of bs; absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub rw_seq_add: i64,
     /// Stop once IOPS or bandwidth settle (fio's steadystate, ss_dur, ss_ramp); absent: no check.
     #[serde(default, skip_serializing_if = "SteadySpec::is_none")]
     pub steady_state: SteadySpec,
+}
+
+fn is_zero_i64(v: &i64) -> bool {
+    *v == 0
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -259,6 +267,7 @@ impl Default for BlockSpec {
             loops: 1,
             logs: LogSpec::default(),
             steady_state: SteadySpec::default(),
+            rw_seq_add: 0,
         }
     }
 }
