@@ -966,3 +966,34 @@ mod alone {
         assert!(peak < 150, "{peak} threads for jobs that run one at a time");
     }
 }
+
+#[test]
+fn verify_only_checks_what_the_same_job_wrote() {
+    use std::os::unix::fs::FileExt;
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("v.dat");
+    let base = format!(
+        "[v]\nfilename={}\nsize=1m\nrw=randwrite\nverify=crc32c\n",
+        target.display()
+    );
+    let job = write(d.path(), "v.fio", &base);
+    let r = csdchar(&["block", "--job-file", &job]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    let again = write(d.path(), "again.fio", &format!("{base}verify_only=1\n"));
+    let r = csdchar(&["block", "--job-file", &again]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    let b = r.outcome.block.unwrap();
+    assert!(b.write.is_none(), "verify_only writes nothing");
+    let v = b.verify.unwrap();
+    assert_eq!((v.blocks_checked, v.bad_block_count), (256, 0));
+    // A block changed behind its back is found.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&target)
+        .unwrap()
+        .write_all_at(b"xx", 4096 * 7 + 100)
+        .unwrap();
+    let r = csdchar(&["block", "--job-file", &again]);
+    assert_ne!(r.outcome.exit_code, 0);
+    assert_eq!(r.outcome.block.unwrap().verify.unwrap().bad_block_count, 1);
+}

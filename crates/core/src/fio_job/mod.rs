@@ -232,6 +232,7 @@ struct Builder {
     logs: LogSpec,
     steady: SteadySpec,
     rw_seq_add: i64,
+    verify_only: bool,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -284,6 +285,7 @@ impl Builder {
             logs: LogSpec::default(),
             steady: SteadySpec::default(),
             rw_seq_add: 0,
+            verify_only: false,
             set_at: Vec::new(),
         }
     }
@@ -573,6 +575,7 @@ impl Builder {
             "steadystate_ramp_time" | "ss_ramp" => {
                 self.steady.ramp_ms = value::time_us(need()?, true).map_err(wrap)?.div_ceil(1000)
             }
+            "verify_only" => self.verify_only = value::boolean(v).map_err(wrap)?,
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -693,6 +696,12 @@ impl Builder {
             ));
             verify = false;
         }
+        // fio's verify_only: skip the workload, only check what an earlier
+        // run of the same job wrote (csdchar's --verify-only).
+        let verify_only = verify && self.verify_only;
+        if verify_only {
+            verify = false;
+        }
         let mut rw_seq_add = self.rw_seq_add;
         if rw_seq_add != 0 && self.rw.is_random() {
             lacks.push((
@@ -742,7 +751,7 @@ impl Builder {
             iodepth_batch_submit: batch_submit,
             iodepth_batch_complete: self.batch_complete.min(self.iodepth),
             verify,
-            verify_only: false,
+            verify_only,
             force: false,
             percentiles: self.percentiles.clone(),
             start_at: None,
