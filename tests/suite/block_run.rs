@@ -645,3 +645,31 @@ fn start_at_records_the_measured_start_and_says_when_it_began_late() {
     ]);
     assert!(ran.outcome.block.unwrap().start.is_none());
 }
+
+#[test]
+fn loops_io_size_and_number_ios_set_the_amount_of_io_as_fio_does() {
+    let ios = |args: &[&str]| {
+        let mut a = vec![
+            "block",
+            "--engine",
+            "null",
+            "--rw",
+            "randread",
+            "--size",
+            "1m",
+            "--output-format",
+            "json",
+        ];
+        a.extend_from_slice(args);
+        let ran = csdchar(&a);
+        assert_eq!(ran.outcome.exit_code, 0, "{}", ran.stderr);
+        ran.outcome.block.unwrap().read.unwrap().ios
+    };
+    assert_eq!(ios(&[]), 256);
+    assert_eq!(ios(&["--loops", "3"]), 768);
+    // io_size beyond the region wraps around it.
+    assert_eq!(ios(&["--io-size", "4m"]), 1024);
+    assert_eq!(ios(&["--number-ios", "10"]), 10);
+    // fio: number_ios and loops multiply.
+    assert_eq!(ios(&["--number-ios", "10", "--loops", "2"]), 20);
+}

@@ -199,18 +199,24 @@ fn same_keys_and_units(fixture: &Value, ours: &Value) {
     }
     let (tj, oj) = (&fixture["jobs"][0], &ours["jobs"][0]);
     let missing: Vec<_> = keys(tj).difference(&keys(oj)).cloned().collect();
-    let allowed_missing = [
-        "job_start",
-        "iodepth_submit",
-        "iodepth_complete",
-        "latency_us_bins",
-    ];
+    let allowed_missing = ["job_start", "latency_us_bins"];
     assert!(
         missing
             .iter()
             .all(|m| allowed_missing.contains(&m.as_str())),
         "job keys fio has and csdchar lacks: {missing:?}"
     );
+    // fio's batch shares: the same buckets, adding up to 100 %.
+    for key in ["iodepth_submit", "iodepth_complete"] {
+        assert_eq!(keys(&tj[key]), keys(&oj[key]), "{key}");
+        let sum: f64 = oj[key]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .sum();
+        assert!((sum - 100.0).abs() < 0.5, "{key}: {}", oj[key]);
+    }
     for dir in ["read", "write", "trim"] {
         let missing: Vec<_> = keys(&tj[dir])
             .difference(&keys(&oj[dir]))
@@ -959,4 +965,35 @@ mod alone {
         // count; 400 jobs at once would be more than 400 threads.
         assert!(peak < 150, "{peak} threads for jobs that run one at a time");
     }
+}
+
+#[test]
+fn verify_only_checks_what_the_same_job_wrote() {
+    use std::os::unix::fs::FileExt;
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("v.dat");
+    let base = format!(
+        "[v]\nfilename={}\nsize=1m\nrw=randwrite\nverify=crc32c\n",
+        target.display()
+    );
+    let job = write(d.path(), "v.fio", &base);
+    let r = csdchar(&["block", "--job-file", &job]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    let again = write(d.path(), "again.fio", &format!("{base}verify_only=1\n"));
+    let r = csdchar(&["block", "--job-file", &again]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    let b = r.outcome.block.unwrap();
+    assert!(b.write.is_none(), "verify_only writes nothing");
+    let v = b.verify.unwrap();
+    assert_eq!((v.blocks_checked, v.bad_block_count), (256, 0));
+    // A block changed behind its back is found.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&target)
+        .unwrap()
+        .write_all_at(b"xx", 4096 * 7 + 100)
+        .unwrap();
+    let r = csdchar(&["block", "--job-file", &again]);
+    assert_ne!(r.outcome.exit_code, 0);
+    assert_eq!(r.outcome.block.unwrap().verify.unwrap().bad_block_count, 1);
 }

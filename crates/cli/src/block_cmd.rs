@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use csdchar_core::distribution::Distribution;
 use csdchar_core::pattern::Fill;
+use csdchar_core::rate::{RateLimit, RateProcess};
 use csdchar_core::result::block::{BlockSpec, EngineKind, RwMode};
 use csdchar_core::stats::DEFAULT_PERCENTILES;
 
@@ -125,6 +126,34 @@ pub struct BlockOpts {
     /// zoned_abs:ACCESS%/SIZE:… (per direction with commas: reads,writes,trims).
     #[arg(long, value_name = "DIST", value_parser = distribution_arg, default_value = "random")]
     pub random_distribution: Distribution,
+    /// I/O each job does (fio's io_size), when not the region's size: more wraps around it.
+    #[arg(long, value_name = "BYTES", value_parser = size_arg)]
+    pub io_size: Option<u64>,
+    /// At most N I/Os per job and loop (fio's number_ios).
+    #[arg(long, value_name = "N")]
+    pub number_ios: Option<u64>,
+    /// Repeat each job's I/O N times (fio's loops).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub loops: u32,
+    /// Cap each job's bandwidth at BYTES per second and direction (fio's rate, e.g. 100m).
+    #[arg(long, value_name = "BYTES", value_parser = size_arg)]
+    pub rate: Option<u64>,
+    /// Cap each job at N I/Os per second and direction (fio's rate_iops).
+    #[arg(long, value_name = "N")]
+    pub rate_iops: Option<u64>,
+    /// Fail the run when a job's bandwidth falls below BYTES per second over a --rate-cycle
+    /// (after 2 s of settling; fio's rate_min).
+    #[arg(long, value_name = "BYTES", value_parser = size_arg)]
+    pub rate_min: Option<u64>,
+    /// Fail the run when a job falls below N I/Os per second over a --rate-cycle (fio's rate_iops_min).
+    #[arg(long, value_name = "N")]
+    pub rate_iops_min: Option<u64>,
+    /// Spacing of rate-limited I/Os: linear (even) or poisson (exponential gaps).
+    #[arg(long, value_enum, default_value = "linear")]
+    pub rate_process: RateProcessArg,
+    /// Window of the minimum-rate check (fio's rate_cycle).
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub rate_cycle: std::time::Duration,
     /// Output format.
     #[arg(long, value_enum, default_value = "normal")]
     pub output_format: BlockOutputFormat,
@@ -161,7 +190,7 @@ pub struct BlockOpts {
 }
 
 /// The options a job file sets itself.
-const JOB_OPTIONS: [&str; 23] = [
+const JOB_OPTIONS: [&str; 32] = [
     "target",
     "rw",
     "rwmixread",
@@ -185,6 +214,15 @@ const JOB_OPTIONS: [&str; 23] = [
     "verify",
     "percentile_list",
     "random_distribution",
+    "rate",
+    "rate_iops",
+    "rate_min",
+    "rate_iops_min",
+    "rate_process",
+    "rate_cycle",
+    "io_size",
+    "number_ios",
+    "loops",
 ];
 
 /// `csdchar block --output-format`.
@@ -227,6 +265,15 @@ pub enum RwArg {
     Trimwrite,
     /// Random blocks, each trimmed, then written.
     Randtrimwrite,
+}
+
+/// fio's rate_process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RateProcessArg {
+    /// Even spacing.
+    Linear,
+    /// Exponential gaps with the rate's mean.
+    Poisson,
 }
 
 /// Fillers.
@@ -401,6 +448,27 @@ impl BlockOpts {
                 .or(self.fleet.start_instant)
                 .map(csdchar_core::start_at::format_rfc3339_millis),
             random_distribution: self.random_distribution.clone(),
+            io_size: self.io_size.unwrap_or(0),
+            number_ios: self.number_ios.unwrap_or(0),
+            loops: self.loops,
+            logs: Default::default(),
+            steady_state: Default::default(),
+            rw_seq_add: 0,
+            rate: {
+                let all = |v: Option<u64>| [v.unwrap_or(0); 3];
+                let r = RateLimit {
+                    bytes_per_s: all(self.rate),
+                    iops: all(self.rate_iops),
+                    min_bytes_per_s: all(self.rate_min),
+                    min_iops: all(self.rate_iops_min),
+                    process: match self.rate_process {
+                        RateProcessArg::Linear => RateProcess::Linear,
+                        RateProcessArg::Poisson => RateProcess::Poisson,
+                    },
+                    cycle_ms: (self.rate_cycle.as_millis() as u64).max(1),
+                };
+                if r.is_none() { RateLimit::default() } else { r }
+            },
         })
     }
 }
@@ -475,6 +543,19 @@ fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_
         },
     );
     let (results, mut exit_code) = (run.results, run.exit_code);
+    // fio's logs, beside the job as fio writes them (its working directory),
+    // under the rule for every file csdchar writes.
+    let logs: Vec<(PathBuf, Vec<u8>)> = results
+        .iter()
+        .flat_map(|r| &r.log_files)
+        .map(|(name, text)| (PathBuf::from(name), text.clone().into_bytes()))
+        .collect();
+    if !logs.is_empty()
+        && let Err(e) = csdchar_fio_like::safety::write_outputs(Path::new("."), &logs)
+    {
+        let _ = writeln!(io.stderr, "error: fio logs: {e}");
+        exit_code = 1;
+    }
     if !results.is_empty() {
         let bytes = render(&results, &plan.global_options, opts.output_format);
         if let Err(e) = emit(&bytes, opts.output.as_deref(), io.stdout) {

@@ -13,8 +13,10 @@ use std::time::Instant;
 
 use csdchar_core::compressibility::{Codec, PageCompressor, PageTally};
 use csdchar_core::distribution::BlockPicker;
+use csdchar_core::iolog::LogRecorder;
 use csdchar_core::pattern::{DataSpec, mix64};
-use csdchar_core::result::block::{BadBlock, BlockSpec, EngineInfo, RunError};
+use csdchar_core::rate::{MinRateCheck, Pacer};
+use csdchar_core::result::block::{BadBlock, BatchCounts, BlockSpec, EngineInfo, RunError};
 use csdchar_core::stats::LatencyRecorder;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -158,6 +160,10 @@ pub struct JobOutcome {
     pub random_bytes_per_chunk: usize,
     /// Engine setup.
     pub engine: Option<EngineInfo>,
+    /// fio's log files of the job, `(name, text)`.
+    pub logs: Vec<(String, String)>,
+    /// Submission and reap batch sizes.
+    pub batches: BatchCounts,
 }
 
 impl JobOutcome {
@@ -174,6 +180,8 @@ impl JobOutcome {
             deflate: None,
             random_bytes_per_chunk: 0,
             engine: None,
+            logs: Vec::new(),
+            batches: BatchCounts::default(),
         }
     }
 }
@@ -274,6 +282,20 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         deflate: None,
         random_bytes_per_chunk: buffers.random_bytes_per_chunk(),
         engine: Some(engine.info()),
+        logs: Vec::new(),
+        batches: BatchCounts::default(),
+    };
+    let mut logger = match cfg.phase {
+        Phase::Workload => LogRecorder::new(
+            &spec.logs,
+            cfg.job,
+            [
+                reads,
+                writes,
+                matches!(mix, Mix::Trim | Mix::TrimThenWrite(_)),
+            ],
+        ),
+        _ => None,
     };
     let registered = engine.register_buffers(&buffers.regions());
     outcome.engine = Some(engine.info());
@@ -307,12 +329,29 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         },
     };
     // Budget: fio's `size` per job; verify phases cover the job's share once.
-    let budget = match cfg.phase {
+    // fio's offset modifier (rw=read:-8k), in blocks.
+    let seq_add = spec.rw_seq_add / spec.bs as i64;
+    // fio's io_bytes_exceeded: io_size (else size) times loops, and at most
+    // number_ios times loops.
+    let workload_ios = {
+        let per_loop = if spec.io_size > 0 {
+            (spec.io_size / spec.bs).max(1)
+        } else {
+            nblocks
+        };
+        let loops = u64::from(spec.loops.max(1));
+        let mut n = per_loop.saturating_mul(loops);
+        if spec.number_ios > 0 {
+            n = n.min(spec.number_ios.saturating_mul(loops));
+        }
+        n
+    };
+    let mut budget = match cfg.phase {
         Phase::Workload if spec.time_based => u64::MAX,
         // fio counts the written bytes of trimwrite against size: each block
         // is trimmed and written.
-        Phase::Workload if matches!(mix, Mix::TrimThenWrite(_)) => nblocks * 2,
-        Phase::Workload => nblocks,
+        Phase::Workload if matches!(mix, Mix::TrimThenWrite(_)) => workload_ios * 2,
+        Phase::Workload => workload_ios,
         _ => nblocks.saturating_sub(job).div_ceil(numjobs),
     };
 
@@ -354,12 +393,27 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let batch_complete = spec.iodepth_batch_complete.max(1) as usize;
     let region = spec.offset;
     let mut now_ns = ns(Instant::now());
+    // fio's rate options: pacing from the job's start, and the minimum check.
+    let mut pacer = match cfg.phase {
+        Phase::Workload => Pacer::new(&spec.rate, spec.bs, seed as u32 ^ 0x5241_5445),
+        _ => None,
+    };
+    let mut min_rate = match cfg.phase {
+        Phase::Workload => MinRateCheck::new(&spec.rate),
+        _ => None,
+    };
+    // A sequential job with a forward offset modifier reached the end.
+    let mut seq_end = false;
+    // An I/O planned but not yet due under the rate.
+    let mut planned: Option<(Direction, u64)> = None;
 
     loop {
         let stopping = shared.interrupt.load(Ordering::Relaxed)
             || shared.halt.load(Ordering::Relaxed)
             || now_ns >= deadline_ns
             || issued >= budget;
+        // When the next I/O is due, if it is not yet.
+        let mut gated: Option<u64> = None;
         if !stopping && !free.is_empty() {
             let start = now_ns;
             while issued < budget {
@@ -371,60 +425,80 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         slots[t as usize].issue = enter;
                     }
                     inflight += queued_tags.len();
+                    outcome.batches.submit[BatchCounts::bucket(queued_tags.len())] += 1;
                     queued_tags.clear();
                     if let Err(e) = engine.submit_and_wait(0) {
                         record_error(&mut outcome, shared, engine_error(e, cfg.job));
                     }
                 }
-                let (dir, block) = match &mut planner {
-                    Planner::Random { nblocks, skew } => match &mut mix {
-                        Mix::TrimThenWrite(pending) => match pending.take() {
-                            Some(b) => (Direction::Write, b),
-                            None => {
-                                let b = random_block(&mut rng, skew, *nblocks, Direction::Trim);
-                                *pending = Some(b);
-                                (Direction::Trim, b)
+                let (dir, block) = match planned.take() {
+                    Some(p) => p,
+                    None => match &mut planner {
+                        Planner::Random { nblocks, skew } => match &mut mix {
+                            Mix::TrimThenWrite(pending) => match pending.take() {
+                                Some(b) => (Direction::Write, b),
+                                None => {
+                                    let b = random_block(&mut rng, skew, *nblocks, Direction::Trim);
+                                    *pending = Some(b);
+                                    (Direction::Trim, b)
+                                }
+                            },
+                            m => {
+                                let dir = pick_dir(&mut rng, *m);
+                                (dir, random_block(&mut rng, skew, *nblocks, dir))
                             }
                         },
-                        m => {
-                            let dir = pick_dir(&mut rng, *m);
-                            (dir, random_block(&mut rng, skew, *nblocks, dir))
+                        Planner::Sequential { next, nblocks } => {
+                            // fio's trimwrite trims while the two positions meet
+                            // (set_rw_ddir: last_start[WRITE] == last_start[TRIM]).
+                            let dir = match mix {
+                                Mix::TrimThenWrite(_) if next[1] == next[2] => Direction::Trim,
+                                Mix::TrimThenWrite(_) => Direction::Write,
+                                m => pick_dir(&mut rng, m),
+                            };
+                            let b = next[dir.index()];
+                            match next_seq_block(b, *nblocks, seq_add, spec.time_based) {
+                                Some(n) => next[dir.index()] = n,
+                                None => seq_end = true,
+                            }
+                            (dir, b)
+                        }
+                        Planner::Permuted { perm, next, stride } => {
+                            let b = perm.get(*next);
+                            *next += *stride;
+                            (Direction::Write, b)
+                        }
+                        Planner::Strided {
+                            next,
+                            stride,
+                            nblocks,
+                        } => {
+                            let b = *next % *nblocks;
+                            *next += *stride;
+                            (
+                                if read_share == 100 {
+                                    Direction::Read
+                                } else {
+                                    Direction::Write
+                                },
+                                b,
+                            )
                         }
                     },
-                    Planner::Sequential { next, nblocks } => {
-                        // fio's trimwrite trims while the two positions meet
-                        // (set_rw_ddir: last_start[WRITE] == last_start[TRIM]).
-                        let dir = match mix {
-                            Mix::TrimThenWrite(_) if next[1] == next[2] => Direction::Trim,
-                            Mix::TrimThenWrite(_) => Direction::Write,
-                            m => pick_dir(&mut rng, m),
-                        };
-                        let b = next[dir.index()];
-                        next[dir.index()] = if b + 1 >= *nblocks { 0 } else { b + 1 };
-                        (dir, b)
-                    }
-                    Planner::Permuted { perm, next, stride } => {
-                        let b = perm.get(*next);
-                        *next += *stride;
-                        (Direction::Write, b)
-                    }
-                    Planner::Strided {
-                        next,
-                        stride,
-                        nblocks,
-                    } => {
-                        let b = *next % *nblocks;
-                        *next += *stride;
-                        (
-                            if read_share == 100 {
-                                Direction::Read
-                            } else {
-                                Direction::Write
-                            },
-                            b,
-                        )
-                    }
                 };
+                if let Some(p) = &pacer {
+                    let due = p.due_ns(dir.index());
+                    if due > now_ns {
+                        // Ahead of the rate: this I/O waits (fio's rate_ddir).
+                        planned = Some((dir, block));
+                        free.push(tag);
+                        gated = Some(due);
+                        break;
+                    }
+                }
+                if let Some(p) = &mut pacer {
+                    p.issued(dir.index(), bs as u64);
+                }
                 let offset = region + block * spec.bs;
                 let buf = match dir {
                     Direction::Trim => 0,
@@ -464,12 +538,27 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 });
                 queued_tags.push(tag);
                 issued += 1;
+                if seq_end {
+                    // fio's file is done: no I/O after this one.
+                    budget = issued;
+                }
             }
             inflight += queued_tags.len();
         }
         if inflight == 0 {
             if stopping || issued >= budget {
                 break;
+            }
+            if let Some(due) = gated {
+                // Nothing in flight and the next I/O not due: sleep until it
+                // is (in short steps, so a stop is noticed).
+                let wake = due.min(deadline_ns);
+                let now = ns(Instant::now());
+                if wake > now {
+                    std::thread::sleep(std::time::Duration::from_nanos(
+                        (wake - now).min(10_000_000),
+                    ));
+                }
             }
             now_ns = ns(Instant::now());
             continue;
@@ -481,8 +570,18 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         for &t in &queued_tags {
             slots[t as usize].issue = enter;
         }
+        if !queued_tags.is_empty() {
+            outcome.batches.submit[BatchCounts::bucket(queued_tags.len())] += 1;
+        }
         queued_tags.clear();
-        if let Err(e) = engine.submit_and_wait(batch_complete.min(inflight) as u32) {
+        // Ahead of the rate, fio first completes everything in flight
+        // (io_u_quiesce), then sleeps.
+        let want = if gated.is_some() {
+            inflight
+        } else {
+            batch_complete.min(inflight)
+        };
+        if let Err(e) = engine.submit_and_wait(want as u32) {
             record_error(&mut outcome, shared, engine_error(e, cfg.job));
             // Buffers must outlive in-flight requests: reap what still arrives.
             drain(&mut engine, &mut completions, &mut inflight);
@@ -490,6 +589,9 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         }
         completions.clear();
         engine.reap(&mut completions);
+        if !completions.is_empty() {
+            outcome.batches.complete[BatchCounts::bucket(completions.len())] += 1;
+        }
         now_ns = ns(Instant::now());
         let done = now_ns;
         // Close intervals the clock has passed.
@@ -554,20 +656,50 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 continue;
             }
             let lat = done.saturating_sub(slot.start);
+            let (slat, clat) = (
+                slot.issue.saturating_sub(slot.start),
+                done.saturating_sub(slot.issue),
+            );
             let t = &mut outcome.dirs[dir.index()];
             t.ios += 1;
             t.bytes += bs as u64;
-            t.slat.record(slot.issue.saturating_sub(slot.start));
-            t.clat.record(done.saturating_sub(slot.issue));
+            t.slat.record(slat);
+            t.clat.record(clat);
             t.lat.record(lat);
+            if let Some(l) = &mut logger {
+                let t_ms = (done - ramp_ns) / 1_000_000;
+                l.record(t_ms, dir.index(), bs as u64, slot.offset, [slat, clat, lat]);
+            }
             let i = &mut iv[dir.index()];
             i.ios += 1;
             i.bytes += bs as u64;
             i.lat.record(lat);
         }
+        if let Some(c) = &mut min_rate
+            && done >= ramp_ns
+        {
+            let d = &outcome.dirs;
+            let totals = [0, 1, 2].map(|k| (d[k].ios, d[k].bytes));
+            if let Some(why) = c.check(done, totals) {
+                record_error(
+                    &mut outcome,
+                    shared,
+                    RunError {
+                        message: format!("job {}: {why}", cfg.job),
+                        errno: Some(libc::EIO),
+                        offset: None,
+                        direction: None,
+                        job: Some(cfg.job),
+                    },
+                );
+            }
+        }
     }
     let end = ns(Instant::now()).max(ramp_ns);
     outcome.end_ns = end;
+    if let Some(l) = logger {
+        outcome.logs = l.finish((end - ramp_ns) / 1_000_000);
+    }
     // The last, possibly partial interval.
     let last_len = end.saturating_sub(ramp_ns + cur_interval * interval_ns);
     if last_len > 0 || cur_interval == 0 {
@@ -625,6 +757,34 @@ fn send_interval(
         d.lat.reset();
     }
     let _ = shared.events.send(JobEvent::Interval(Box::new(report)));
+}
+
+/// The block after `b` in a sequential job: the next, wrapping at the
+/// region's end, or with fio's offset modifier `add` blocks beyond it (fio's
+/// get_next_seq_offset: from the end of the last I/O, wrapping to the start
+/// going forwards and to `nblocks + add` going backwards).
+#[inline]
+///
+/// None: a job that skips forward has reached the region's end, where fio's
+/// file is done (unless time_based, which starts over).
+fn next_seq_block(b: u64, nblocks: u64, add: i64, time_based: bool) -> Option<u64> {
+    let end = b + 1;
+    if add == 0 {
+        return Some(if end >= nblocks { 0 } else { end });
+    }
+    if end >= nblocks && add > 0 {
+        return time_based.then_some(0);
+    }
+    let pos = end as i64 + add;
+    Some(if pos < 0 || pos as u64 >= nblocks {
+        if add > 0 {
+            0
+        } else {
+            (nblocks as i64 + add).max(0) as u64
+        }
+    } else {
+        pos as u64
+    })
 }
 
 /// A random block of `0..nblocks` for `dir`: uniform, or from fio's

@@ -12,12 +12,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use csdchar_core::capacity::CapacityReport;
 use csdchar_core::result::block::{
-    BLOCK_SCHEMA, BlockResult, BlockSpec, DataReport, DirectionSummary, DiskStatsDelta, EngineInfo,
-    EngineKind, IntervalDirection, IntervalSample, JobDirection, JobSummary, RunError, SeriesStats,
-    VerifyReport,
+    BLOCK_SCHEMA, BatchCounts, BlockResult, BlockSpec, DataReport, DirectionSummary,
+    DiskStatsDelta, EngineInfo, EngineKind, IntervalDirection, IntervalSample, JobDirection,
+    JobSummary, RunError, SeriesStats, VerifyReport,
 };
 use csdchar_core::result::{CpuUsage, RunStatus, StartRecord, ToolInfo};
 use csdchar_core::stats::{LatencyRecorder, LatencyStats};
+use csdchar_core::steady::{SteadyCheck, SteadyStateReport};
 use csdchar_core::units::format_bytes;
 
 use crate::engine::{EngineError, IoEngine, NullEngine};
@@ -203,6 +204,8 @@ type CpuSnapshot = ((f64, f64), Option<(u64, u64)>);
 struct PhaseOutcome {
     /// When the phase's clock started (after set-up and any wait).
     began: SystemTime,
+    /// The steady-state judgement, when the spec asks for one.
+    steady: Option<SteadyStateReport>,
     jobs: Vec<JobOutcome>,
     intervals: Vec<IntervalSample>,
     elapsed_ns: u64,
@@ -295,6 +298,12 @@ where
         // Collect intervals until every job is done; CPU from the end of ramp-up.
         let mut cpu0: Option<CpuSnapshot> = None;
         let mut agg = IntervalMerger::new(numjobs, spec, interval_ns);
+        // fio's steady state: judged on the merged samples; once reached the
+        // jobs stop (not an error).
+        let mut steady = match phase {
+            Phase::Workload => SteadyCheck::new(&spec.steady_state, spec.log_interval_ms),
+            _ => None,
+        };
         let mut done = 0;
         while done < numjobs {
             if cpu0.is_none() && base.elapsed() >= ramp {
@@ -316,6 +325,18 @@ where
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             for s in agg.ready() {
+                if let Some(c) = steady.as_mut()
+                    && s.duration_ms * 10 >= spec.log_interval_ms * 9
+                    && c.counts(s.t_ms, spec.log_interval_ms)
+                {
+                    let dirs = [s.read, s.write, s.trim];
+                    let sum = |f: fn(&IntervalDirection) -> f64| {
+                        dirs.iter().flatten().map(f).sum::<f64>().round() as u64
+                    };
+                    if c.add(sum(|d| d.iops), sum(|d| d.bw_bytes_per_s)) {
+                        halt.store(true, Ordering::Relaxed);
+                    }
+                }
                 if let Some(cb) = ctl.on_interval.as_mut() {
                     cb(&s);
                 }
@@ -357,6 +378,7 @@ where
         };
         PhaseOutcome {
             began,
+            steady: steady.map(|c| c.report()),
             jobs,
             intervals: agg.samples,
             elapsed_ns,
@@ -694,6 +716,12 @@ fn assemble(
         intervals: main.intervals,
         jobs,
         verify,
+        log_files: main.jobs.iter().flat_map(|j| j.logs.clone()).collect(),
+        steady_state: main.steady.clone(),
+        io_batches: Some(main.jobs.iter().fold(BatchCounts::default(), |mut a, j| {
+            a.merge(&j.batches);
+            a
+        })),
         job_file: None,
         start: None,
     }

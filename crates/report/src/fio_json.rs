@@ -17,7 +17,9 @@
 
 use serde_json::{Map, Value, json};
 
-use csdchar_core::result::block::{BlockResult, DirectionSummary, IntervalSample, JobDirection};
+use csdchar_core::result::block::{
+    BatchCounts, BlockResult, DirectionSummary, IntervalSample, JobDirection,
+};
 use csdchar_core::stats::LatencyStats;
 
 /// fio's buckets: 2^6 per group, 29 groups.
@@ -320,6 +322,27 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
         json!({"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}}),
     );
     j.insert("job_runtime".into(), json!(runtime_ms));
+    if let Some(ss) = &first.steady_state {
+        // stat.c's steadystate object.
+        let pct = if ss.ss.ends_with('%') { "%" } else { "" };
+        j.insert(
+            "steadystate".into(),
+            json!({
+                "ss": ss.ss,
+                "duration": ss.duration_s,
+                "attained": u8::from(ss.attained),
+                "criterion": format!("{:.6}{pct}", ss.criterion),
+                "max_deviation": ss.max_deviation,
+                "slope": ss.slope,
+                "data": {
+                    "bw_mean": ss.bw_mean,
+                    "iops_mean": ss.iops_mean,
+                    "iops": ss.iops,
+                    "bw": ss.bw,
+                },
+            }),
+        );
+    }
     j.insert("usr_cpu".into(), json!(usr));
     j.insert("sys_cpu".into(), json!(sys));
     j.insert("ctx".into(), json!(0));
@@ -327,6 +350,14 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
     j.insert("minf".into(), json!(0));
     let depth = first.spec.iodepth;
     j.insert("iodepth_level".into(), depth_levels(depth));
+    let batches = e.parts.iter().try_fold(BatchCounts::default(), |mut a, p| {
+        a.merge(p.io_batches.as_ref()?);
+        Some(a)
+    });
+    if let Some(b) = batches {
+        j.insert("iodepth_submit".into(), batch_shares(&b.submit));
+        j.insert("iodepth_complete".into(), batch_shares(&b.complete));
+    }
     j.insert("latency_ns".into(), coarse(&clat_total, 1, false));
     j.insert("latency_us".into(), coarse(&clat_total, 1_000, false));
     j.insert("latency_ms".into(), coarse(&clat_total, 1_000_000, true));
@@ -511,6 +542,29 @@ fn ddir<'a>(
 
 /// fio's `iodepth_level`: csdchar keeps the configured depth in flight, so it
 /// is 100% at that depth's bucket (said in the job's `csdchar` object).
+/// fio's iodepth_submit/iodepth_complete: % of batches per bucket, keys
+/// "0", "4" … "64", ">=64", a non-empty bucket at least 0.1 (stat_calc_dist).
+fn batch_shares(counts: &[u64; 7]) -> Value {
+    let total: u64 = counts.iter().sum();
+    let keys = ["0", "4", "8", "16", "32", "64", ">=64"];
+    Value::Object(
+        keys.iter()
+            .zip(counts)
+            .map(|(k, &c)| {
+                let mut pct = if total == 0 {
+                    0.0
+                } else {
+                    c as f64 / total as f64 * 100.0
+                };
+                if c > 0 && pct < 0.1 {
+                    pct = 0.1;
+                }
+                (k.to_string(), json!(pct))
+            })
+            .collect(),
+    )
+}
+
 fn depth_levels(depth: u32) -> Value {
     let keys = ["1", "2", "4", "8", "16", "32", ">=64"];
     let at = match depth {

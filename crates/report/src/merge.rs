@@ -501,6 +501,15 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         intervals,
         jobs,
         verify,
+        log_files: Vec::new(),
+        steady_state: None,
+        io_batches: parts.iter().try_fold(
+            csdchar_core::result::block::BatchCounts::default(),
+            |mut a, p| {
+                a.merge(p.io_batches.as_ref()?);
+                Some(a)
+            },
+        ),
         job_file: None,
         // Each host began at its own moment: their records stay in the parts.
         start: None,

@@ -23,9 +23,12 @@ pub mod ini;
 pub mod value;
 
 use crate::distribution::Distribution;
+use crate::iolog::LogSpec;
 use crate::pattern::Fill;
+use crate::rate::{RateLimit, RateProcess};
 use crate::result::block::{BlockSpec, EngineKind, RwMode};
 use crate::stats::DEFAULT_PERCENTILES;
+use crate::steady::SteadySpec;
 use ini::{JobOption, Section};
 
 /// Largest block size the engine takes.
@@ -226,6 +229,14 @@ struct Builder {
     wait_for: Option<(String, String)>,
     group_reporting: bool,
     random_distribution: Distribution,
+    rate: RateLimit,
+    io_size: u64,
+    number_ios: u64,
+    loops: u32,
+    logs: LogSpec,
+    steady: SteadySpec,
+    rw_seq_add: i64,
+    verify_only: bool,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -268,6 +279,17 @@ impl Builder {
             wait_for: None,
             group_reporting: false,
             random_distribution: Distribution::Random,
+            rate: RateLimit {
+                cycle_ms: 1000,
+                ..RateLimit::default()
+            },
+            io_size: 0,
+            number_ios: 0,
+            loops: 1,
+            logs: LogSpec::default(),
+            steady: SteadySpec::default(),
+            rw_seq_add: 0,
+            verify_only: false,
             set_at: Vec::new(),
         }
     }
@@ -323,8 +345,18 @@ impl Builder {
             }
             "rw" | "readwrite" => {
                 let t = need()?;
-                if t.contains(':') {
-                    return lacks("an offset modifier after rw (rw=MODE:N)");
+                let (t, modifier) = match t.split_once(':') {
+                    Some((m, n)) => (m, Some(n.trim())),
+                    None => (t, None),
+                };
+                self.rw_seq_add = 0;
+                if let Some(n) = modifier {
+                    let (neg, n) = match n.strip_prefix('-') {
+                        Some(n) => (true, n),
+                        None => (false, n),
+                    };
+                    let v = value::bytes(n, self.kb_base).map_err(wrap)? as i64;
+                    self.rw_seq_add = if neg { -v } else { v };
                 }
                 self.rw = match t {
                     "read" => RwMode::Read,
@@ -498,6 +530,78 @@ impl Builder {
             "new_group" => self.new_group = value::boolean(v).map_err(wrap)?,
             "wait_for" => self.wait_for = Some((need()?.to_string(), o.place())),
             "group_reporting" => self.group_reporting = value::boolean(v).map_err(wrap)?,
+            "rate" | "rate_min" | "ratemin" | "rate_iops" | "rate_iops_min" => {
+                let slots = match o.name.as_str() {
+                    "rate" => &mut self.rate.bytes_per_s,
+                    "rate_min" | "ratemin" => &mut self.rate.min_bytes_per_s,
+                    "rate_iops" => &mut self.rate.iops,
+                    _ => &mut self.rate.min_iops,
+                };
+                for (slot, part) in slots.iter_mut().zip(value::per_direction(need()?)) {
+                    if let Some(p) = part {
+                        *slot = if o.name.contains("iops") {
+                            value::int(p).map_err(wrap)?
+                        } else {
+                            value::bytes(p, self.kb_base).map_err(wrap)?
+                        };
+                    }
+                }
+            }
+            "io_size" | "io_limit" => match value::size(need()?, self.kb_base).map_err(wrap)? {
+                value::Size::Bytes(b) => self.io_size = b,
+                value::Size::Percent(_) => return lacks("io_size as a percentage"),
+            },
+            "number_ios" => self.number_ios = value::int(need()?).map_err(wrap)?,
+            "loops" => self.loops = small(need()?, "loops", 1, u64::from(u32::MAX))?,
+            "write_bw_log" | "write_iops_log" | "write_lat_log" => {
+                // A bare option logs under the job's name (fio).
+                let prefix = match v {
+                    Some(p) if !p.is_empty() => p.to_string(),
+                    _ => self.name.clone(),
+                };
+                match o.name.as_str() {
+                    "write_bw_log" => self.logs.bw = Some(prefix),
+                    "write_iops_log" => self.logs.iops = Some(prefix),
+                    _ => self.logs.lat = Some(prefix),
+                }
+            }
+            "steadystate" | "ss" => {
+                self.steady
+                    .parse_rule(need()?)
+                    .map_err(|e| format!("steadystate: {e}"))?;
+                // fio's ss_dur default is 0 (no check) until set.
+            }
+            "steadystate_duration" | "ss_dur" => {
+                self.steady.dur_s = value::time_us(need()?, true)
+                    .map_err(wrap)?
+                    .div_ceil(1_000_000)
+            }
+            "steadystate_ramp_time" | "ss_ramp" => {
+                self.steady.ramp_ms = value::time_us(need()?, true).map_err(wrap)?.div_ceil(1000)
+            }
+            "verify_only" => self.verify_only = value::boolean(v).map_err(wrap)?,
+            "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
+            "log_max_value" => {
+                self.logs.max_value = match need()? {
+                    "0" | "avg" => 0,
+                    "1" | "max" => 1,
+                    "2" | "both" => 2,
+                    other => {
+                        return Err(format!("log_max_value={other}: 0, 1 or 2 (avg, max, both)"));
+                    }
+                }
+            }
+            "log_offset" => self.logs.offset = value::boolean(v).map_err(wrap)?,
+            "rate_process" => {
+                self.rate.process = match need()? {
+                    "linear" => RateProcess::Linear,
+                    "poisson" => RateProcess::Poisson,
+                    other => return Err(format!("rate_process={other}: linear or poisson")),
+                }
+            }
+            "rate_cycle" | "ratecycle" => {
+                self.rate.cycle_ms = value::int(need()?).map_err(wrap)?.max(1)
+            }
             "random_distribution" => {
                 self.random_distribution = Distribution::parse(need()?, self.kb_base)
                     .map_err(|e| format!("random_distribution: {e}"))?
@@ -596,6 +700,27 @@ impl Builder {
             ));
             verify = false;
         }
+        // fio's verify_only: skip the workload, only check what an earlier
+        // run of the same job wrote (csdchar's --verify-only).
+        let verify_only = verify && self.verify_only;
+        if verify_only {
+            verify = false;
+        }
+        let mut rw_seq_add = self.rw_seq_add;
+        if rw_seq_add != 0 && self.rw.is_random() {
+            lacks.push((
+                "rw",
+                "a random mode with :N (fio then draws a new offset every N I/Os)".into(),
+            ));
+            rw_seq_add = 0;
+        }
+        if rw_seq_add % bs as i64 != 0 {
+            lacks.push((
+                "rw",
+                format!("an offset modifier of {rw_seq_add} bytes, not a multiple of bs ({bs})"),
+            ));
+            rw_seq_add = 0;
+        }
         let batch_submit = self.batch_submit.unwrap_or(0);
         if batch_submit > self.iodepth {
             return bad("iodepth_batch_submit", "must be at most iodepth");
@@ -630,11 +755,26 @@ impl Builder {
             iodepth_batch_submit: batch_submit,
             iodepth_batch_complete: self.batch_complete.min(self.iodepth),
             verify,
-            verify_only: false,
+            verify_only,
             force: false,
             percentiles: self.percentiles.clone(),
             start_at: None,
             random_distribution: self.random_distribution.clone(),
+            logs: self.logs.clone(),
+            rw_seq_add,
+            steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
+                self.steady.clone()
+            } else {
+                SteadySpec::default()
+            },
+            io_size: self.io_size,
+            number_ios: self.number_ios,
+            loops: self.loops,
+            rate: if self.rate.is_none() {
+                RateLimit::default()
+            } else {
+                self.rate.clone()
+            },
         })
     }
 }
@@ -802,13 +942,18 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
             // fio seeds each job from randseed and its number.
             let seed = b.seed.wrapping_add(u64::from(clone));
             let mut lacks = Vec::new();
-            let spec = match b.spec(target, threads, seed, section, &mut lacks) {
+            let mut spec = match b.spec(target, threads, seed, section, &mut lacks) {
                 Ok(s) => s,
                 Err(m) => {
                     invalid.get_or_insert(m);
                     continue;
                 }
             };
+            // fio numbers threads from 1 over the file, clones included:
+            // the logs are named after it.
+            if !spec.logs.is_none() {
+                spec.logs.first_job = (fio_jobs - u64::from(b.numjobs)) as u32 + 1 + clone;
+            }
             // Clones repeat their job's refusals: say them once.
             for (name, why) in lacks.into_iter().filter(|_| clone == 0) {
                 let (option, place) = b.where_set(name, section);
@@ -946,7 +1091,11 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
     lines.push(format!("randseed={}", spec.seed));
     lines.push(String::new());
     lines.push("[csdchar]".into());
-    lines.push(format!("rw={}", spec.rw.name()));
+    if spec.rw_seq_add != 0 {
+        lines.push(format!("rw={}:{}", spec.rw.name(), spec.rw_seq_add));
+    } else {
+        lines.push(format!("rw={}", spec.rw.name()));
+    }
     if spec.rw.reads() && spec.rw.writes() {
         lines.push(format!("rwmixread={}", spec.rwmixread));
     }
@@ -974,6 +1123,15 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
     if spec.ramp_time_ms > 0 {
         lines.push(format!("ramp_time={}ms", spec.ramp_time_ms));
     }
+    if spec.io_size > 0 {
+        lines.push(format!("io_size={}", spec.io_size));
+    }
+    if spec.number_ios > 0 {
+        lines.push(format!("number_ios={}", spec.number_ios));
+    }
+    if spec.loops > 1 {
+        lines.push(format!("loops={}", spec.loops));
+    }
     if spec.compress_pct > 0 {
         lines.push(format!("buffer_compress_percentage={}", spec.compress_pct));
         lines.push(format!("buffer_compress_chunk={}", spec.compress_chunk));
@@ -994,6 +1152,24 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
     ));
     if spec.verify {
         lines.push("verify=crc32c".into());
+    }
+    if !spec.rate.is_none() {
+        let per_dir = |v: &[u64; 3]| v.map(|x| x.to_string()).join(",");
+        let r = &spec.rate;
+        for (name, v) in [
+            ("rate", &r.bytes_per_s),
+            ("rate_iops", &r.iops),
+            ("rate_min", &r.min_bytes_per_s),
+            ("rate_iops_min", &r.min_iops),
+        ] {
+            if *v != [0; 3] {
+                lines.push(format!("{name}={}", per_dir(v)));
+            }
+        }
+        if r.process == RateProcess::Poisson {
+            lines.push("rate_process=poisson".into());
+        }
+        lines.push(format!("rate_cycle={}", r.cycle_ms));
     }
     if !spec.random_distribution.is_uniform() {
         lines.push(format!("random_distribution={}", spec.random_distribution));

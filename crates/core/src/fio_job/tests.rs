@@ -302,3 +302,68 @@ fn trim_modes_are_fio_s() {
         assert_eq!(p.jobs[0].spec.rw, rw);
     }
 }
+
+#[test]
+fn rates_follow_fio_per_direction() {
+    let p = plan_of(
+        "[a]\nfilename=/x\nsize=1m\nrw=randrw\nrate=1m,500k\nrate_iops_min=,10\nrate_process=poisson\nrate_cycle=250\n",
+    );
+    let r = &p.jobs[0].spec.rate;
+    assert_eq!(r.bytes_per_s, [1 << 20, 500 << 10, 500 << 10]);
+    assert_eq!(r.min_iops, [0, 10, 10]);
+    assert_eq!(r.process, crate::rate::RateProcess::Poisson);
+    assert_eq!(r.cycle_ms, 250);
+    let p = plan_of("[a]\nfilename=/x\nsize=1m\n");
+    assert!(p.jobs[0].spec.rate.is_none());
+    let e = plan(&sections("[a]\nfilename=/x\nrate_process=burst\n"), false).unwrap_err();
+    assert!(e.to_string().contains("linear or poisson"), "{e}");
+}
+
+#[test]
+fn loops_io_size_and_number_ios_are_fio_s() {
+    let p = plan_of("[a]\nfilename=/x\nsize=1m\nio_size=8m\nnumber_ios=100\nloops=4\n");
+    let s = &p.jobs[0].spec;
+    assert_eq!((s.io_size, s.number_ios, s.loops), (8 << 20, 100, 4));
+    let e = plan(&sections("[a]\nfilename=/x\nloops=0\n"), false).unwrap_err();
+    assert!(e.to_string().contains("loops=0"), "{e}");
+}
+
+#[test]
+fn logs_take_fio_s_names_and_job_numbers() {
+    let p = plan_of(
+        "[global]\nioengine=null\nsize=1m\n[a]\nnumjobs=2\nwrite_bw_log\nlog_avg_msec=100\nlog_max_value=2\n[b]\nwrite_lat_log=x/lat\nlog_offset=1\n",
+    );
+    let (a, b) = (&p.jobs[0].spec.logs, &p.jobs[1].spec.logs);
+    assert_eq!(
+        a.bw.as_deref(),
+        Some("a"),
+        "a bare option logs under the job's name"
+    );
+    assert_eq!((a.avg_msec, a.max_value, a.first_job), (100, 2, 1));
+    assert_eq!(b.lat.as_deref(), Some("x/lat"));
+    assert!(b.offset);
+    assert_eq!(b.first_job, 3, "after a's two clones");
+}
+
+#[test]
+fn steady_state_options_are_fio_s() {
+    let p = plan_of("[a]\nfilename=/x\nsize=1m\nss=iops_slope:0.1%\nss_dur=1m\nss_ramp=10s\n");
+    let s = &p.jobs[0].spec.steady_state;
+    assert!(s.slope && s.pct && (s.limit - 0.1).abs() < 1e-12);
+    assert_eq!((s.dur_s, s.ramp_ms), (60, 10_000));
+    let e = plan(&sections("[a]\nfilename=/x\nsteadystate=lat:5%\n"), false).unwrap_err();
+    assert!(e.to_string().contains("steadystate"), "{e}");
+}
+
+#[test]
+fn offset_modifiers_are_sequential_only_and_whole_blocks() {
+    let p = plan_of("[a]\nfilename=/x\nsize=1m\nrw=read:-8k\n");
+    assert_eq!(
+        (p.jobs[0].spec.rw, p.jobs[0].spec.rw_seq_add),
+        (RwMode::Read, -8192)
+    );
+    let e = plan(&sections("[a]\nfilename=/x\nrw=randread:8\n"), false).unwrap_err();
+    assert!(e.to_string().contains("random mode with :N"), "{e}");
+    let e = plan(&sections("[a]\nfilename=/x\nrw=write:1k\n"), false).unwrap_err();
+    assert!(e.to_string().contains("not a multiple of bs"), "{e}");
+}

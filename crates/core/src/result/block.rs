@@ -8,8 +8,11 @@ use crate::capacity::CapacityReport;
 use crate::compressibility::PageTally;
 use crate::counters::DiskStats;
 use crate::distribution::Distribution;
+use crate::iolog::LogSpec;
 use crate::pattern::Fill;
+use crate::rate::RateLimit;
 use crate::stats::LatencyStats;
+use crate::steady::{SteadySpec, SteadyStateReport};
 
 /// Schema identifier of block results.
 pub const BLOCK_SCHEMA: &str = "csdchar.block/1";
@@ -185,6 +188,45 @@ pub struct BlockSpec {
     /// How random offsets are spread (fio's `random_distribution`); absent: uniform.
     #[serde(default, skip_serializing_if = "Distribution::is_uniform")]
     pub random_distribution: Distribution,
+    /// Rate limits and minimums of each job (fio's rate options); absent: as fast as it goes.
+    #[serde(default, skip_serializing_if = "RateLimit::is_none")]
+    pub rate: RateLimit,
+    /// I/O each job does, bytes (fio's `io_size`): may exceed the region, which is then
+    /// wrapped around; 0: the region's size.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub io_size: u64,
+    /// At most this many I/Os per job and loop (fio's `number_ios`); 0: no cap.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub number_ios: u64,
+    /// Times the job's I/O is repeated (fio's `loops`); absent: once.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub loops: u32,
+    /// fio's per-I/O or averaged logs the jobs write; absent: none.
+    #[serde(default, skip_serializing_if = "LogSpec::is_none")]
+    pub logs: LogSpec,
+    /// fio's offset modifier of a sequential mode (`rw=read:-8k`): bytes added after each I/O's
+    /// end (negative: backwards), a multiple of bs; absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub rw_seq_add: i64,
+    /// Stop once IOPS or bandwidth settle (fio's steadystate, ss_dur, ss_ramp); absent: no check.
+    #[serde(default, skip_serializing_if = "SteadySpec::is_none")]
+    pub steady_state: SteadySpec,
+}
+
+fn is_zero_i64(v: &i64) -> bool {
+    *v == 0
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 impl Default for BlockSpec {
@@ -219,6 +261,13 @@ impl Default for BlockSpec {
             percentiles: crate::stats::DEFAULT_PERCENTILES.to_vec(),
             start_at: None,
             random_distribution: Distribution::Random,
+            rate: RateLimit::default(),
+            io_size: 0,
+            number_ios: 0,
+            loops: 1,
+            logs: LogSpec::default(),
+            steady_state: SteadySpec::default(),
+            rw_seq_add: 0,
         }
     }
 }
@@ -485,6 +534,42 @@ pub struct RunError {
     pub job: Option<u32>,
 }
 
+/// How many I/Os each submission and each reap carried, in fio's buckets
+/// (0, 1–4, 5–8, 9–16, 17–32, 33–64, more): what fio's `iodepth_submit` and
+/// `iodepth_complete` are shares of.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct BatchCounts {
+    /// io_uring_enter calls that submitted, by the number of I/Os they carried.
+    pub submit: [u64; 7],
+    /// Reaps that found completions, by the number found.
+    pub complete: [u64; 7],
+}
+
+impl BatchCounts {
+    /// fio's bucket of a batch of `n` (io_u.c `__io_u_mark_map`).
+    pub fn bucket(n: usize) -> usize {
+        match n {
+            0 => 0,
+            1..=4 => 1,
+            5..=8 => 2,
+            9..=16 => 3,
+            17..=32 => 4,
+            33..=64 => 5,
+            _ => 6,
+        }
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: &BatchCounts) {
+        for i in 0..7 {
+            self.submit[i] += other.submit[i];
+            self.complete[i] += other.complete[i];
+        }
+    }
+}
+
 /// The result of `csdchar block`, schema `csdchar.block/1`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BlockResult {
@@ -528,6 +613,18 @@ pub struct BlockResult {
     pub jobs: Vec<JobSummary>,
     /// Verification outcome; null without verify.
     pub verify: Option<VerifyReport>,
+    /// Submission and completion batch sizes of the measured phase (fio's iodepth_submit and
+    /// iodepth_complete); absent in results written before csdchar counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_batches: Option<BatchCounts>,
+    /// Steady-state outcome (fio's `steadystate`); absent when the job asked for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<SteadyStateReport>,
+    /// fio's log files of the run, `(name, text)`, for the caller to write; not part of the
+    /// result's JSON.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub log_files: Vec<(String, String)>,
     /// The job of a fio job file this run was (`--job-file`); absent for a command line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_file: Option<JobFileJob>,
