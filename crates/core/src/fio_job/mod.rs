@@ -15,7 +15,7 @@
 //! file name `JOB.CLONE.0` in `directory` (or the current directory), one per
 //! clone, as fio makes them.
 //!
-//! Just over 1,000 lines: turning fio's options into a job plan is one table of option
+//! Over 1,000 lines: turning fio's options into a job plan is one table of option
 //! semantics (sizes, offsets, files, clones) that refer to each other; its parser
 //! (`ini`) and its tests live apart.
 
