@@ -289,8 +289,6 @@ const CSDCHAR_WIRE_DIFFERS: &[&str] = &[
     "client-encoding-env",
     "replication-database",
     "replication-physical",
-    "channel-binding-tls",
-    "channel-binding-env",
     "sslnegotiation-17",
 ];
 const CSDCHAR_CONTROL_DIFFERS: &[&str] = &[
@@ -298,8 +296,6 @@ const CSDCHAR_CONTROL_DIFFERS: &[&str] = &[
     "client-encoding-env",
     "replication-database",
     "replication-physical",
-    "channel-binding-tls",
-    "channel-binding-env",
     "sslnegotiation-17",
 ];
 

@@ -263,7 +263,14 @@ async fn authenticate(
     out.clear();
     let mut handshake =
         crate::auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password())
-            .require_auth(target.options().require_auth.clone());
+            .require_auth(target.options().require_auth.clone())
+            .channel_binding(
+                target.options().channel_binding,
+                match &socket {
+                    Socket::Tls(s) => crate::verify::end_point(s.get_ref().1),
+                    _ => None,
+                },
+            );
     let mut buf: Vec<u8> = Vec::with_capacity(1024);
     loop {
         // Whole messages first; then read more.

@@ -328,7 +328,14 @@ impl WireConn {
         self.send()?;
         let mut handshake =
             auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password())
-                .require_auth(target.options().require_auth.clone());
+                .require_auth(target.options().require_auth.clone())
+                .channel_binding(
+                    target.options().channel_binding,
+                    match &self.stream {
+                        Stream::Tls(s) => crate::verify::end_point(&s.conn),
+                        _ => None,
+                    },
+                );
         let mut authenticated = false;
         let mut answer = BytesMut::new();
         loop {
