@@ -368,7 +368,7 @@ const CASES: &[Case] = &[
             "postgres://127.0.0.1/x?sslnegotiation=direct",
         ],
         option: "--url",
-        says: "sslnegotiation=postgres",
+        says: "weak sslmode \"prefer\" may not be used with sslnegotiation=direct",
     },
     Case {
         args: &["db", "prepare", "--tls", "--table-size", "10"],

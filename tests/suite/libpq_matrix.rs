@@ -289,18 +289,12 @@ const CSDCHAR_WIRE_DIFFERS: &[&str] = &[
     "client-encoding-env",
     "replication-database",
     "replication-physical",
-    "channel-binding-tls",
-    "channel-binding-env",
-    "sslnegotiation-17",
 ];
 const CSDCHAR_CONTROL_DIFFERS: &[&str] = &[
     "client-encoding",
     "client-encoding-env",
     "replication-database",
     "replication-physical",
-    "channel-binding-tls",
-    "channel-binding-env",
-    "sslnegotiation-17",
 ];
 
 /// The table through csdchar's clients: each case gives libpq's outcome

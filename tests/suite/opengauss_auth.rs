@@ -601,6 +601,10 @@ fn mock_tls() -> (std::sync::Arc<rustls::ServerConfig>, String) {
     use rustls::pki_types::pem::PemObject;
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    // A CA named apart from the server: a leaf whose issuer is its own
+    // subject is self-signed to OpenSSL (and so to libpq).
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "csdchar mock CA");
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let ca_cert = ca.self_signed(&ca_key).unwrap();
     let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();

@@ -12,7 +12,9 @@
 use bytes::{BufMut, BytesMut};
 use hmac::{Hmac, KeyInit, Mac};
 use md5::Md5;
-use postgres_protocol::authentication::sasl::{ChannelBinding, SCRAM_SHA_256, ScramSha256};
+use postgres_protocol::authentication::sasl::{
+    ChannelBinding, SCRAM_SHA_256, SCRAM_SHA_256_PLUS, ScramSha256,
+};
 use postgres_protocol::message::frontend;
 use sha2::{Digest, Sha256};
 
@@ -57,6 +59,9 @@ pub enum AuthError {
     /// The server sent something the handshake cannot read.
     #[error("unexpected authentication message: {0}")]
     Protocol(String),
+    /// `channel_binding=require` and the authentication was not bound.
+    #[error("{0}")]
+    ChannelBinding(&'static str),
     /// `require_auth` does not allow what the server asked for.
     #[error("authentication method requirement \"{required}\" failed: {why}")]
     NotAllowed {
@@ -101,6 +106,10 @@ pub struct Handshake<'a> {
     scram: Option<ScramSha256>,
     method: Method,
     require: Option<crate::options::RequireAuth>,
+    binding_mode: crate::options::ChannelBindingMode,
+    /// tls-server-end-point data when the connection is TLS.
+    binding: Option<Vec<u8>>,
+    bound: bool,
 }
 
 /// The StartupMessage parameters csdchar sends (tokio-postgres sends the
@@ -146,7 +155,22 @@ impl<'a> Handshake<'a> {
             scram: None,
             method: Method::Trust,
             require: None,
+            binding_mode: crate::options::ChannelBindingMode::Prefer,
+            binding: None,
+            bound: false,
         }
+    }
+
+    /// libpq's `channel_binding`, with the TLS session's tls-server-end-point
+    /// data ([`crate::verify::end_point`]; None on a plain connection).
+    pub fn channel_binding(
+        mut self,
+        mode: crate::options::ChannelBindingMode,
+        end_point: Option<Vec<u8>>,
+    ) -> Handshake<'a> {
+        self.binding_mode = mode;
+        self.binding = end_point;
+        self
     }
 
     /// Holds the server to libpq 16's `require_auth`.
@@ -223,6 +247,14 @@ impl<'a> Handshake<'a> {
                 });
             }
         }
+        use crate::options::ChannelBindingMode as Cb;
+        if code == 0 && self.binding_mode == Cb::Require && !self.bound {
+            return Err(AuthError::ChannelBinding(if self.binding.is_none() {
+                "channel binding required, but SSL not in use"
+            } else {
+                "channel binding required, but server authenticated client without channel binding"
+            }));
+        }
         match code {
             0 => return Ok(Progress::Authenticated),
             3 => {
@@ -232,17 +264,36 @@ impl<'a> Handshake<'a> {
             5 => self.md5(data, out)?,
             10 if data.first() == Some(&0) => self.opengauss_sha256(data, out)?,
             10 => {
-                let offers_scram = data
-                    .split(|b| *b == 0)
-                    .any(|m| m == SCRAM_SHA_256.as_bytes());
-                if !offers_scram {
+                let offers = |name: &str| data.split(|b| *b == 0).any(|m| m == name.as_bytes());
+                // libpq's choice: PLUS over TLS when offered and not disabled.
+                let (mechanism, binding) = match (&self.binding, self.binding_mode) {
+                    (_, Cb::Disable) => (SCRAM_SHA_256, ChannelBinding::unsupported()),
+                    (Some(d), _) if offers(SCRAM_SHA_256_PLUS) => (
+                        SCRAM_SHA_256_PLUS,
+                        ChannelBinding::tls_server_end_point(d.clone()),
+                    ),
+                    (None, Cb::Require) => {
+                        return Err(AuthError::ChannelBinding(
+                            "channel binding required, but SSL not in use",
+                        ));
+                    }
+                    (Some(_), Cb::Require) => {
+                        return Err(AuthError::ChannelBinding(
+                            "channel binding is required, but server did not offer an authentication method that supports channel binding",
+                        ));
+                    }
+                    (Some(_), _) => (SCRAM_SHA_256, ChannelBinding::unrequested()),
+                    (None, _) => (SCRAM_SHA_256, ChannelBinding::unsupported()),
+                };
+                if !offers(mechanism) {
                     return Err(AuthError::Unsupported(
                         "the server offers no SASL mechanism csdchar speaks (SCRAM-SHA-256)".into(),
                     ));
                 }
                 self.method = Method::ScramSha256;
-                let s = ScramSha256::new(self.password()?, ChannelBinding::unsupported());
-                frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), out).map_err(io)?;
+                self.bound = mechanism == SCRAM_SHA_256_PLUS;
+                let s = ScramSha256::new(self.password()?, binding);
+                frontend::sasl_initial_response(mechanism, s.message(), out).map_err(io)?;
                 self.scram = Some(s);
             }
             11 if self.scram.is_none() => {
@@ -640,6 +691,41 @@ mod tests {
         );
         assert!(opts("md5,!password").is_err());
         assert!(opts("kerberos").is_err());
+    }
+
+    /// libpq's channel binding: SCRAM-SHA-256-PLUS over TLS when offered;
+    /// require refuses what is not bound.
+    #[test]
+    fn channel_binding_follows_libpq() {
+        use crate::options::ChannelBindingMode as Cb;
+        let both = request(10, b"SCRAM-SHA-256-PLUS\0SCRAM-SHA-256\0\0");
+        let plain_only = request(10, b"SCRAM-SHA-256\0\0");
+        let mut out = BytesMut::new();
+        let mut h = Handshake::new("u", Some(b"x")).channel_binding(Cb::Prefer, Some(vec![7; 32]));
+        h.on_message(b'R', &both, &mut out).unwrap();
+        assert!(out.windows(18).any(|w| w == b"SCRAM-SHA-256-PLUS"));
+        let mut out = BytesMut::new();
+        let mut h = Handshake::new("u", Some(b"x")).channel_binding(Cb::Disable, Some(vec![7; 32]));
+        h.on_message(b'R', &both, &mut out).unwrap();
+        assert!(!out.windows(18).any(|w| w == b"SCRAM-SHA-256-PLUS"));
+        let mut h = Handshake::new("u", Some(b"x")).channel_binding(Cb::Require, None);
+        let e = h
+            .on_message(b'R', &plain_only, &mut BytesMut::new())
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "channel binding required, but SSL not in use"
+        );
+        let mut h = Handshake::new("u", Some(b"x")).channel_binding(Cb::Require, Some(vec![7; 32]));
+        assert!(
+            h.on_message(b'R', &plain_only, &mut BytesMut::new())
+                .is_err()
+        );
+        let mut h = Handshake::new("u", None).channel_binding(Cb::Require, Some(vec![7; 32]));
+        let e = h
+            .on_message(b'R', &request(0, &[]), &mut BytesMut::new())
+            .unwrap_err();
+        assert!(e.to_string().contains("without channel binding"), "{e}");
     }
 
     #[test]

@@ -145,13 +145,15 @@ async fn negotiate(
 ) -> Result<Socket, HandshakeError> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let tls = target.tls();
-    tcp.write_all(&crate::tls::SSL_REQUEST).await?;
-    let byte = tcp.read_u8().await?;
-    match crate::tls::answer(byte) {
-        Ok(true) => {}
-        Ok(false) if tls.mode.requires_tls() => return Err(HandshakeError::TlsRefused),
-        Ok(false) => return Ok(Socket::Tcp(tcp)),
-        Err(m) => return Err(HandshakeError::Tls(m)),
+    if !tls.direct {
+        tcp.write_all(&crate::tls::SSL_REQUEST).await?;
+        let byte = tcp.read_u8().await?;
+        match crate::tls::answer(byte) {
+            Ok(true) => {}
+            Ok(false) if tls.mode.requires_tls() => return Err(HandshakeError::TlsRefused),
+            Ok(false) => return Ok(Socket::Tcp(tcp)),
+            Err(m) => return Err(HandshakeError::Tls(m)),
+        }
     }
     let config = tls.client_config().map_err(HandshakeError::Tls)?;
     let name = crate::tls::server_name(host).map_err(HandshakeError::Tls)?;
@@ -162,7 +164,7 @@ async fn negotiate(
         .map_err(|e| {
             let m = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
                 Some(r) => crate::tls::describe(r, host, tls),
-                None => format!("TLS handshake: {e}"),
+                None => crate::tls::io_words(&e),
             };
             HandshakeError::Tls(m)
         })
@@ -263,7 +265,14 @@ async fn authenticate(
     out.clear();
     let mut handshake =
         crate::auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password())
-            .require_auth(target.options().require_auth.clone());
+            .require_auth(target.options().require_auth.clone())
+            .channel_binding(
+                target.options().channel_binding,
+                match &socket {
+                    Socket::Tls(s) => crate::verify::end_point(s.get_ref().1),
+                    _ => None,
+                },
+            );
     let mut buf: Vec<u8> = Vec::with_capacity(1024);
     loop {
         // Whole messages first; then read more.

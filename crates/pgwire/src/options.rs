@@ -111,6 +111,19 @@ pub struct LibpqOptions {
     pub requirepeer: Option<String>,
     /// `require_auth` (16): the authentication methods the server may ask for.
     pub require_auth: Option<RequireAuth>,
+    /// `channel_binding`: SCRAM's binding to the TLS session.
+    pub channel_binding: ChannelBindingMode,
+}
+
+/// libpq's `channel_binding`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelBindingMode {
+    /// Never SCRAM-SHA-256-PLUS.
+    Disable,
+    /// SCRAM-SHA-256-PLUS over TLS when the server offers it (the default).
+    Prefer,
+    /// Only an authentication bound to the TLS session.
+    Require,
 }
 
 /// libpq 16's `require_auth`: methods allowed, or (all with `!`) refused.
@@ -314,15 +327,6 @@ impl LibpqOptions {
             "PGCHANNELBINDING",
             &["disable", "prefer", "require"],
         )?;
-        if channel_binding.as_deref() == Some("require") {
-            let (_, from) = get("channel_binding", "PGCHANNELBINDING").unwrap_or_default();
-            return Err(bad(
-                &from,
-                format!(
-                    "{from}=require: channel binding required, but csdchar does not do SCRAM channel binding (SCRAM-SHA-256-PLUS) yet"
-                ),
-            ));
-        }
         let load_balance = one_of(
             "load_balance_hosts",
             "PGLOADBALANCEHOSTS",
@@ -355,6 +359,11 @@ impl LibpqOptions {
             fallback_application_name: get("fallback_application_name", "").map(|(v, _)| v),
             passfile: get("passfile", "").map(|(v, _)| v),
             load_balance_random: load_balance.as_deref() == Some("random"),
+            channel_binding: match channel_binding.as_deref() {
+                Some("disable") => ChannelBindingMode::Disable,
+                Some("require") => ChannelBindingMode::Require,
+                _ => ChannelBindingMode::Prefer,
+            },
             require_auth: match get("require_auth", "PGREQUIREAUTH") {
                 Some((v, from)) => Some(RequireAuth::parse(&v).map_err(|m| bad(&from, m))?),
                 None => None,

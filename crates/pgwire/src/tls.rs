@@ -190,6 +190,8 @@ pub struct TlsSettings {
     pub min_version: TlsVersion,
     /// The highest protocol version offered; None: the newest.
     pub max_version: Option<TlsVersion>,
+    /// `sslnegotiation=direct` (17): the handshake at once, without an SSLRequest.
+    pub direct: bool,
     password: Option<Secret>,
     origins: Origins,
     config: Arc<std::sync::OnceLock<Result<Arc<ClientConfig>, String>>>,
@@ -207,6 +209,7 @@ impl TlsSettings {
             sni: true,
             min_version: TlsVersion::V1_2,
             max_version: None,
+            direct: false,
             password: None,
             origins: Origins::default(),
             config: Default::default(),
@@ -257,16 +260,30 @@ impl TlsSettings {
                 _ => SslMode::Prefer,
             },
         };
-        if let Some((v, from)) = get("sslnegotiation", "PGSSLNEGOTIATION")
-            && v != "postgres"
-        {
-            return Err(bad(
-                &from,
-                format!(
-                    "{from}={v}: csdchar negotiates TLS the PostgreSQL way (sslnegotiation=postgres)"
-                ),
-            ));
-        }
+        // libpq 17: direct TLS (no SSLRequest, ALPN "postgresql"), for the
+        // modes that require TLS only.
+        let direct = match get("sslnegotiation", "PGSSLNEGOTIATION") {
+            Some((v, _)) if v == "postgres" => false,
+            Some((v, from)) if v == "direct" => {
+                if !mode.requires_tls() {
+                    return Err(bad(
+                        &from,
+                        format!(
+                            "weak sslmode \"{}\" may not be used with sslnegotiation=direct (use \"require\", \"verify-ca\", or \"verify-full\")",
+                            mode.name()
+                        ),
+                    ));
+                }
+                true
+            }
+            Some((v, from)) => {
+                return Err(bad(
+                    &from,
+                    format!("invalid sslnegotiation value: \"{v}\" ({from}: postgres, direct)"),
+                ));
+            }
+            None => false,
+        };
         let sni = match get("sslsni", "PGSSLSNI") {
             Some((v, _)) if v == "0" => false,
             Some((v, _)) if v == "1" => true,
@@ -320,6 +337,7 @@ impl TlsSettings {
                 sni,
                 min_version,
                 max_version,
+                direct,
                 password,
                 ..TlsSettings::disabled()
             });
@@ -398,6 +416,7 @@ impl TlsSettings {
             sni,
             min_version,
             max_version,
+            direct,
             password,
             origins,
             config: Default::default(),
@@ -485,6 +504,9 @@ impl TlsSettings {
             }
         };
         config.enable_sni = self.sni;
+        if self.direct {
+            config.alpn_protocols = vec![b"postgresql".to_vec()];
+        }
         Ok(Arc::new(config))
     }
 
@@ -628,6 +650,10 @@ pub fn describe(e: &rustls::Error, _host: &str, _s: &TlsSettings) -> String {
 pub fn io_words(e: &std::io::Error) -> String {
     match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
         Some(r) => tls_words(r),
+        None if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            "SSL error: unexpected eof while reading (the server closed the connection during the TLS handshake)"
+                .into()
+        }
         None => e.to_string(),
     }
 }
@@ -791,7 +817,14 @@ mod tests {
         let s = resolve(&p(&[("sslcertmode", "disable")]), &env).unwrap();
         assert!(s.client.is_none());
         let e = resolve(&p(&[("sslnegotiation", "direct")]), &env).unwrap_err();
-        assert!(e.contains("sslnegotiation=direct"), "{e}");
+        assert!(e.contains("weak sslmode \"prefer\""), "{e}");
+        let s = resolve(
+            &p(&[("sslnegotiation", "direct"), ("sslmode", "require")]),
+            &env,
+        );
+        assert!(s.unwrap().direct);
+        let e = resolve(&p(&[("sslnegotiation", "x")]), &env).unwrap_err();
+        assert!(e.contains("invalid sslnegotiation value"), "{e}");
     }
 
     /// libpq's file rules: a named file the connection does not need is

@@ -148,6 +148,25 @@ fn reject(e: CertError) -> rustls::Error {
     )))
 }
 
+/// SCRAM's tls-server-end-point data (RFC 5929): the server certificate's
+/// hash under its signature's digest (SHA-256 for MD5 and SHA-1).
+pub fn end_point(conn: &rustls::ClientConnection) -> Option<Vec<u8>> {
+    let der = conn.peer_certificates()?.first()?;
+    let cert = X509::from_der(der).ok()?;
+    let md = match cert
+        .signature_algorithm()
+        .object()
+        .nid()
+        .signature_algorithms()
+        .map(|a| a.digest)
+    {
+        Some(openssl::nid::Nid::SHA384) => MessageDigest::sha384(),
+        Some(openssl::nid::Nid::SHA512) => MessageDigest::sha512(),
+        _ => MessageDigest::sha256(),
+    };
+    openssl::hash::hash(md, der).ok().map(|d| d.to_vec())
+}
+
 /// libpq's certificate store: the root file, and the CRLs that load.
 pub(crate) struct Roots {
     store: X509Store,

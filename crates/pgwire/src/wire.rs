@@ -90,15 +90,17 @@ fn negotiate(stream: Stream, target: &ConnTarget, host: &str) -> Result<Stream, 
         return Ok(stream);
     };
     let tls = target.tls();
-    tcp.write_all(&crate::tls::SSL_REQUEST)
-        .map_err(Negotiation::Io)?;
-    let mut byte = [0u8; 1];
-    tcp.read_exact(&mut byte).map_err(Negotiation::Io)?;
-    match crate::tls::answer(byte[0]) {
-        Ok(true) => {}
-        Ok(false) if tls.mode.requires_tls() => return Err(Negotiation::Refused),
-        Ok(false) => return Ok(Stream::Tcp(tcp)),
-        Err(m) => return Err(Negotiation::Handshake(m)),
+    if !tls.direct {
+        tcp.write_all(&crate::tls::SSL_REQUEST)
+            .map_err(Negotiation::Io)?;
+        let mut byte = [0u8; 1];
+        tcp.read_exact(&mut byte).map_err(Negotiation::Io)?;
+        match crate::tls::answer(byte[0]) {
+            Ok(true) => {}
+            Ok(false) if tls.mode.requires_tls() => return Err(Negotiation::Refused),
+            Ok(false) => return Ok(Stream::Tcp(tcp)),
+            Err(m) => return Err(Negotiation::Handshake(m)),
+        }
     }
     let config = tls.client_config().map_err(Negotiation::Handshake)?;
     let name = crate::tls::server_name(host).map_err(Negotiation::Handshake)?;
@@ -110,7 +112,7 @@ fn negotiate(stream: Stream, target: &ConnTarget, host: &str) -> Result<Stream, 
         if let Err(e) = s.conn.complete_io(&mut s.sock) {
             let m = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
                 Some(r) => crate::tls::describe(r, host, tls),
-                None => format!("TLS handshake: {e}"),
+                None => crate::tls::io_words(&e),
             };
             return Err(Negotiation::Handshake(m));
         }
@@ -328,7 +330,14 @@ impl WireConn {
         self.send()?;
         let mut handshake =
             auth::Handshake::new(cfg.get_user().unwrap_or("postgres"), cfg.get_password())
-                .require_auth(target.options().require_auth.clone());
+                .require_auth(target.options().require_auth.clone())
+                .channel_binding(
+                    target.options().channel_binding,
+                    match &self.stream {
+                        Stream::Tls(s) => crate::verify::end_point(&s.conn),
+                        _ => None,
+                    },
+                );
         let mut authenticated = false;
         let mut answer = BytesMut::new();
         loop {
