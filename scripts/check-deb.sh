@@ -45,14 +45,16 @@ fail() {
 dpkg -i "$deb" >/dev/null
 
 depends=$(dpkg-query -W -f='${Depends}' csdchar)
-# Package names without their version constraints; libgcc-s1 is what libc6 itself depends on.
+# Package names without their version constraints; libgcc-s1 is what libc6 itself depends on;
+# libssl3 is OpenSSL, which verifies server certificates as libpq does (crates/pgwire/src/verify.rs).
 for dep in $(echo "$depends" | sed 's/([^)]*)//g; s/[,|]/ /g'); do
   case "$dep" in
-    libc6|libgcc-s1) ;;
-    *) fail "Depends lists $dep (only libc6 and libgcc-s1 are expected): $depends" ;;
+    libc6|libgcc-s1|libssl3|libssl3t64) ;;
+    *) fail "Depends lists $dep (only libc6, libgcc-s1 and libssl3 are expected): $depends" ;;
   esac
 done
 [[ "$depends" == *libc6* ]] || fail "Depends does not list libc6: $depends"
+[[ "$depends" == *libssl3* ]] || fail "Depends does not list libssl3 (the binary links OpenSSL): $depends"
 suggests=$(dpkg-query -W -f='${Suggests}' csdchar)
 for s in postgresql fio zfs-fuse; do
   [[ ", $suggests," == *", $s,"* ]] || fail "Suggests lacks $s: $suggests"

@@ -7,7 +7,8 @@
 #   /usr/share/doc/csdchar/: README.md.gz, copyright, changelog.Debian.gz, examples/campaigns/, examples/fio/
 # Pages and completions are what the packaged binary itself generates from its clap definitions
 # (`csdchar manpages`, `csdchar completions`). Depends is what dpkg-shlibdeps finds the binary
-# linked against (libc6, and libgcc-s1, which libc6 itself depends on); PostgreSQL, fio and
+# linked against (libc6, libgcc-s1, which libc6 itself depends on, and libssl3: OpenSSL verifies
+# server certificates as libpq does); PostgreSQL, fio and
 # zfs-fuse are Suggests. Needs dpkg-dev (dpkg-shlibdeps) and binutils (strip).
 #
 #   scripts/package-deb.sh                 cargo build --release --locked -p csdchar-cli, then package
