@@ -147,17 +147,21 @@ fi
 # that need the machine to themselves live in `alone` modules and run afterwards, one at
 # a time. Modules that drive the database client run their tests again on the io_uring
 # driver themselves (`on_uring_too!`, a child process with CSDCHAR_CLIENT_IO=uring).
-# The suite and the crates' own tests (units, the CLI's binary tests, pgbench-script's) run side
-# by side, not one binary after the other: the suite's tail leaves cores idle that they fill. The
-# crates' output is shown after the suite's, with their exit status.
+# The suite and the crates' own tests (units, the CLI's binary tests, pgbench-script's, doc tests)
+# run side by side, not one binary after the other: the suite's tail leaves cores idle that they
+# fill. The crates' output is shown after the suite's, with their exit status. Every cargo call
+# here selects the whole workspace (--workspace, then targets): a narrower package set would
+# unify dependencies' features differently and rebuild them.
 phase "tests"
 crates_log=$(mktemp)
-RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --workspace --exclude csdchar-suite --locked \
-  -- --skip alone:: >"$crates_log" 2>&1 &
+{
+  RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --workspace --locked --lib --bins \
+    --test it --test alloc -- --skip alone:: && cargo test --workspace --locked --doc
+} >"$crates_log" 2>&1 &
 crates_pid=$!
 suite_status=0
-RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --locked --test suite -- --skip alone:: ||
-  suite_status=$?
+RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --workspace --locked --test suite \
+  -- --skip alone:: || suite_status=$?
 crates_status=0
 wait "$crates_pid" || crates_status=$?
 phase "the crates' own tests (run beside the suite)"
@@ -165,7 +169,7 @@ cat "$crates_log"
 rm -f "$crates_log"
 [ "$suite_status" = 0 ] && [ "$crates_status" = 0 ] || exit 1
 phase "tests that need the machine alone"
-cargo test --locked --test suite alone:: -- --test-threads=1
+cargo test --workspace --locked --test suite alone:: -- --test-threads=1
 # Every criterion bench once, in the test build (criterion's test mode: each benchmark runs
 # once and must not fail): the block engine on a loop device the bench sets up itself (root),
 # one db client exchange on a managed cluster, the generators and the estimator. Figures
