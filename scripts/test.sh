@@ -91,10 +91,11 @@ if [ "$(id -u)" = 0 ] && [ ! -e /sys/class/zram-control ]; then
 fi
 
 # sshd for the loopback multi-host tests (crates/cli/tests/it/fleet_sshd.rs): Debian's
-# openssh-server unpacked in the tool cache, never installed (its postinst would start a daemon on
+# openssh-server unpacked under target/ (not in root's cache: the tests run sshd as the postgres
+# user, who cannot enter /root), never installed (its postinst would start a daemon on
 # port 22 and add a user); the tests start their own sshd processes on 127.0.0.2-4 as an
 # unprivileged user and stop them.
-sshd_root="$tool_cache/openssh-server"
+sshd_root="${CARGO_TARGET_DIR:-target}/openssh-server"
 if [ ! -x "$sshd_root/usr/sbin/sshd" ] && command -v apt-get >/dev/null; then
   sshd_dl=$(mktemp -d)
   if (cd "$sshd_dl" && { apt-get download openssh-server libwrap0 >/dev/null 2>&1 ||

@@ -7,7 +7,7 @@
 # times alternating: one local run of STEP, and the same STEP with --hosts on the N hosts.
 # Reports per round: the local wall time, the fleet wall time, the fleet's preflight time,
 # --start-delay, the overhead (fleet − delay − local), and the start spread from fleet.json.
-#   SSHD=path/to/sshd (default: CSDCHAR_SSHD, the one scripts/test.sh unpacks in ~/.cache/csdchar, /usr/sbin/sshd)
+#   SSHD=path/to/sshd (default: CSDCHAR_SSHD, target/openssh-server/usr/sbin/sshd as scripts/test.sh unpacks it, /usr/sbin/sshd)
 #   BIN=target/release/csdchar  N=3  ROUNDS=5  DELAY=1s
 #   STEP='block --engine null --rw randread --runtime 2s --time-based'
 #   LOCAL_STEP=STEP (the local run; for a db step give it N times the threads, the same total
@@ -21,7 +21,7 @@ DELAY=${DELAY:-1s}
 STEP=${STEP:-block --engine null --rw randread --runtime 2s --time-based}
 LOCAL_STEP=${LOCAL_STEP:-$STEP}
 SSHD=${SSHD:-${CSDCHAR_SSHD:-}}
-for c in "${XDG_CACHE_HOME:-$HOME/.cache}/csdchar/openssh-server/usr/sbin/sshd" /usr/sbin/sshd; do
+for c in target/openssh-server/usr/sbin/sshd /usr/sbin/sshd; do
   [ -n "$SSHD" ] || { [ -x "$c" ] && SSHD=$(cd "$(dirname "$c")" && pwd)/sshd; } || true
 done
 [ -x "$SSHD" ] || { echo "no sshd: run scripts/test.sh once (it unpacks one) or set SSHD" >&2; exit 1; }
