@@ -656,8 +656,10 @@ fn a_rerun_removes_the_pool_of_a_killed_csdchar() {
     };
     let file = long_campaign(dir.path(), &name, "6s");
     let out = dir.path().join("out");
+    // The test's path in the suite: `--exact` matches the whole of it.
+    let path = format!("zfs::{test}");
     let mut helper = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .args([path.as_str(), "--exact", "--nocapture", "--test-threads=1"])
         .env(
             HOLD_CAMPAIGN,
             format!("{}\n{}", file.display(), out.display()),
