@@ -107,7 +107,7 @@ pub(super) fn start_zfs_fuse() -> Result<Option<Daemon>, String> {
     Ok(daemon)
 }
 
-/// Stops a zfs-fuse daemon (SIGTERM) and waits up to 30 s for it to exit;
+/// Stops a zfs-fuse daemon (SIGTERM) and waits up to 30 s for it to exit (then SIGKILL);
 /// one that is gone already (killed) is left alone, its pid maybe another
 /// process's now. The daemon forks away from the process that started it;
 /// when csdchar is a child subreaper (it is once it has started a PostgreSQL
@@ -122,7 +122,7 @@ pub(super) fn stop_zfs_fuse(daemon: Daemon) {
             let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
         }
     }
-    wait_for(30, || {
+    let gone = || {
         let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()
             .and_then(|t| {
@@ -141,5 +141,14 @@ pub(super) fn stop_zfs_fuse(daemon: Daemon) {
             // Another process under a reused pid: not ours to wait for.
             Some(false) => !daemon.alive(),
         }
-    });
+    };
+    // A daemon csdchar started serves none of its pools by now (they are destroyed before
+    // it is stopped), so one that outlives SIGTERM by 30 s — seen on a loaded machine after
+    // a pool was destroyed — is killed rather than left running.
+    if !wait_for(30, gone) && daemon.alive() {
+        if let Some(p) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+        }
+        wait_for(5, gone);
+    }
 }
