@@ -369,7 +369,12 @@ fn steady_state_stops_the_job_as_fio_does_and_says_so_in_fio_s_keys() {
     // The csdchar result carries it too.
     let b = r.outcome.block.unwrap();
     let ss = b.steady_state.unwrap();
-    assert!(ss.attained && ss.iops_mean == 3000);
+    // The window's mean at the paced 3000 IOPS (a loaded machine's window read 29xx).
+    assert!(
+        ss.attained && ss.iops_mean.abs_diff(3000) <= 30,
+        "{}",
+        ss.iops_mean
+    );
 }
 
 #[test]
