@@ -234,24 +234,34 @@ fn int(key: &str, from: &str, v: &str) -> Result<i64, TargetError> {
     })
 }
 
+/// A key's value and where it came from: the connection string's own key (the last one wins),
+/// else the libpq variable `var` (none when `var` is empty). Shared by the option table and the
+/// TLS settings, which read the same way.
+pub(crate) fn key_or_var(
+    params: &[(String, String)],
+    env: &dyn Env,
+    k: &str,
+    var: &str,
+) -> Option<(String, String)> {
+    params
+        .iter()
+        .rev()
+        .find(|(n, _)| n == k)
+        .map(|(_, v)| (v.clone(), k.to_string()))
+        .or_else(|| {
+            (!var.is_empty())
+                .then(|| env.get(var).map(|v| (v, var.to_string())))
+                .flatten()
+        })
+}
+
 impl LibpqOptions {
     /// The options from the string's own keys (`params`, last wins) and the environment.
     pub fn resolve(
         params: &[(String, String)],
         env: &dyn Env,
     ) -> Result<LibpqOptions, TargetError> {
-        let get = |k: &str, var: &str| -> Option<(String, String)> {
-            params
-                .iter()
-                .rev()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| (v.clone(), k.to_string()))
-                .or_else(|| {
-                    (!var.is_empty())
-                        .then(|| env.get(var).map(|v| (v, var.to_string())))
-                        .flatten()
-                })
-        };
+        let get = |k: &str, var: &str| crate::options::key_or_var(params, env, k, var);
         let bad = |from: &str, message: String| TargetError {
             variable: from.starts_with("PG").then(|| from.to_string()),
             message,

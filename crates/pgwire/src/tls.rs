@@ -235,18 +235,7 @@ impl TlsSettings {
         env: &dyn Env,
         tcp: bool,
     ) -> Result<TlsSettings, TargetError> {
-        let get = |k: &str, var: &str| -> Option<(String, String)> {
-            params
-                .iter()
-                .rev()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| (v.clone(), k.to_string()))
-                .or_else(|| {
-                    (!var.is_empty())
-                        .then(|| env.get(var).map(|v| (v, var.to_string())))
-                        .flatten()
-                })
-        };
+        let get = |k: &str, var: &str| crate::options::key_or_var(params, env, k, var);
         // A message about the value of `from` (a key, or a PG* variable).
         let bad = |from: &str, message: String| TargetError {
             variable: from.starts_with("PG").then(|| from.to_string()),
