@@ -187,23 +187,82 @@ pub(super) fn unescape_mount(field: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Destroys pool `name` (retrying while a server that just stopped keeps it
-/// busy). A pool that is not imported is gone already: csdchar's pools are
-/// made with `cachefile=none`, so one whose zfs-fuse daemon died went with
-/// it and no daemon imports it again.
-pub(super) fn destroy_pool(name: &str) -> Result<(), String> {
-    let mut last = String::new();
-    for _ in 0..40 {
-        match run("zpool", &["destroy", "-f", name]) {
+/// How long [`destroy_pool`] retries the pool of a run that is gone while it
+/// stays busy: the files of a run killed in the middle of its I/O are
+/// released by the kernel, and their last writes served by the zfs-fuse
+/// daemon, some time after the process is gone (seconds, more on a loaded
+/// machine).
+const STALE_BUSY_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// How long [`destroy_pool`] retries this run's own pool while it stays busy
+/// (a server that just stopped): short, as a Ctrl-C must end within seconds.
+const OWN_BUSY_FOR: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Destroys pool `name` (retrying while a server that just stopped, or I/O of
+/// a run that is gone, keeps it busy). A pool that is not imported is gone
+/// already: csdchar's pools are made with `cachefile=none`, so one whose
+/// zfs-fuse daemon died went with it and no daemon imports it again. When it
+/// stays busy the error names the processes holding files under `dir` (its
+/// directory), or says that none does.
+pub(super) fn destroy_pool(
+    name: &str,
+    dir: &Path,
+    busy_for: std::time::Duration,
+) -> Result<(), String> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let last = match run("zpool", &["destroy", "-f", name]) {
             Ok(_) => return Ok(()),
-            Err(e) => last = e,
-        }
+            Err(e) => e,
+        };
         if !zfs_reachable() || run("zpool", &["list", "-H", "-o", "name", name]).is_err() {
             return Ok(());
         }
+        if t0.elapsed() > busy_for {
+            let holders = processes_holding(dir);
+            return Err(if holders.is_empty() {
+                format!(
+                    "{last} (for {} s; no process holds a file under {})",
+                    t0.elapsed().as_secs(),
+                    dir.display()
+                )
+            } else {
+                format!(
+                    "{last} (for {} s; held by {})",
+                    t0.elapsed().as_secs(),
+                    holders.join(", ")
+                )
+            });
+        }
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
-    Err(last)
+}
+
+/// "pid N (comm)" of every process with an open file, working directory or
+/// root under `dir` (those of other users are seen by root only).
+fn processes_holding(dir: &Path) -> Vec<String> {
+    let under =
+        |link: std::path::PathBuf| std::fs::read_link(link).is_ok_and(|t| t.starts_with(dir));
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let p = std::path::PathBuf::from(format!("/proc/{pid}"));
+            under(p.join("cwd"))
+                || under(p.join("root"))
+                || std::fs::read_dir(p.join("fd"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|fd| under(fd.path()))
+        })
+        .map(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            format!("pid {pid} ({})", comm.trim())
+        })
+        .collect()
 }
 
 /// Removes a pool's directory once its pool is gone: dead FUSE mounts first.
@@ -246,7 +305,7 @@ pub(super) fn sweep_stale(tmp: &Path) -> Swept {
         if m.uid != me || !m.run_gone() {
             continue; // another user's, or a live run's
         }
-        match destroy_pool(pool).and_then(|()| remove_pool_dir(&m.dir)) {
+        match destroy_pool(pool, &m.dir, STALE_BUSY_FOR).and_then(|()| remove_pool_dir(&m.dir)) {
             Ok(()) => swept.notes.push(format!(
                 "removed ZFS pool {pool} and {}: left by a csdchar run (pid {}) that is gone",
                 m.dir.display(),
@@ -453,7 +512,7 @@ impl ZfsPool {
         let mut left: Vec<String> = Vec::new();
         let name = std::mem::take(&mut self.name);
         let dir = std::mem::take(&mut self.dir);
-        let pool_gone = match (name.is_empty(), destroy_pool(&name)) {
+        let pool_gone = match (name.is_empty(), destroy_pool(&name, &dir, OWN_BUSY_FOR)) {
             (true, _) | (false, Ok(())) => true,
             (false, Err(e)) => {
                 left.push(format!(
