@@ -10,6 +10,7 @@
 //! the certificates in DIR/pki for the library prototypes.
 
 use crate::libpq;
+use csdchar_dbloop::settings::{ClientIo, ClientIoSettings};
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -95,12 +96,8 @@ fn verify_row(m: &libpq::Matrix, case: &libpq::cases::Case, ran: &libpq::Ran) ->
     ))
 }
 
-#[test]
-fn psql_outcomes_are_the_tables() {
-    if !root_and_postgres_or_skip() {
-        return;
-    }
-    let mut m = libpq::Matrix::start();
+/// The table through psql 15: every case must give the table's outcome.
+fn psql_outcomes_are_the_tables(m: &mut libpq::Matrix) -> Result<(), String> {
     let cases = libpq::cases::cases();
     let mut ids = std::collections::HashSet::new();
     for c in &cases {
@@ -113,7 +110,7 @@ fn psql_outcomes_are_the_tables() {
     let mut verify = String::from("id\tserver_cert\tsslmode\thost\troot\tcrl\tcrldir\tpsql\n");
     for case in &cases {
         let ran = m.run(&libpq::Psql, case);
-        if let Some(row) = verify_row(&m, case, &ran) {
+        if let Some(row) = verify_row(m, case, &ran) {
             verify.push_str(&row);
         }
         let mut setting: Vec<String> = case.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -156,11 +153,11 @@ fn psql_outcomes_are_the_tables() {
             if case.conninfo.is_empty() {
                 "(empty)".to_string()
             } else {
-                cell(case.conninfo, &m)
+                cell(case.conninfo, m)
             },
-            cell(&setting.join(", "), &m),
-            cell(&outcome, &m),
-            cell(case.note, &m)
+            cell(&setting.join(", "), m),
+            cell(&outcome, m),
+            cell(case.note, m)
         ));
         if !ran.agrees {
             wrong.push(format!(
@@ -194,13 +191,16 @@ fn psql_outcomes_are_the_tables() {
         );
         std::fs::write(out.join("ports"), ports).unwrap();
     }
-    assert!(
-        wrong.is_empty(),
-        "{} of {} cases differ from psql:\n{}",
-        wrong.len(),
-        cases.len(),
-        wrong.join("\n")
-    );
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} of {} cases differ from psql:\n{}",
+            wrong.len(),
+            cases.len(),
+            wrong.join("\n")
+        ))
+    }
 }
 
 #[test]
@@ -251,22 +251,16 @@ fn uri_parse_table_is_libpqs() {
 }
 
 /// The table through a newer libpq: psycopg's bundled one (a python with
-/// psycopg[binary] in CSDCHAR_LIBPQ_PYTHON; skipped without). Each case must give
+/// psycopg[binary] in CSDCHAR_LIBPQ_PYTHON; left out without). Each case must give
 /// its outcome for that version: 15's, or the newer one the case records for keys
 /// of 16 and 17.
-#[test]
-fn newer_libpq_outcomes_are_the_tables() {
-    let Some(client) = libpq::PyLibpq::from_env() else {
-        eprintln!("skipped: CSDCHAR_LIBPQ_PYTHON (a python with psycopg[binary]) is not set");
-        return;
-    };
-    if !root_and_postgres_or_skip() {
-        return;
-    }
-    let mut m = libpq::Matrix::start();
+fn newer_libpq_outcomes_are_the_tables(
+    m: &mut libpq::Matrix,
+    client: &libpq::PyLibpq,
+) -> Result<(), String> {
     let mut wrong = Vec::new();
     for case in &libpq::cases::cases() {
-        let ran = m.run(&client, case);
+        let ran = m.run(client, case);
         if !ran.agrees {
             wrong.push(format!(
                 "{}: libpq {}: {}\n  {}",
@@ -277,7 +271,11 @@ fn newer_libpq_outcomes_are_the_tables() {
             ));
         }
     }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join("\n"))
+    }
 }
 
 /// The matrix's cases whose csdchar outcome still differs from libpq's, per
@@ -299,12 +297,7 @@ const CSDCHAR_CONTROL_DIFFERS: &[&str] = &[
 
 /// The table through csdchar's clients: each case gives libpq's outcome
 /// (libpq 17's for the keys of 16 and 17), except the listed known gaps.
-#[test]
-fn csdchar_outcomes_are_the_tables() {
-    if !root_and_postgres_or_skip() {
-        return;
-    }
-    let mut m = libpq::Matrix::start();
+fn csdchar_outcomes_are_the_tables(m: &mut libpq::Matrix) -> Result<(), String> {
     let cases = libpq::cases::cases();
     let mut problems = Vec::new();
     for (client, known) in [
@@ -361,10 +354,12 @@ fn csdchar_outcomes_are_the_tables() {
             differing
         );
     }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
 }
-
-crate::on_uring_too!("docs_recipes_run_on_the_client_driver");
 
 /// A statement per transaction, for the recipes' runs.
 struct SelectOne;
@@ -382,28 +377,12 @@ impl csdchar_dbloop::event::EventSource for SelectOne {
 /// Issue 40's "done when": the two certificates PostgreSQL's docs make (the
 /// quick self-signed one, used as its own root; the CA-signed X.509 v1 one)
 /// carry a measured run under require, verify-ca and verify-full on the
-/// client driver (threads; io_uring in the rerun that `on_uring_too!` adds:
-/// its ring takes the TLS session over after the handshake). The control
-/// connection and the handshake of both are the matrix's rows.
-#[test]
-fn docs_recipes_run_on_the_client_driver() {
+/// client driver `io` (on io_uring the ring takes the TLS session over after
+/// the handshake). The control connection and the handshake of both are the
+/// matrix's rows.
+fn docs_recipes_run_on_the_client_driver(m: &mut libpq::Matrix, io: ClientIo) {
     use csdchar_dbloop::event::{Protocol, StatementSet, Workload};
-    use csdchar_dbloop::settings::{ClientIo, ClientIoSettings};
     use libpq::servers::ServerCert;
-    if !root_and_postgres_or_skip() {
-        return;
-    }
-    let io = match std::env::var("CSDCHAR_CLIENT_IO").as_deref() {
-        Ok("uring") => {
-            if let Err(e) = csdchar_dbloop::runner::uring_probe() {
-                eprintln!("skipped: io_uring is not usable here: {e}");
-                return;
-            }
-            ClientIo::Uring
-        }
-        _ => ClientIo::Threads,
-    };
-    let mut m = libpq::Matrix::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     for (cert, root) in [
         (ServerCert::DocsSelfSigned, "ss.crt"),
@@ -455,4 +434,41 @@ fn docs_recipes_run_on_the_client_driver() {
             );
         }
     }
+}
+
+/// One matrix (the PKI, the TLS server, the primary and its standby) for every
+/// client put through it: starting it costs about what one client's pass over
+/// the cases does, so it is started once. psql 15 first (the table), then
+/// csdchar's two connections, a newer libpq when CSDCHAR_LIBPQ_PYTHON gives
+/// one, and the docs' recipes on both client drivers (io_uring where the
+/// kernel has it). Every part runs; the test fails with what each found.
+#[test]
+fn every_client_through_the_matrix() {
+    if !root_and_postgres_or_skip() {
+        return;
+    }
+    let mut m = libpq::Matrix::start();
+    let mut failed = Vec::new();
+    if let Err(e) = psql_outcomes_are_the_tables(&mut m) {
+        failed.push(format!("psql: {e}"));
+    }
+    if let Err(e) = csdchar_outcomes_are_the_tables(&mut m) {
+        failed.push(format!("csdchar: {e}"));
+    }
+    match libpq::PyLibpq::from_env() {
+        Some(client) => {
+            if let Err(e) = newer_libpq_outcomes_are_the_tables(&mut m, &client) {
+                failed.push(format!("newer libpq: {e}"));
+            }
+        }
+        None => eprintln!(
+            "newer libpq left out: CSDCHAR_LIBPQ_PYTHON (a python with psycopg[binary]) is not set"
+        ),
+    }
+    docs_recipes_run_on_the_client_driver(&mut m, ClientIo::Threads);
+    match csdchar_dbloop::runner::uring_probe() {
+        Ok(()) => docs_recipes_run_on_the_client_driver(&mut m, ClientIo::Uring),
+        Err(e) => eprintln!("the recipes on io_uring left out: io_uring is not usable here: {e}"),
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }
