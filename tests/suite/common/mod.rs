@@ -295,7 +295,8 @@ pub fn sh(cmd: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// A mount point that is unmounted on drop (retrying while busy).
+/// A mount point that is unmounted on drop (retrying while busy: the processes of a server
+/// stopped just before may take seconds to exit on a loaded machine).
 pub struct Mounted(std::path::PathBuf);
 
 impl Mounted {
@@ -317,7 +318,7 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        for _ in 0..50 {
+        for _ in 0..300 {
             if std::process::Command::new("umount")
                 .arg(&self.0)
                 .status()
@@ -327,6 +328,7 @@ impl Drop for Mounted {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
+        eprintln!("warning: could not unmount {}", self.0.display());
     }
 }
 
@@ -373,10 +375,11 @@ impl Zram {
 
 impl Drop for Zram {
     fn drop(&mut self) {
-        // udev may still hold the device open to probe it after our writes:
-        // retry for a few seconds instead of leaving it configured.
+        // udev may still hold the device open to probe it after our writes, and the file
+        // system on it may still be going away on a loaded machine: retry for up to 30 s
+        // instead of leaving it configured.
         let retry = |what: &dyn Fn() -> std::io::Result<()>| {
-            for _ in 0..100 {
+            for _ in 0..600 {
                 if what().is_ok() {
                     return;
                 }
