@@ -86,12 +86,33 @@ if ! command -v cargo >/dev/null; then
   echo "cargo not found: install Rust (rustup) first" >&2
   exit 1
 fi
+# Compiled third-party crates are kept between runs on this machine, as hosted CI keeps cargo's
+# target directory (rust-cache): as root, in /var/cache/csdchar/target (readable by the postgres
+# user, who runs sshd and csdchar in the loopback tests; /root is not). The workspace's own crates
+# are always compiled anew: their artifacts from earlier runs are removed first, so a run builds
+# and lints this clone's sources, and the directory does not grow from run to run. Without root,
+# or with CARGO_TARGET_DIR set, the usual target/ is used. Incremental compilation is off: a
+# clone's first build gains nothing from it and writes gigabytes.
+if [ -z "${CARGO_TARGET_DIR:-}" ] && [ "$(id -u)" = 0 ]; then
+  export CARGO_TARGET_DIR=/var/cache/csdchar/target
+  mkdir -p "$CARGO_TARGET_DIR"
+  chmod 755 /var/cache/csdchar "$CARGO_TARGET_DIR"
+  for name in $(cargo metadata --no-deps --format-version 1 --locked | python3 -c '
+import json, sys
+print(" ".join(sorted({t["name"].replace("-", "_") for p in json.load(sys.stdin)["packages"]
+                       for t in p["targets"]})))'); do
+    rm -rf "$CARGO_TARGET_DIR"/debug/deps/"$name"-* "$CARGO_TARGET_DIR"/debug/deps/lib"$name"-*
+  done
+  rm -rf "$CARGO_TARGET_DIR"/debug/.fingerprint/csdchar-* "$CARGO_TARGET_DIR"/debug/build/csdchar-* \
+    "$CARGO_TARGET_DIR"/debug/incremental "$CARGO_TARGET_DIR"/debug/csdchar "$CARGO_TARGET_DIR"/debian
+fi
+export CARGO_INCREMENTAL=0
 if [ "$(id -u)" = 0 ] && [ ! -e /sys/class/zram-control ]; then
   modprobe zram 2>/dev/null || echo "note: zram module not available; zram tests will skip"
 fi
 
 # sshd for the loopback multi-host tests (crates/cli/tests/it/fleet_sshd.rs): Debian's
-# openssh-server unpacked under target/ (not in root's cache: the tests run sshd as the postgres
+# openssh-server unpacked under the target directory (not in root's cache: the tests run sshd as the postgres
 # user, who cannot enter /root), never installed (its postinst would start a daemon on
 # port 22 and add a user); the tests start their own sshd processes on 127.0.0.2-4 as an
 # unprivileged user and stop them.
