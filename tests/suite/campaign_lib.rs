@@ -505,23 +505,29 @@ fn a_changed_file_is_refused_for_resume_unless_forced() {
 fn refusals_before_anything_runs() {
     let d = tempfile::tempdir().unwrap();
     let c = percona(&d.path().join("disk"));
-    // zram without root (the provisioner's preflight).
-    let mut zram = FakeZram {
-        refuse: Some(DeviceError::new(
-            DeviceErrorKind::NeedsRoot,
-            "making a zram device needs root",
-        )),
-        ..FakeZram::default()
-    };
+    // The provisioner's preflight refusing: as bad input when root or a tool is
+    // missing (zram without root), as a fault otherwise (a system call failed).
     let mut m = Mock::default();
-    let (r, _) = execute(
-        &c,
-        &c.plan(&d.path().join("o1")).unwrap(),
-        &mut m,
-        &mut zram,
-        opts(),
+    let mut refused = |kind, message: &str| {
+        let mut zram = FakeZram {
+            refuse: Some(DeviceError::new(kind, message)),
+            ..FakeZram::default()
+        };
+        let (r, _) = execute(
+            &c,
+            &c.plan(&d.path().join("o1")).unwrap(),
+            &mut m,
+            &mut zram,
+            opts(),
+        );
+        assert!(m.ran.is_empty());
+        assert!(!d.path().join("o1").exists(), "nothing is written");
+        r.unwrap_err()
+    };
+    let e = refused(
+        DeviceErrorKind::NeedsRoot,
+        "making a zram device needs root",
     );
-    let e = r.unwrap_err();
     assert!(
         matches!(e, CampaignError::Setup(_)) && e.is_bad_input(),
         "{e:?}"
@@ -530,33 +536,14 @@ fn refusals_before_anything_runs() {
         e.to_string(),
         "target zram: making a zram device needs root; run as root, or give the target a directory: --target zram=DIR"
     );
-    assert!(m.ran.is_empty());
-    assert!(!d.path().join("o1").exists(), "bad input writes nothing");
-    // A preflight that fails otherwise (a system call) is a fault, not bad input.
-    let mut zram = FakeZram {
-        refuse: Some(DeviceError::new(
-            DeviceErrorKind::Os(std::io::ErrorKind::PermissionDenied),
-            "/sys/class/zram-control: Permission denied",
-        )),
-        ..FakeZram::default()
-    };
-    let (r, _) = execute(
-        &c,
-        &c.plan(&d.path().join("o1")).unwrap(),
-        &mut m,
-        &mut zram,
-        opts(),
+    let e = refused(
+        DeviceErrorKind::Os(std::io::ErrorKind::PermissionDenied),
+        "/sys/class/zram-control: Permission denied",
     );
-    let e = r.unwrap_err();
     assert!(!e.is_bad_input(), "{e:?}");
     assert_eq!(
         e.to_string(),
         "target zram: /sys/class/zram-control: Permission denied"
-    );
-    assert!(m.ran.is_empty());
-    assert!(
-        !d.path().join("o1").exists(),
-        "nothing is written before the check"
     );
     // An argv the CLI refuses.
     let text = std::fs::read_to_string(recipe("percona-sysbench.toml"))
