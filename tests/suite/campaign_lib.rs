@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use csdchar_campaign::manifest::Manifest;
 use csdchar_campaign::*;
+use csdchar_devices::{DeviceError, DeviceErrorKind};
 
 fn recipe(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -62,7 +63,7 @@ impl StepRunner for Mock {
 struct FakeZram {
     made: Rc<RefCell<Vec<PathBuf>>>,
     removed: Rc<RefCell<usize>>,
-    refuse: Option<String>,
+    refuse: Option<DeviceError>,
 }
 
 struct FakeMount(tempfile::TempDir, Rc<RefCell<usize>>);
@@ -71,17 +72,22 @@ impl Provisioned for FakeMount {
     fn dir(&self) -> &Path {
         self.0.path()
     }
-    fn teardown(self: Box<Self>) -> Result<(), String> {
+    fn teardown(self: Box<Self>) -> Result<(), DeviceError> {
         *self.1.borrow_mut() += 1;
         Ok(())
     }
 }
 
 impl Provisioner for FakeZram {
-    fn preflight(&mut self, _: &Storage) -> Result<(), String> {
+    fn preflight(&mut self, _: &Storage) -> Result<(), DeviceError> {
         self.refuse.clone().map_or(Ok(()), Err)
     }
-    fn provision(&mut self, _: &str, _: &str, _: &Storage) -> Result<Box<dyn Provisioned>, String> {
+    fn provision(
+        &mut self,
+        _: &str,
+        _: &str,
+        _: &Storage,
+    ) -> Result<Box<dyn Provisioned>, DeviceError> {
         let d = tempfile::tempdir().unwrap();
         self.made.borrow_mut().push(d.path().to_path_buf());
         Ok(Box::new(FakeMount(d, self.removed.clone())))
@@ -499,26 +505,46 @@ fn a_changed_file_is_refused_for_resume_unless_forced() {
 fn refusals_before_anything_runs() {
     let d = tempfile::tempdir().unwrap();
     let c = percona(&d.path().join("disk"));
-    // zram without root (the provisioner's preflight).
-    let mut zram = FakeZram {
-        refuse: Some("making a zram device needs root".into()),
-        ..FakeZram::default()
-    };
+    // The provisioner's preflight refusing: as bad input when root or a tool is
+    // missing (zram without root), as a fault otherwise (a system call failed).
     let mut m = Mock::default();
-    let (r, _) = execute(
-        &c,
-        &c.plan(&d.path().join("o1")).unwrap(),
-        &mut m,
-        &mut zram,
-        opts(),
+    let mut refused = |kind, message: &str| {
+        let mut zram = FakeZram {
+            refuse: Some(DeviceError::new(kind, message)),
+            ..FakeZram::default()
+        };
+        let (r, _) = execute(
+            &c,
+            &c.plan(&d.path().join("o1")).unwrap(),
+            &mut m,
+            &mut zram,
+            opts(),
+        );
+        assert!(m.ran.is_empty());
+        assert!(!d.path().join("o1").exists(), "nothing is written");
+        r.unwrap_err()
+    };
+    let e = refused(
+        DeviceErrorKind::NeedsRoot,
+        "making a zram device needs root",
     );
-    let e = r.unwrap_err().to_string();
+    assert!(
+        matches!(e, CampaignError::Setup(_)) && e.is_bad_input(),
+        "{e:?}"
+    );
     assert_eq!(
-        e,
+        e.to_string(),
         "target zram: making a zram device needs root; run as root, or give the target a directory: --target zram=DIR"
     );
-    assert!(m.ran.is_empty());
-    assert!(!d.path().join("o1").exists(), "bad input writes nothing");
+    let e = refused(
+        DeviceErrorKind::Os(std::io::ErrorKind::PermissionDenied),
+        "/sys/class/zram-control: Permission denied",
+    );
+    assert!(!e.is_bad_input(), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "target zram: /sys/class/zram-control: Permission denied"
+    );
     // An argv the CLI refuses.
     let text = std::fs::read_to_string(recipe("percona-sysbench.toml"))
         .unwrap()

@@ -824,7 +824,10 @@ fn zfs_property_checks_agree_with_zfs_set() {
                 && let Some(list) = t.split("must be one of '").nth(1)
             {
                 let list = list.trim_end_matches('\'');
-                assert!(o.contains(&format!("(allowed: {list})")), "{o} / {t}");
+                assert!(
+                    o.message.contains(&format!("(allowed: {list})")),
+                    "{o} / {t}"
+                );
             }
         }
     }

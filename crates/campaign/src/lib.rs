@@ -68,7 +68,9 @@ pub enum CampaignError {
     /// Storage cannot be made here (zram without root).
     #[error("{0}")]
     Setup(String),
-    /// Writing the manifest or the output directory failed.
+    /// Writing the manifest or the output directory failed, or checking
+    /// whether a target's storage can be made failed for another reason than
+    /// root or a tool missing (a fault, not the input).
     #[error("{0}")]
     Io(String),
 }

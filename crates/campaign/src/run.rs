@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use csdchar_devices::Sysfs;
 use csdchar_devices::zfs::ZfsPool;
 use csdchar_devices::zram::{ZramConfig, ZramMount};
+use csdchar_devices::{DeviceError, DeviceErrorKind, Sysfs};
 
 use crate::CampaignError;
 use crate::manifest::{
@@ -247,7 +247,7 @@ pub trait Provisioned {
     /// The directory the target's steps use.
     fn dir(&self) -> &Path;
     /// Removes it; the error says what was left behind.
-    fn teardown(self: Box<Self>) -> Result<(), String>;
+    fn teardown(self: Box<Self>) -> Result<(), DeviceError>;
     /// What making it did besides, one line each (a stale pool of a killed
     /// run removed).
     fn notes(&self) -> Vec<String> {
@@ -258,15 +258,17 @@ pub trait Provisioned {
 /// Makes the storage of targets the campaign makes ([`Storage::is_made`]:
 /// zram and zfs).
 pub trait Provisioner {
-    /// Whether it can be made here, checked before anything runs.
-    fn preflight(&mut self, storage: &Storage) -> Result<(), String>;
+    /// Whether it can be made here, checked before anything runs: an error
+    /// that [`DeviceError::is_unavailable`] (root or a tool missing) refuses
+    /// the campaign as bad input (exit 2); any other is a fault.
+    fn preflight(&mut self, storage: &Storage) -> Result<(), DeviceError>;
     /// Makes it.
     fn provision(
         &mut self,
         campaign: &str,
         target: &str,
         storage: &Storage,
-    ) -> Result<Box<dyn Provisioned>, String>;
+    ) -> Result<Box<dyn Provisioned>, DeviceError>;
 }
 
 /// The real one (root only): a zram device and its file system, mounted
@@ -279,7 +281,7 @@ impl Provisioned for ZfsPool {
     fn dir(&self) -> &Path {
         self.mountpoint()
     }
-    fn teardown(self: Box<Self>) -> Result<(), String> {
+    fn teardown(self: Box<Self>) -> Result<(), DeviceError> {
         ZfsPool::teardown(*self)
     }
     fn notes(&self) -> Vec<String> {
@@ -308,13 +310,13 @@ impl Provisioned for ZramMount {
     fn dir(&self) -> &Path {
         self.mountpoint()
     }
-    fn teardown(self: Box<Self>) -> Result<(), String> {
+    fn teardown(self: Box<Self>) -> Result<(), DeviceError> {
         ZramMount::teardown(*self)
     }
 }
 
 impl Provisioner for StorageProvisioner {
-    fn preflight(&mut self, storage: &Storage) -> Result<(), String> {
+    fn preflight(&mut self, storage: &Storage) -> Result<(), DeviceError> {
         match storage {
             Storage::Zram(z) => csdchar_devices::zram::preflight(z.filesystem),
             Storage::Zfs(_) => csdchar_devices::zfs::preflight(),
@@ -326,7 +328,7 @@ impl Provisioner for StorageProvisioner {
         campaign: &str,
         target: &str,
         storage: &Storage,
-    ) -> Result<Box<dyn Provisioned>, String> {
+    ) -> Result<Box<dyn Provisioned>, DeviceError> {
         let prefix = format!("csdchar-campaign-{campaign}-{target}");
         match storage {
             Storage::Zram(spec) => Ok(Box::new(ZramMount::create(&ZramConfig {
@@ -341,7 +343,10 @@ impl Provisioner for StorageProvisioner {
                 spec.size,
                 &spec.properties,
             )?)),
-            Storage::None | Storage::Dir(_) => Err("nothing to make for this target".into()),
+            Storage::None | Storage::Dir(_) => Err(DeviceError::new(
+                DeviceErrorKind::Invalid,
+                "nothing to make for this target",
+            )),
         }
     }
 }
@@ -518,6 +523,9 @@ impl Executor<'_> {
                 });
                 if pending {
                     self.provisioner.preflight(&t.storage).map_err(|e| {
+                        if !e.is_unavailable() {
+                            return CampaignError::Io(format!("target {}: {e}", t.name));
+                        }
                         let (how, dir) = match t.storage {
                             Storage::Zfs(_) => (
                                 "install ZFS's tools and run as root",
@@ -998,7 +1006,10 @@ impl Executor<'_> {
             }
         }
 
-        let teardown_error = guard.take().and_then(|g| g.teardown().err());
+        let teardown_error = guard
+            .take()
+            .and_then(|g| g.teardown().err())
+            .map(|e| e.to_string());
         m.targets[ti].teardown_error = teardown_error.clone();
         m.write(&plan.out)?;
         self.progress.event(&Event::TargetDone {

@@ -16,10 +16,13 @@ use csdchar_core::capacity::{
 use csdchar_core::counters::{DiskStats, ZramMmStat};
 
 pub mod btrfs;
+mod error;
 pub mod identity;
 pub mod nvme;
 pub mod zfs;
 pub mod zram;
+
+pub use error::{DeviceError, DeviceErrorKind, ResolveError};
 
 /// Bytes available on the file system holding `path`, as `df` shows them:
 /// root's reserve is left alone (filling it hurts the whole system). None
@@ -78,7 +81,7 @@ impl CapacityTarget {
         &self,
         sysfs: &Sysfs,
         target: &Path,
-    ) -> Result<csdchar_core::capacity::CapacityResult, String> {
+    ) -> Result<csdchar_core::capacity::CapacityResult, DeviceError> {
         let snapshot = match self {
             CapacityTarget::Dataset(d) => {
                 let mut s = CapacitySnapshot::default();
@@ -178,25 +181,6 @@ impl BlockDevice {
     }
 }
 
-/// Why a device could not be found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResolveError {
-    /// The path does not exist or cannot be read.
-    Path(String),
-    /// The path is on a file system without a block device (tmpfs, overlay, NFS).
-    NoBlockDevice(String),
-}
-
-impl std::fmt::Display for ResolveError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ResolveError::Path(m) | ResolveError::NoBlockDevice(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for ResolveError {}
-
 impl Sysfs {
     /// The block device behind `path`: the device itself for a device node,
     /// else the device holding the file system the path is on.
@@ -287,7 +271,7 @@ impl Sysfs {
     /// else those of the block device behind it ([`Sysfs::resolve`]).
     pub fn snapshot_of(&self, path: &Path) -> Result<CapacitySnapshot, ResolveError> {
         if let Some(dataset) = zfs::dataset_of(path) {
-            let usage = zfs::usage(&dataset).map_err(ResolveError::NoBlockDevice)?;
+            let usage = zfs::usage(&dataset).map_err(ResolveError::Zfs)?;
             let mut s = CapacitySnapshot::default();
             s.add_zfs(usage);
             return Ok(s);

@@ -17,6 +17,8 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::Duration;
 
+use crate::{DeviceError, DeviceErrorKind};
+
 /// zram's control directory.
 const CONTROL: &str = "/sys/class/zram-control";
 
@@ -79,9 +81,12 @@ pub struct ZramConfig {
 
 /// Checks that [`ZramMount::create`] can work here, without changing
 /// anything: root, zram available (or loadable), the mkfs program on PATH.
-pub fn preflight(filesystem: ZramFilesystem) -> Result<(), String> {
+pub fn preflight(filesystem: ZramFilesystem) -> Result<(), DeviceError> {
     if rustix::process::geteuid().as_raw() != 0 {
-        return Err("making a zram device needs root".into());
+        return Err(DeviceError::new(
+            DeviceErrorKind::NeedsRoot,
+            "making a zram device needs root",
+        ));
     }
     if !Path::new(CONTROL).exists() && !Path::new("/sys/module/zram").exists() {
         let loaded = Command::new("modprobe")
@@ -89,7 +94,10 @@ pub fn preflight(filesystem: ZramFilesystem) -> Result<(), String> {
             .status()
             .is_ok_and(|s| s.success());
         if !loaded || !Path::new(CONTROL).exists() {
-            return Err("zram is not available (modprobe zram failed)".into());
+            return Err(DeviceError::new(
+                DeviceErrorKind::Missing,
+                "zram is not available (modprobe zram failed)",
+            ));
         }
     }
     let (mkfs, _) = filesystem.mkfs();
@@ -99,7 +107,10 @@ pub fn preflight(filesystem: ZramFilesystem) -> Result<(), String> {
             .any(|d| d.join(mkfs).exists())
     });
     if !on_path {
-        return Err(format!("{mkfs} is not installed"));
+        return Err(DeviceError::new(
+            DeviceErrorKind::Missing,
+            format!("{mkfs} is not installed"),
+        ));
     }
     Ok(())
 }
@@ -116,13 +127,13 @@ pub struct ZramMount {
 impl ZramMount {
     /// Makes the device, its file system and the mount. On error nothing is
     /// left behind (what was made is torn down).
-    pub fn create(config: &ZramConfig) -> Result<ZramMount, String> {
+    pub fn create(config: &ZramConfig) -> Result<ZramMount, DeviceError> {
         preflight(config.filesystem)?;
         let id: u32 = fs::read_to_string(Path::new(CONTROL).join("hot_add"))
-            .map_err(|e| format!("zram hot_add: {e}"))?
+            .map_err(|e| DeviceError::os("zram hot_add", &e))?
             .trim()
             .parse()
-            .map_err(|e| format!("zram hot_add: {e}"))?;
+            .map_err(|e| DeviceError::tool(format!("zram hot_add: {e}")))?;
         let mut z = ZramMount {
             id,
             mountpoint: PathBuf::new(),
@@ -148,8 +159,9 @@ impl ZramMount {
             .arg(&dev)
             .arg(&z.mountpoint))?;
         z.mounted = true;
-        fs::set_permissions(&z.mountpoint, fs::Permissions::from_mode(0o755))
-            .map_err(|e| format!("chmod 0755 {}: {e}", z.mountpoint.display()))?;
+        fs::set_permissions(&z.mountpoint, fs::Permissions::from_mode(0o755)).map_err(|e| {
+            DeviceError::os(format_args!("chmod 0755 {}", z.mountpoint.display()), &e)
+        })?;
         Ok(z)
     }
 
@@ -170,16 +182,16 @@ impl ZramMount {
 
     /// Unmounts, removes the directory and the device. Errors say what was
     /// left behind.
-    pub fn teardown(mut self) -> Result<(), String> {
+    pub fn teardown(mut self) -> Result<(), DeviceError> {
         self.release()
     }
 
-    fn write_attr(&self, attr: &str, value: &str) -> Result<(), String> {
+    fn write_attr(&self, attr: &str, value: &str) -> Result<(), DeviceError> {
         let p = format!("/sys/block/zram{}/{attr}", self.id);
-        fs::write(&p, value).map_err(|e| format!("echo {value} > {p}: {e}"))
+        fs::write(&p, value).map_err(|e| DeviceError::os(format_args!("echo {value} > {p}"), &e))
     }
 
-    fn release(&mut self) -> Result<(), String> {
+    fn release(&mut self) -> Result<(), DeviceError> {
         if self.released {
             return Ok(());
         }
@@ -216,14 +228,16 @@ impl ZramMount {
             left.push(format!("zram{} could not be reset", self.id));
         } else if !retry(20, Duration::from_millis(100), || {
             fs::write(Path::new(CONTROL).join("hot_remove"), self.id.to_string())
-                .map_err(|e| e.to_string())
         }) {
             left.push(format!("zram{} could not be removed", self.id));
         }
         if left.is_empty() {
             Ok(())
         } else {
-            Err(format!("zram teardown left: {}", left.join(", ")))
+            Err(DeviceError::new(
+                DeviceErrorKind::LeftBehind,
+                format!("zram teardown left: {}", left.join(", ")),
+            ))
         }
     }
 }
@@ -236,7 +250,7 @@ impl Drop for ZramMount {
     }
 }
 
-fn retry(times: u32, pause: Duration, mut f: impl FnMut() -> Result<(), String>) -> bool {
+fn retry<E>(times: u32, pause: Duration, mut f: impl FnMut() -> Result<(), E>) -> bool {
     for _ in 0..times {
         if f().is_ok() {
             return true;
@@ -246,17 +260,17 @@ fn retry(times: u32, pause: Duration, mut f: impl FnMut() -> Result<(), String>)
     false
 }
 
-fn run(cmd: &mut Command) -> Result<(), String> {
+fn run(cmd: &mut Command) -> Result<(), DeviceError> {
     let shown = format!("{cmd:?}").replace('"', "");
-    let out = cmd.output().map_err(|e| format!("{shown}: {e}"))?;
+    let out = cmd.output().map_err(|e| DeviceError::os(&shown, &e))?;
     if out.status.success() {
         return Ok(());
     }
     let err = String::from_utf8_lossy(&out.stderr);
-    Err(format!(
+    Err(DeviceError::tool(format!(
         "{shown}: {}",
         err.lines().next().unwrap_or("failed").trim()
-    ))
+    )))
 }
 
 /// Whether `dir` is the root of a mount (its device differs from its parent's).
@@ -269,20 +283,23 @@ fn is_mountpoint(dir: &Path) -> bool {
 
 /// A new directory from a `…XXXXXX` template (six random characters, as mkdtemp),
 /// mode 0755 so the server's user can enter it.
-pub(crate) fn mkdtemp(template: &str) -> Result<PathBuf, String> {
-    let stem = template
-        .strip_suffix("XXXXXX")
-        .ok_or_else(|| format!("mkdtemp {template}: the template must end in XXXXXX"))?;
+pub(crate) fn mkdtemp(template: &str) -> Result<PathBuf, DeviceError> {
+    let stem = template.strip_suffix("XXXXXX").ok_or_else(|| {
+        DeviceError::new(
+            DeviceErrorKind::Invalid,
+            format!("mkdtemp {template}: the template must end in XXXXXX"),
+        )
+    })?;
     let (dir, prefix) = stem.rsplit_once('/').unwrap_or((".", stem));
     let dir = if dir.is_empty() { "/" } else { dir };
     let path = tempfile::Builder::new()
         .prefix(prefix)
         .rand_bytes(6)
         .tempdir_in(dir)
-        .map_err(|e| format!("mkdtemp {template}: {e}"))?
+        .map_err(|e| DeviceError::os(format_args!("mkdtemp {template}"), &e))?
         .keep();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
-        .map_err(|e| format!("chmod 0755 {}: {e}", path.display()))?;
+        .map_err(|e| DeviceError::os(format_args!("chmod 0755 {}", path.display()), &e))?;
     Ok(path)
 }
 

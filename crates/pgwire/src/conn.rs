@@ -145,9 +145,11 @@ impl ConnTarget {
             && let Some(addrs) = env.get("PGHOSTADDR")
         {
             for a in addrs.split(',') {
-                let ip = a.trim().parse().map_err(|_| TargetError {
-                    variable: Some("PGHOSTADDR".into()),
-                    message: format!("could not parse network address \"{a}\" (PGHOSTADDR)"),
+                let ip = a.trim().parse().map_err(|_| {
+                    TargetError::about(
+                        "PGHOSTADDR",
+                        format!("could not parse network address \"{a}\" (PGHOSTADDR)"),
+                    )
                 })?;
                 c.hostaddr(ip);
             }
@@ -182,9 +184,8 @@ impl ConnTarget {
         if c.get_ports().is_empty()
             && let Some(p) = env.get("PGPORT")
         {
-            let port = p.parse().map_err(|_| TargetError {
-                variable: Some("PGPORT".into()),
-                message: format!("PGPORT '{p}' is not a port number"),
+            let port = p.parse().map_err(|_| {
+                TargetError::about("PGPORT", format!("PGPORT '{p}' is not a port number"))
             })?;
             c.port(port);
         }

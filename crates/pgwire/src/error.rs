@@ -137,6 +137,15 @@ impl TargetError {
         }
     }
 
+    /// A message about a value read from `from`: a key of the connection
+    /// string, or a libpq variable (`PG…`), which is then the one at fault.
+    pub(crate) fn about(from: &str, message: String) -> TargetError {
+        TargetError {
+            variable: from.starts_with("PG").then(|| from.to_string()),
+            message,
+        }
+    }
+
     /// The one line for a user who gave the connection string as `option`
     /// (`--url`): the option named, unless a variable is at fault, which
     /// the message names instead.

@@ -412,21 +412,7 @@ impl<'a> StatementRows<'a> {
 
     /// Value `col` of row `row` as text; None for NULL or out of range.
     pub fn get(&self, row: usize, col: usize) -> Option<&'a str> {
-        let s = self.store?;
-        let r = self.rows.start + row;
-        if r >= self.rows.end {
-            return None;
-        }
-        let first = s.row_starts[r] as usize;
-        let end = s
-            .row_starts
-            .get(r + 1)
-            .map_or(s.cells.len(), |e| *e as usize);
-        if first + col >= end {
-            return None;
-        }
-        let (at, len) = s.cells[first + col]?;
-        std::str::from_utf8(&s.data[at as usize..(at + len) as usize]).ok()
+        std::str::from_utf8(self.get_bytes(row, col)?).ok()
     }
 
     /// Value `col` of row `row` as a number; None for NULL or what does not parse.

@@ -228,9 +228,11 @@ pub const SESSION_QUERY: &str =
 
 /// libpq's integer check: `invalid integer value "abc" for connection option "k"`.
 fn int(key: &str, from: &str, v: &str) -> Result<i64, TargetError> {
-    v.trim().parse::<i64>().map_err(|_| TargetError {
-        variable: from.starts_with("PG").then(|| from.to_string()),
-        message: format!("invalid integer value \"{v}\" for connection option \"{key}\""),
+    v.trim().parse::<i64>().map_err(|_| {
+        TargetError::about(
+            from,
+            format!("invalid integer value \"{v}\" for connection option \"{key}\""),
+        )
     })
 }
 
@@ -262,10 +264,7 @@ impl LibpqOptions {
         env: &dyn Env,
     ) -> Result<LibpqOptions, TargetError> {
         let get = |k: &str, var: &str| crate::options::key_or_var(params, env, k, var);
-        let bad = |from: &str, message: String| TargetError {
-            variable: from.starts_with("PG").then(|| from.to_string()),
-            message,
-        };
+        let bad = TargetError::about;
         let one_of =
             |k: &str, var: &str, allowed: &[&str]| -> Result<Option<String>, TargetError> {
                 match get(k, var) {

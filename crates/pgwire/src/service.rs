@@ -16,18 +16,15 @@ const SYSCONFDIR: &str = "/etc/postgresql-common";
 
 /// The keys and values of service `name`, as libpq finds them.
 pub fn lookup(name: &str, env: &dyn Env) -> Result<Vec<(String, String)>, TargetError> {
-    let err = |message: String| TargetError {
-        variable: None,
-        message,
-    };
+    let err = TargetError::conninfo;
     let mut files: Vec<PathBuf> = Vec::new();
     match env.get("PGSERVICEFILE") {
         Some(f) => {
             if !Path::new(&f).exists() {
-                return Err(TargetError {
-                    variable: Some("PGSERVICEFILE".into()),
-                    message: format!("service file \"{f}\" not found"),
-                });
+                return Err(TargetError::about(
+                    "PGSERVICEFILE",
+                    format!("service file \"{f}\" not found"),
+                ));
             }
             files.push(f.into());
         }

@@ -236,11 +236,7 @@ impl TlsSettings {
         tcp: bool,
     ) -> Result<TlsSettings, TargetError> {
         let get = |k: &str, var: &str| crate::options::key_or_var(params, env, k, var);
-        // A message about the value of `from` (a key, or a PG* variable).
-        let bad = |from: &str, message: String| TargetError {
-            variable: from.starts_with("PG").then(|| from.to_string()),
-            message,
-        };
+        let bad = TargetError::about;
         let mode = match get("sslmode", "PGSSLMODE") {
             Some((v, from)) => SslMode::parse(&v, &from).map_err(|m| bad(&from, m))?,
             // The deprecated requiressl (and PGREQUIRESSL): 1 is require.

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::tools::{KERNEL_MODULE, run};
+use crate::DeviceError;
 
 /// `/proc/<pid>/stat`'s start time (clock ticks after boot); None when the
 /// process is gone or a zombie. With the pid it names one process: pids are
@@ -73,13 +74,15 @@ impl Daemon {
 /// (returned, to stop it after). A daemon still exiting (it takes seconds
 /// after SIGTERM, longer after a pool was destroyed) is waited for first:
 /// commands sent to it fail.
-pub(super) fn start_zfs_fuse() -> Result<Option<Daemon>, String> {
+pub(super) fn start_zfs_fuse() -> Result<Option<Daemon>, DeviceError> {
     let answers = || run("zpool", &["list"]).is_ok();
     if !zfs_fuse_pids().is_empty() && (answers() || !wait_for(30, || zfs_fuse_pids().is_empty())) {
         return if answers() {
             Ok(None)
         } else {
-            Err("a zfs-fuse daemon runs but does not answer `zpool list`".into())
+            Err(DeviceError::tool(
+                "a zfs-fuse daemon runs but does not answer `zpool list`",
+            ))
         };
     }
     // A stale pid file makes zfs-fuse exit silently: a fresh name.
@@ -102,7 +105,9 @@ pub(super) fn start_zfs_fuse() -> Result<Option<Daemon>, String> {
         if let Some(d) = daemon {
             stop_zfs_fuse(d);
         }
-        return Err("zfs-fuse did not start (its daemon does not answer `zpool list`)".into());
+        return Err(DeviceError::tool(
+            "zfs-fuse did not start (its daemon does not answer `zpool list`)",
+        ));
     }
     Ok(daemon)
 }

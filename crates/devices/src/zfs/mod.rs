@@ -67,12 +67,15 @@ mod tests {
             assert_eq!(check_property(fuse, p, v), Ok(()), "{p}={v}");
         }
         let e = check_property(fuse, "compression", "bogus").unwrap_err();
+        assert_eq!(e.kind, crate::DeviceErrorKind::Invalid);
         assert_eq!(
-            e,
+            e.message,
             "'bogus' is not a value zfs-fuse's zfs allows \
              (allowed: on | off | lzjb | gzip | gzip-[1-9] | zle)"
         );
-        let e = check_property(fuse, "recordsize", "3k").unwrap_err();
+        let e = check_property(fuse, "recordsize", "3k")
+            .unwrap_err()
+            .message;
         assert!(
             e.ends_with("(allowed: a power of 2 from 512 to 128k)"),
             "{e}"
@@ -91,7 +94,7 @@ mod tests {
             assert!(check_property(fuse, p, v).is_err(), "{p}={v}");
         }
         assert_eq!(
-            check_property(fuse, "sync", "always").unwrap_err(),
+            check_property(fuse, "sync", "always").unwrap_err().message,
             "zfs-fuse has no dataset property sync"
         );
         let open = Flavour::OpenZfs;
@@ -169,13 +172,14 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let dirs = [d.path().to_path_buf()];
         let e = missing_tools(&dirs, false).unwrap();
-        assert!(e.starts_with("`zpool` is not installed"), "{e}");
+        assert_eq!(e.kind, crate::DeviceErrorKind::Missing);
+        assert!(e.message.starts_with("`zpool` is not installed"), "{e}");
         for tool in ["zpool", "zfs"] {
             std::fs::write(d.path().join(tool), "").unwrap();
         }
         assert_eq!(missing_tools(&dirs, true), None);
         let e = missing_tools(&dirs, false).unwrap();
-        assert!(e.contains("nor zfs-fuse"), "{e}");
+        assert!(e.message.contains("nor zfs-fuse"), "{e}");
         std::fs::write(d.path().join("zfs-fuse"), "").unwrap();
         assert_eq!(missing_tools(&dirs, false), None);
     }

@@ -10,6 +10,7 @@ use super::daemon::{
 };
 use super::properties::{Flavour, check_property};
 use super::tools::{preflight, run};
+use crate::{DeviceError, DeviceErrorKind};
 
 /// The pool's user property holding its [`Marker`], set by the command that
 /// creates the pool.
@@ -208,7 +209,7 @@ pub(super) fn destroy_pool(
     name: &str,
     dir: &Path,
     busy_for: std::time::Duration,
-) -> Result<(), String> {
+) -> Result<(), DeviceError> {
     let t0 = std::time::Instant::now();
     loop {
         let last = match run("zpool", &["destroy", "-f", name]) {
@@ -220,7 +221,8 @@ pub(super) fn destroy_pool(
         }
         if t0.elapsed() > busy_for {
             let holders = processes_holding(dir);
-            return Err(if holders.is_empty() {
+            let kind = last.kind;
+            let message = if holders.is_empty() {
                 format!(
                     "{last} (for {} s; no process holds a file under {})",
                     t0.elapsed().as_secs(),
@@ -232,7 +234,8 @@ pub(super) fn destroy_pool(
                     t0.elapsed().as_secs(),
                     holders.join(", ")
                 )
-            });
+            };
+            return Err(DeviceError::new(kind, message));
         }
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
@@ -266,9 +269,14 @@ fn processes_holding(dir: &Path) -> Vec<String> {
 }
 
 /// Removes a pool's directory once its pool is gone: dead FUSE mounts first.
-pub(super) fn remove_pool_dir(dir: &Path) -> Result<(), String> {
+pub(super) fn remove_pool_dir(dir: &Path) -> Result<(), DeviceError> {
     unmount_dead_under(dir);
-    std::fs::remove_dir_all(dir).map_err(|e| format!("{} ({e})", dir.display()))
+    std::fs::remove_dir_all(dir).map_err(|e| {
+        DeviceError::new(
+            DeviceErrorKind::Os(e.kind()),
+            format!("{} ({e})", dir.display()),
+        )
+    })
 }
 
 /// What the sweep of csdchar's stale pools did.
@@ -384,10 +392,10 @@ impl ZfsPool {
         prefix: &str,
         size: u64,
         properties: &[(String, String)],
-    ) -> Result<ZfsPool, String> {
+    ) -> Result<ZfsPool, DeviceError> {
         let flavour = Flavour::here();
         for (k, v) in properties {
-            check_property(flavour, k, v).map_err(|e| format!("{k}={v}: {e}"))?;
+            check_property(flavour, k, v).map_err(|e| e.context(format_args!("{k}={v}")))?;
         }
         preflight()?;
         let daemon = match flavour {
@@ -431,7 +439,7 @@ impl ZfsPool {
                 e.push_str(&format!("; {note}"));
             }
             let _ = pool.teardown(); // stops a daemon it started; the pool is not ours
-            return Err(e);
+            return Err(DeviceError::new(DeviceErrorKind::Refused, e));
         }
         pool.name = name.to_string();
         let made = (|| {
@@ -449,11 +457,11 @@ impl ZfsPool {
             .line();
             let file = pool.dir.join(MARKER_FILE);
             std::fs::write(&file, format!("{marker}\n"))
-                .map_err(|e| format!("{}: {e}", file.display()))?;
+                .map_err(|e| DeviceError::os(file.display(), &e))?;
             let image = pool.dir.join(IMAGE_FILE);
             std::fs::File::create(&image)
                 .and_then(|f| f.set_len(size))
-                .map_err(|e| format!("{}: {e}", image.display()))?;
+                .map_err(|e| DeviceError::os(image.display(), &e))?;
             pool.mount = pool.dir.join("mnt");
             // Properties and marker in the creating command: a value zfs
             // refuses leaves no pool, and no pool is ever without its marker.
@@ -476,14 +484,14 @@ impl ZfsPool {
             }
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&pool.mount, std::fs::Permissions::from_mode(0o755))
-                .map_err(|e| format!("{}: {e}", pool.mount.display()))
+                .map_err(|e| DeviceError::os(pool.mount.display(), &e))
         })();
         match made {
             Ok(()) => Ok(pool),
-            Err(e) => {
-                let left = pool.teardown().err();
-                Err(left.map_or(e.clone(), |l| format!("{e}; {l}")))
-            }
+            Err(e) => match pool.teardown() {
+                Ok(()) => Err(e),
+                Err(left) => Err(DeviceError::new(e.kind, format!("{e}; {left}"))),
+            },
         }
     }
 
@@ -507,7 +515,7 @@ impl ZfsPool {
     /// it busy; one whose zfs-fuse daemon died is gone with it), unmounts
     /// what is left mounted of it lazily, removes its directory, and stops a
     /// daemon it started; the error names what was left.
-    pub fn teardown(mut self) -> Result<(), String> {
+    pub fn teardown(mut self) -> Result<(), DeviceError> {
         // What is left, each with what removes it.
         let mut left: Vec<String> = Vec::new();
         let name = std::mem::take(&mut self.name);
@@ -557,7 +565,10 @@ impl ZfsPool {
         if left.is_empty() {
             Ok(())
         } else {
-            Err(format!("left behind: {}", left.join("; ")))
+            Err(DeviceError::new(
+                DeviceErrorKind::LeftBehind,
+                format!("left behind: {}", left.join("; ")),
+            ))
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::tools::KERNEL_MODULE;
+use crate::{DeviceError, DeviceErrorKind};
 
 /// Which ZFS makes pools here; their `zfs set` takes different values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,14 +200,15 @@ pub(super) fn parse_number(value: &str) -> Option<u64> {
 
 /// Checks a dataset property a pool will be made with, as `zfs set` of
 /// `flavour` would: the error names the values it allows.
-pub fn check_property(flavour: Flavour, property: &str, value: &str) -> Result<(), String> {
+pub fn check_property(flavour: Flavour, property: &str, value: &str) -> Result<(), DeviceError> {
+    let invalid = |m| Err(DeviceError::new(DeviceErrorKind::Invalid, m));
     match allowed(flavour, property, value) {
         Some((_, true)) => Ok(()),
-        Some((shown, false)) => Err(format!(
+        Some((shown, false)) => invalid(format!(
             "'{value}' is not a value {}'s zfs allows (allowed: {shown})",
             flavour.name()
         )),
-        None => Err(format!(
+        None => invalid(format!(
             "{} has no dataset property {property}",
             flavour.name()
         )),

@@ -4,8 +4,10 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::{DeviceError, DeviceErrorKind};
+
 /// Runs `cmd args…`, its stdout, or why not (not installed, or its own words).
-pub(super) fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
+pub(super) fn run(cmd: &str, args: &[&str]) -> Result<String, DeviceError> {
     let program = tool_dirs()
         .into_iter()
         .map(|d| d.join(cmd))
@@ -13,11 +15,9 @@ pub(super) fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
         .unwrap_or_else(|| cmd.into());
     let out = Command::new(program).args(args).output().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            format!(
-                "`{cmd}` is not installed (ZFS's tools: the zfsutils-linux or zfs-fuse package)"
-            )
+            not_installed(cmd)
         } else {
-            format!("{cmd}: {e}")
+            DeviceError::os(cmd, &e)
         }
     })?;
     if !out.status.success() {
@@ -26,16 +26,23 @@ pub(super) fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
             .lines()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("failed");
-        return Err(format!("{cmd} {}: {}", args.join(" "), first.trim()));
+        return Err(DeviceError::tool(format!(
+            "{cmd} {}: {}",
+            args.join(" "),
+            first.trim()
+        )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Whether a pool can be made here: root, and ZFS's tools, with either
 /// the kernel module (OpenZFS) or zfs-fuse (whose daemon a pool then starts).
-pub fn preflight() -> Result<(), String> {
+pub fn preflight() -> Result<(), DeviceError> {
     if rustix::process::geteuid().as_raw() != 0 {
-        return Err("making a ZFS pool needs root".into());
+        return Err(DeviceError::new(
+            DeviceErrorKind::NeedsRoot,
+            "making a ZFS pool needs root",
+        ));
     }
     missing_tools(&tool_dirs(), Path::new(KERNEL_MODULE).exists()).map_or(Ok(()), Err)
 }
@@ -51,17 +58,28 @@ pub(super) fn tool_dirs() -> Vec<std::path::PathBuf> {
 /// What is missing to make a pool, given the directories to look in and
 /// whether the kernel module is loaded: `zpool` and `zfs`, and without the
 /// module zfs-fuse.
-pub(super) fn missing_tools(dirs: &[std::path::PathBuf], kernel_module: bool) -> Option<String> {
+pub(super) fn missing_tools(
+    dirs: &[std::path::PathBuf],
+    kernel_module: bool,
+) -> Option<DeviceError> {
     let found = |tool: &str| dirs.iter().any(|d| d.join(tool).is_file());
-    for tool in ["zpool", "zfs"] {
-        if !found(tool) {
-            return Some(format!(
-                "`{tool}` is not installed (ZFS's tools: the zfsutils-linux or zfs-fuse package)"
-            ));
-        }
+    if let Some(tool) = ["zpool", "zfs"].into_iter().find(|t| !found(t)) {
+        return Some(not_installed(tool));
     }
-    (!kernel_module && !found("zfs-fuse"))
-        .then(|| "neither the zfs kernel module nor zfs-fuse is available".to_string())
+    (!kernel_module && !found("zfs-fuse")).then(|| {
+        DeviceError::new(
+            DeviceErrorKind::Missing,
+            "neither the zfs kernel module nor zfs-fuse is available",
+        )
+    })
+}
+
+/// One of ZFS's tools is not installed.
+fn not_installed(tool: &str) -> DeviceError {
+    DeviceError::new(
+        DeviceErrorKind::Missing,
+        format!("`{tool}` is not installed (ZFS's tools: the zfsutils-linux or zfs-fuse package)"),
+    )
 }
 
 /// Where OpenZFS's kernel module shows itself once loaded.

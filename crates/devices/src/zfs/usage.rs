@@ -5,6 +5,7 @@ use csdchar_core::zfs::{ArcStats, ZfsUsage, parse_get};
 use std::path::Path;
 
 use super::tools::run;
+use crate::DeviceError;
 
 /// Where OpenZFS on Linux publishes the ARC's counters.
 pub(super) const ARCSTATS: &str = "/proc/spl/kstat/zfs/arcstats";
@@ -38,7 +39,7 @@ pub fn dataset_of(path: &Path) -> Option<String> {
 
 /// The figures of `dataset` and its pool now, and the ARC's where the
 /// kernel module publishes them.
-pub fn usage(dataset: &str) -> Result<ZfsUsage, String> {
+pub fn usage(dataset: &str) -> Result<ZfsUsage, DeviceError> {
     let props = parse_get(&run("zfs", &["get", "-Hp", "all", dataset])?);
     let pool_name = dataset.split('/').next().unwrap_or(dataset);
     // OpenZFS prints exact bytes; zfs-fuse's zpool knows neither -H nor -p
@@ -59,7 +60,8 @@ pub fn usage(dataset: &str) -> Result<ZfsUsage, String> {
             (pool, true)
         }
     };
-    let mut u = ZfsUsage::from_properties(dataset, &props, &pool, rounded)?;
+    let mut u =
+        ZfsUsage::from_properties(dataset, &props, &pool, rounded).map_err(DeviceError::tool)?;
     u.arc = std::fs::read_to_string(ARCSTATS)
         .ok()
         .and_then(|t| ArcStats::parse(&t).ok());
@@ -67,7 +69,7 @@ pub fn usage(dataset: &str) -> Result<ZfsUsage, String> {
 }
 
 /// The figures of the dataset `path` is on; None when it is not on ZFS.
-pub fn usage_of(path: &Path) -> Option<Result<ZfsUsage, String>> {
+pub fn usage_of(path: &Path) -> Option<Result<ZfsUsage, DeviceError>> {
     dataset_of(path).map(|d| usage(&d))
 }
 
@@ -77,7 +79,7 @@ pub fn usage_of(path: &Path) -> Option<Result<ZfsUsage, String>> {
 /// log). `zpool sync` where the version has it (OpenZFS 0.8 on); else a
 /// property set and cleared again, each of which waits for a sync (zfs-fuse:
 /// `used` fell by a removed file's 10 MiB only then, not in 30 s of sync(2)).
-pub fn sync_pool(dataset: &str) -> Result<(), String> {
+pub fn sync_pool(dataset: &str) -> Result<(), DeviceError> {
     let pool = dataset.split('/').next().unwrap_or(dataset);
     if run("zpool", &["sync", pool]).is_ok() {
         return Ok(());
