@@ -18,7 +18,7 @@ use csdchar_core::pattern::{DataSpec, mix64};
 use csdchar_core::rate::{MinRateCheck, Pacer};
 use csdchar_core::result::block::{BadBlock, BatchCounts, BlockSpec, EngineInfo, RunError};
 use csdchar_core::stats::LatencyRecorder;
-use rand_core::SeedableRng;
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::buffers::JobBuffers;
@@ -191,6 +191,7 @@ struct Slot {
     start: u64,
     issue: u64,
     offset: u64,
+    len: u32,
     buf: u32,
     dir: Direction,
 }
@@ -238,13 +239,18 @@ const SAMPLE_BYTES: usize = 2 << 20;
 /// Runs one job on `engine` until its budget, deadline, an error or a stop.
 pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<'_>) -> JobOutcome {
     let spec = cfg.spec;
+    // Offsets are multiples of bs; with bssplit each I/O is a whole number
+    // of them, up to max_bs.
     let bs = spec.bs as usize;
+    let max_bs = spec.max_bs() as usize;
     let depth = spec.iodepth as usize;
     let nblocks = cfg.size / spec.bs;
     let numjobs = u64::from(spec.numjobs);
     let job = u64::from(cfg.job);
     let seed = mix64(spec.seed ^ job.wrapping_mul(0x9E37));
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    // fio draws block sizes from a generator of their own (bsrange_state).
+    let mut bs_rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x0B55_B117);
 
     let (read_share, writes, reads) = match cfg.phase {
         Phase::Workload => {
@@ -270,7 +276,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             seed ^ 0xDA7A,
         )
     });
-    let mut buffers = JobBuffers::new(bs, depth, reads, data);
+    let mut buffers = JobBuffers::new(max_bs, depth, reads, data);
     let mut outcome = JobOutcome {
         job: cfg.job,
         dirs: [DirTotals::new(), DirTotals::new(), DirTotals::new()],
@@ -354,6 +360,23 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         Phase::Workload => workload_ios,
         _ => nblocks.saturating_sub(job).div_ceil(numjobs),
     };
+    // With bssplit fio counts bytes, not I/Os (io_issue_bytes_exceeded): the
+    // I/O count above is then only number_ios'.
+    let byte_budget = match cfg.phase {
+        Phase::Workload if !spec.bssplit.is_none() && !spec.time_based => {
+            if spec.number_ios == 0 {
+                budget = u64::MAX;
+            }
+            let per_loop = if spec.io_size > 0 {
+                spec.io_size
+            } else {
+                cfg.size
+            };
+            per_loop.saturating_mul(u64::from(spec.loops.max(1)))
+        }
+        _ => u64::MAX,
+    };
+    let mut issued_bytes = 0u64;
 
     let ns = |t: Instant| t.saturating_duration_since(base).as_nanos() as u64;
     let ramp_ns = if cfg.phase == Phase::VerifyRead {
@@ -374,6 +397,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             start: 0,
             issue: 0,
             offset: 0,
+            len: 0,
             buf: 0,
             dir: Direction::Read,
         };
@@ -405,18 +429,21 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     // A sequential job with a forward offset modifier reached the end.
     let mut seq_end = false;
     // An I/O planned but not yet due under the rate.
-    let mut planned: Option<(Direction, u64)> = None;
+    let mut planned: Option<(Direction, u64, u64)> = None;
+    // Blocks of the next I/O of `dir` at block `b` (1 without bssplit).
+    let mut units = |dir: Direction, b: u64| io_units(spec, dir, b, nblocks, &mut bs_rng);
 
     loop {
         let stopping = shared.interrupt.load(Ordering::Relaxed)
             || shared.halt.load(Ordering::Relaxed)
             || now_ns >= deadline_ns
-            || issued >= budget;
+            || issued >= budget
+            || issued_bytes >= byte_budget;
         // When the next I/O is due, if it is not yet.
         let mut gated: Option<u64> = None;
         if !stopping && !free.is_empty() {
             let start = now_ns;
-            while issued < budget {
+            while issued < budget && issued_bytes < byte_budget {
                 let Some(tag) = free.pop() else { break };
                 if queued_tags.len() == batch_submit {
                     // A full batch goes to the kernel now; keep filling the depth.
@@ -431,21 +458,22 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         record_error(&mut outcome, shared, engine_error(e, cfg.job));
                     }
                 }
-                let (dir, block) = match planned.take() {
+                let (dir, block, k) = match planned.take() {
                     Some(p) => p,
                     None => match &mut planner {
                         Planner::Random { nblocks, skew } => match &mut mix {
                             Mix::TrimThenWrite(pending) => match pending.take() {
-                                Some(b) => (Direction::Write, b),
+                                Some(b) => (Direction::Write, b, 1),
                                 None => {
                                     let b = random_block(&mut rng, skew, *nblocks, Direction::Trim);
                                     *pending = Some(b);
-                                    (Direction::Trim, b)
+                                    (Direction::Trim, b, 1)
                                 }
                             },
                             m => {
                                 let dir = pick_dir(&mut rng, *m);
-                                (dir, random_block(&mut rng, skew, *nblocks, dir))
+                                let b = random_block(&mut rng, skew, *nblocks, dir);
+                                (dir, b, units(dir, b))
                             }
                         },
                         Planner::Sequential { next, nblocks } => {
@@ -457,16 +485,17 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                                 m => pick_dir(&mut rng, m),
                             };
                             let b = next[dir.index()];
-                            match next_seq_block(b, *nblocks, seq_add, spec.time_based) {
+                            let k = units(dir, b);
+                            match next_seq_block(b, k, *nblocks, seq_add, spec.time_based) {
                                 Some(n) => next[dir.index()] = n,
                                 None => seq_end = true,
                             }
-                            (dir, b)
+                            (dir, b, k)
                         }
                         Planner::Permuted { perm, next, stride } => {
                             let b = perm.get(*next);
                             *next += *stride;
-                            (Direction::Write, b)
+                            (Direction::Write, b, 1)
                         }
                         Planner::Strided {
                             next,
@@ -482,6 +511,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                                     Direction::Write
                                 },
                                 b,
+                                1,
                             )
                         }
                     },
@@ -490,14 +520,15 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     let due = p.due_ns(dir.index());
                     if due > now_ns {
                         // Ahead of the rate: this I/O waits (fio's rate_ddir).
-                        planned = Some((dir, block));
+                        planned = Some((dir, block, k));
                         free.push(tag);
                         gated = Some(due);
                         break;
                     }
                 }
+                let len = k * spec.bs;
                 if let Some(p) = &mut pacer {
-                    p.issued(dir.index(), bs as u64);
+                    p.issued(dir.index(), len);
                 }
                 let offset = region + block * spec.bs;
                 let buf = match dir {
@@ -521,6 +552,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     start,
                     issue: 0,
                     offset,
+                    len: len as u32,
                     buf,
                     dir,
                 };
@@ -532,12 +564,13 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     } else {
                         buffers.addr(buf)
                     },
-                    len: bs as u32,
+                    len: len as u32,
                     offset,
                     dir,
                 });
                 queued_tags.push(tag);
                 issued += 1;
+                issued_bytes += len;
                 if seq_end {
                     // fio's file is done: no I/O after this one.
                     budget = issued;
@@ -546,7 +579,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             inflight += queued_tags.len();
         }
         if inflight == 0 {
-            if stopping || issued >= budget {
+            if stopping || issued >= budget || issued_bytes >= byte_budget {
                 break;
             }
             if let Some(due) = gated {
@@ -609,13 +642,14 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             if dir == Direction::Write {
                 buffers.release_write(slot.buf);
             }
-            if c.result != dir.success(bs as u32) {
+            let len = slot.len as usize;
+            if c.result != dir.success(slot.len) {
                 if cfg.phase == Phase::VerifyRead {
                     outcome.blocks_checked += 1;
                     outcome.bad_blocks.push(BadBlock {
                         offset: slot.offset,
                         lba: slot.offset / u64::from(cfg.lbs),
-                        reason: io_failure(c.result, bs),
+                        reason: io_failure(c.result, len),
                     });
                     continue;
                 }
@@ -623,9 +657,9 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     let msg = format!(
                         "{} of {} bytes at offset {} failed: {}",
                         dir.name(),
-                        bs,
+                        len,
                         slot.offset,
-                        io_failure(c.result, bs)
+                        io_failure(c.result, len)
                     );
                     record_error(
                         &mut outcome,
@@ -662,17 +696,23 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             );
             let t = &mut outcome.dirs[dir.index()];
             t.ios += 1;
-            t.bytes += bs as u64;
+            t.bytes += len as u64;
             t.slat.record(slat);
             t.clat.record(clat);
             t.lat.record(lat);
             if let Some(l) = &mut logger {
                 let t_ms = (done - ramp_ns) / 1_000_000;
-                l.record(t_ms, dir.index(), bs as u64, slot.offset, [slat, clat, lat]);
+                l.record(
+                    t_ms,
+                    dir.index(),
+                    len as u64,
+                    slot.offset,
+                    [slat, clat, lat],
+                );
             }
             let i = &mut iv[dir.index()];
             i.ios += 1;
-            i.bytes += bs as u64;
+            i.bytes += len as u64;
             i.lat.record(lat);
         }
         if let Some(c) = &mut min_rate
@@ -709,7 +749,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     drop(engine); // unregisters buffers before they are freed
 
     if buffers.write_count() > 0 {
-        let (lz4, deflate) = measure_written(&buffers, bs);
+        let (lz4, deflate) = measure_written(&buffers, max_bs);
         outcome.lz4 = Some(lz4);
         outcome.deflate = Some(deflate);
     }
@@ -767,8 +807,8 @@ fn send_interval(
 ///
 /// None: a job that skips forward has reached the region's end, where fio's
 /// file is done (unless time_based, which starts over).
-fn next_seq_block(b: u64, nblocks: u64, add: i64, time_based: bool) -> Option<u64> {
-    let end = b + 1;
+fn next_seq_block(b: u64, k: u64, nblocks: u64, add: i64, time_based: bool) -> Option<u64> {
+    let end = b + k;
     if add == 0 {
         return Some(if end >= nblocks { 0 } else { end });
     }
@@ -785,6 +825,27 @@ fn next_seq_block(b: u64, nblocks: u64, add: i64, time_based: bool) -> Option<u6
     } else {
         pos as u64
     })
+}
+
+/// Blocks of `spec.bs` the next I/O of `dir` at block `b` spans: 1, or with
+/// fio's bssplit a size of the direction's list that ends inside the region.
+#[inline]
+fn io_units(
+    spec: &BlockSpec,
+    dir: Direction,
+    b: u64,
+    nblocks: u64,
+    rng: &mut Xoshiro256PlusPlus,
+) -> u64 {
+    let d = dir.index();
+    if spec.bssplit.list(d).is_empty() {
+        return 1;
+    }
+    let room = (nblocks - b.min(nblocks)) * spec.bs;
+    let mut draw = || rng.next_u32();
+    spec.bssplit
+        .next_len(d, &mut draw, &|len| len <= room)
+        .map_or(1, |len| (len / spec.bs).max(1))
 }
 
 /// A random block of `0..nblocks` for `dir`: uniform, or from fio's

@@ -283,7 +283,14 @@ fn inspect(
         check_room(path, path_str, cur_size, end)?;
     }
     if spec.direct
-        && (!spec.bs.is_multiple_of(u64::from(lbs)) || !spec.offset.is_multiple_of(u64::from(lbs)))
+        && (!spec.bs.is_multiple_of(u64::from(lbs))
+            || !spec.offset.is_multiple_of(u64::from(lbs))
+            || spec
+                .bssplit
+                .0
+                .iter()
+                .flatten()
+                .any(|e| !e.bs.is_multiple_of(u64::from(lbs))))
     {
         return Err(usage(format!(
             "--bs/--offset: must be multiples of {path_str}'s logical block size ({lbs} bytes) with --direct"

@@ -19,9 +19,11 @@
 //! semantics (sizes, offsets, files, clones) that refer to each other; its parser
 //! (`ini`) and its tests live apart.
 
+mod bs_split;
 pub mod ini;
 pub mod value;
 
+use crate::bssplit::BsSplit;
 use crate::distribution::Distribution;
 use crate::iolog::LogSpec;
 use crate::pattern::Fill;
@@ -29,6 +31,7 @@ use crate::rate::{RateLimit, RateProcess};
 use crate::result::block::{BlockSpec, EngineKind, RwMode};
 use crate::stats::DEFAULT_PERCENTILES;
 use crate::steady::SteadySpec;
+use bs_split::bssplit_invalid;
 use ini::{JobOption, Section};
 
 /// Largest block size the engine takes.
@@ -202,6 +205,7 @@ struct Builder {
     rw: RwMode,
     rwmixread: u8,
     bs: [Option<u64>; 3],
+    bssplit: BsSplit,
     iodepth: u32,
     numjobs: u32,
     size: u64,
@@ -252,6 +256,7 @@ impl Builder {
             rw: RwMode::Read,
             rwmixread: 50,
             bs: [Some(4096); 3],
+            bssplit: BsSplit::default(),
             iodepth: 1,
             numjobs: 1,
             size: 0,
@@ -384,6 +389,22 @@ impl Builder {
                     if let Some(p) = part {
                         *slot = Some(value::bytes(p, self.kb_base).map_err(wrap)?);
                     }
+                }
+            }
+            "bssplit" => {
+                let kb = self.kb_base;
+                let bytes = |t: &str| value::bytes(t, kb).map_err(wrap);
+                self.bssplit
+                    .parse(need()?, &bytes)
+                    .map_err(|e| format!("bssplit: {e}"))?
+            }
+            "blocksize_unaligned" | "bs_unaligned" | "bs_is_seq_rand" => {
+                if value::boolean(v).map_err(wrap)? {
+                    return lacks(if o.name == "bs_is_seq_rand" {
+                        "block sizes per sequential and random I/O (csdchar's are per direction)"
+                    } else {
+                        "block sizes that are not multiples of the smallest"
+                    });
                 }
             }
             "iodepth" => self.iodepth = small(need()?, "iodepth", 1, 4096)?,
@@ -639,8 +660,11 @@ impl Builder {
                 Err(format!("{written} ({place}): {m}"))
             }
         };
-        let [rbs, wbs, _] = self.bs;
+        // With bssplit, a direction's smallest size is its unit (fio's min_bs).
+        let bssplit = self.bssplit_lacks(lacks);
+        let [rbs, wbs, tbs] = [0, 1, 2].map(|d| bssplit.min_bs(d).or(self.bs[d]));
         let bs = match (self.rw.reads(), self.rw.writes()) {
+            (false, false) if !bssplit.list(2).is_empty() => tbs,
             (true, true) if rbs != wbs => {
                 lacks.push((
                     "bs",
@@ -660,6 +684,9 @@ impl Builder {
         };
         if self.direct && !bs.is_multiple_of(512) {
             return bad("bs", "must be a multiple of 512 with direct=1");
+        }
+        if let Some(m) = bssplit_invalid(&bssplit, self.direct) {
+            return bad("bssplit", &m);
         }
         if self.compress_chunk == 0 && self.compress_pct > 0 {
             return bad("buffer_compress_chunk", "must be positive");
@@ -737,6 +764,7 @@ impl Builder {
             rw: self.rw,
             rwmixread: self.rwmixread,
             bs,
+            bssplit,
             iodepth: self.iodepth,
             numjobs,
             size,
@@ -838,6 +866,7 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                     // One name per option, for refusals that look it up.
                     let name = match o.name.as_str() {
                         "blocksize" => "bs",
+                        "blocksize_range" => "bsrange",
                         "readwrite" => "rw",
                         "iodepth_batch" => "iodepth_batch_submit",
                         "iodepth_batch_complete_min" => "iodepth_batch_complete",
@@ -1100,6 +1129,9 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
         lines.push(format!("rwmixread={}", spec.rwmixread));
     }
     lines.push(format!("bs={}", spec.bs));
+    if !spec.bssplit.is_none() {
+        lines.push(format!("bssplit={}", spec.bssplit.to_fio()));
+    }
     lines.push(format!("iodepth={}", spec.iodepth));
     if spec.numjobs > 1 {
         lines.push(format!("numjobs={}", spec.numjobs));
