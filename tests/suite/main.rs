@@ -20,6 +20,7 @@ mod estimate;
 mod fio_bssplit;
 mod fio_jobs;
 mod fio_parity;
+mod fio_verify;
 mod libpq;
 mod libpq_matrix;
 mod merge;

@@ -723,6 +723,12 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         RunStatus::VerifyFailed => {
             let n = result.verify.as_ref().map_or(0, |v| v.bad_block_count);
             let _ = writeln!(io.stderr, "error: verification found {n} bad blocks");
+            if let Some(v) = &result.verify {
+                let spec = &result.spec;
+                let line =
+                    csdchar_fio_like::verify::failure_line(spec.target.as_deref(), spec.bs, v);
+                let _ = writeln!(io.stderr, "error: {line}");
+            }
         }
         RunStatus::Completed => {}
     }

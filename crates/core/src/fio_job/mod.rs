@@ -241,6 +241,7 @@ struct Builder {
     steady: SteadySpec,
     rw_seq_add: i64,
     verify_only: bool,
+    do_verify: bool,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -295,6 +296,7 @@ impl Builder {
             steady: SteadySpec::default(),
             rw_seq_add: 0,
             verify_only: false,
+            do_verify: true,
             set_at: Vec::new(),
         }
     }
@@ -601,6 +603,7 @@ impl Builder {
                 self.steady.ramp_ms = value::time_us(need()?, true).map_err(wrap)?.div_ceil(1000)
             }
             "verify_only" => self.verify_only = value::boolean(v).map_err(wrap)?,
+            "do_verify" => self.do_verify = value::boolean(v).map_err(wrap)?,
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -712,24 +715,53 @@ impl Builder {
             time_based = false;
         }
         let mut verify = self.verify;
-        if verify && !matches!(self.rw, RwMode::Write | RwMode::Randwrite) {
+        // fio's verify in a read job: check what an earlier job with the same
+        // verify settings wrote (every read is checked, do_verify or not:
+        // do_verify is the read-back phase of a job that writes).
+        let read_verify = verify && matches!(self.rw, RwMode::Read | RwMode::Randread);
+        if verify && !read_verify && !self.do_verify {
+            lacks.push((
+                "do_verify",
+                "do_verify=0 in a job that writes (csdchar reads back what a verify job writes)"
+                    .into(),
+            ));
+        }
+        if verify
+            && read_verify
+            && (self.io_size > 0
+                || self.number_ios > 0
+                || self.loops > 1
+                || self.rw_seq_add != 0
+                || !self.random_distribution.is_uniform())
+        {
             lacks.push((
                 "verify",
-                "verify in a job that reads (csdchar verifies what a write or randwrite job writes)".into(),
+                "verify in a read job that does not read its region once (io_size, number_ios, \
+                 loops, an offset modifier or a skewed random_distribution; csdchar checks every \
+                 block once)"
+                    .into(),
+            ));
+            verify = false;
+        }
+        if verify && !read_verify && !matches!(self.rw, RwMode::Write | RwMode::Randwrite) {
+            lacks.push((
+                "verify",
+                "verify in a job that reads and writes or trims (csdchar verifies what a write or \
+                 randwrite job writes, and checks it in a read or randread job)"
+                    .into(),
             ));
             verify = false;
         }
         if verify && time_based {
             lacks.push((
                 "verify",
-                "verify in a time_based job (csdchar writes every block once, then reads it back)"
-                    .into(),
+                "verify in a time_based job (csdchar writes and checks every block once)".into(),
             ));
             verify = false;
         }
         // fio's verify_only: skip the workload, only check what an earlier
         // run of the same job wrote (csdchar's --verify-only).
-        let verify_only = verify && self.verify_only;
+        let verify_only = verify && (self.verify_only || read_verify);
         if verify_only {
             verify = false;
         }
