@@ -100,6 +100,58 @@ fn block_sizes_take_fio_s_shares_per_direction() {
 }
 
 #[test]
+fn reads_and_writes_of_their_own_sizes_land_as_fio_s() {
+    if fio().is_none() {
+        return;
+    }
+    // bs=R,W and lists whose smallest sizes differ (fio's examples/cmdprio-bssplit.fio):
+    // each direction's offsets are multiples of its own smallest size.
+    for (global, body, units) in [
+        (
+            "ioengine=null\nsize=1g\nrw=randrw\nnorandommap",
+            "bs=4k,64k",
+            [4096u64, 65536],
+        ),
+        (
+            "ioengine=null\nsize=4g\nrw=randrw\nnorandommap",
+            "bssplit=64k/40:1024k/60,1024k/100",
+            [65536, 1 << 20],
+        ),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let [theirs, ours] = both(d.path(), global, body);
+        assert_shares_agree(body, &theirs, &ours);
+        let (nt, no) = (theirs.len() as f64, ours.len() as f64);
+        assert!(
+            (nt / no - 1.0).abs() < 0.03,
+            "{body}: fio {nt} I/Os, csdchar {no}"
+        );
+        for (who, lines) in [("fio", &theirs), ("csdchar", &ours)] {
+            for l in lines.iter() {
+                let (dir, off): (usize, u64) = (l[2].parse().unwrap(), l[4].parse().unwrap());
+                assert_eq!(off % units[dir], 0, "{who} {body}: {l:?}");
+            }
+        }
+    }
+    // Sequential: each direction walks from the start on its own.
+    let d = tempfile::tempdir().unwrap();
+    let [theirs, ours] = both(d.path(), "ioengine=null\nsize=256m\nrw=rw", "bs=4k,64k");
+    for (who, lines) in [("fio", &theirs), ("csdchar", &ours)] {
+        let mut pos = [0u64; 2];
+        for l in lines.iter() {
+            let (dir, bs, off): (usize, u64, u64) = (
+                l[2].parse().unwrap(),
+                l[3].parse().unwrap(),
+                l[4].parse().unwrap(),
+            );
+            assert_eq!(bs, [4096, 65536][dir], "{who}: {l:?}");
+            assert_eq!(off, pos[dir], "{who}: {l:?}");
+            pos[dir] += bs;
+        }
+    }
+}
+
+#[test]
 fn a_sequential_mix_walks_the_region_end_to_end_as_fio_does() {
     if fio().is_none() {
         return;
@@ -185,7 +237,11 @@ fn what_csdchar_does_not_run_of_bssplit_is_refused_by_line() {
     for (body, line, why) in [
         ("rw=write\nverify=crc32c\nbssplit=4k/50:8k/50", 3, "verify"),
         ("rw=randtrimwrite\nbssplit=4k/50:8k/50", 2, "trimwrite"),
-        ("rw=randrw\nbssplit=4k/50:8k/50,8k/50:16k/50", 2, "smallest"),
+        (
+            "rw=randrw\nrandom_distribution=zipf:1.2\nbssplit=4k/50:8k/50,8k/50:16k/50",
+            3,
+            "skewed",
+        ),
         (
             "rw=randread\nbssplit=4k/50:8k/50\nbs_unaligned",
             3,
@@ -213,6 +269,8 @@ fn what_csdchar_does_not_run_of_bssplit_is_refused_by_line() {
         "randrw",
         "--bssplit",
         "4k/50:8k/50,8k",
+        "--random-distribution",
+        "zipf:1.2",
     ]);
     assert_eq!(r.outcome.exit_code, 2);
     assert!(r.stderr.contains("--bssplit"), "{}", r.stderr);

@@ -412,9 +412,16 @@ impl BlockOpts {
                 );
             }
         }
-        let bssplit = self.bssplit.clone().unwrap_or_default();
-        let bs = bssplit_unit(&bssplit, rw, self.bs, self.direct, self.verify.is_some())
-            .map_err(UsageError)?;
+        let skewed = !self.random_distribution.is_uniform();
+        let (bs, bssplit) = bssplit_unit(
+            &self.bssplit.clone().unwrap_or_default(),
+            rw,
+            self.bs,
+            self.direct,
+            self.verify.is_some(),
+            skewed,
+        )
+        .map_err(UsageError)?;
         let targets: Vec<&Path> = self.target.iter().map(PathBuf::as_path).collect();
         check_output(self.output.as_deref(), &targets)?;
         Ok(BlockSpec {
@@ -490,17 +497,19 @@ fn bssplit_arg(s: &str) -> Result<BsSplit, String> {
     Ok(split)
 }
 
-/// The block size offsets are multiples of with `--bssplit` (its smallest
-/// size), or `--bs` without; the combinations csdchar does not run refused.
+/// The block size offsets are counted in with `--bssplit` (the smallest size
+/// of the directions used), or `--bs` without, and the lists the engine runs;
+/// the combinations csdchar does not run refused.
 fn bssplit_unit(
     split: &BsSplit,
     rw: RwMode,
     bs: u64,
     direct: bool,
     verify: bool,
-) -> Result<u64, String> {
+    skewed: bool,
+) -> Result<(u64, BsSplit), String> {
     if split.is_none() {
-        return Ok(bs);
+        return Ok((bs, BsSplit::default()));
     }
     if verify {
         return Err(
@@ -514,7 +523,7 @@ fn bssplit_unit(
             rw.name()
         ));
     }
-    let unit = csdchar_core::bssplit::job_unit(split, rw, [bs; 3])
+    let (unit, lists) = csdchar_core::bssplit::job_sizes(split, rw, [bs; 3], skewed)
         .map_err(|e| format!("--bssplit: {e}"))?;
     for e in split.0.iter().flatten() {
         if e.bs > MAX_BS {
@@ -527,7 +536,7 @@ fn bssplit_unit(
             ));
         }
     }
-    Ok(unit)
+    Ok((unit, lists))
 }
 
 fn distribution_arg(s: &str) -> Result<Distribution, String> {

@@ -138,26 +138,69 @@ impl BsSplit {
     }
 }
 
-/// The one block size a job of mode `rw` with lists `split` and per-direction
-/// sizes `bs` has its offsets in (each direction's smallest size, fio's
-/// `min_bs`): Err names what differs when the directions it uses have
-/// different smallest sizes, which csdchar does not run.
-pub fn job_unit(split: &BsSplit, rw: RwMode, bs: [u64; 3]) -> Result<u64, String> {
+/// The sizes a job of mode `rw` runs with, from its lists `split` and its
+/// per-direction `bs` (fio's `bs=R,W,T`): the unit its offsets are counted in
+/// (the smallest size of the directions it uses) and the lists, with a
+/// one-size list for a direction it uses whose size differs from the unit
+/// (each direction's offsets are multiples of its own smallest size, fio's
+/// `min_bs` and `blockalign`). Err names what csdchar does not run: lists or
+/// unequal sizes with trimwrite, unequal sizes with a skewed
+/// `random_distribution` (`skewed`).
+pub fn job_sizes(
+    split: &BsSplit,
+    rw: RwMode,
+    bs: [u64; 3],
+    skewed: bool,
+) -> Result<(u64, BsSplit), String> {
+    let used = [rw.reads(), rw.writes(), rw.trims()];
     let min = |d: usize| split.min_bs(d).unwrap_or(bs[d]);
-    match (rw.reads(), rw.writes()) {
-        (true, true) if min(0) != min(1) => Err(format!(
-            "reads whose smallest block is {} and writes whose smallest is {} in one job \
-             (csdchar's offsets are multiples of one size: make the smallest sizes equal)",
-            min(0),
-            min(1)
-        )),
-        (true, _) => Ok(min(0)),
-        (false, true) => Ok(min(1)),
-        (false, false) => Ok(min(2)),
+    let unit = (0..3).filter(|&d| used[d]).map(min).min().unwrap_or(bs[0]);
+    let trimwrite = matches!(rw, RwMode::Trimwrite | RwMode::Randtrimwrite);
+    if trimwrite && !split.is_none() {
+        return Err(
+            "block-size mixes with trimwrite (fio writes what it trimmed, size for size)".into(),
+        );
     }
+    let Some(other) = (0..3).find(|&d| used[d] && min(d) != unit) else {
+        return Ok((unit, split.clone()));
+    };
+    let names = ["reads", "writes", "trims"];
+    let sizes = format!(
+        "{} of {} bytes and {} of {}",
+        names[(0..3).find(|&d| used[d] && min(d) == unit).unwrap_or(0)],
+        unit,
+        names[other],
+        min(other)
+    );
+    if trimwrite {
+        return Err(format!(
+            "trimwrite with {sizes} (fio writes what it trimmed, size for size)"
+        ));
+    }
+    if skewed {
+        return Err(format!(
+            "a skewed random_distribution with {sizes} (csdchar draws skewed blocks in one size)"
+        ));
+    }
+    let mut out = split.clone();
+    for d in (0..3).filter(|&d| used[d]) {
+        if out.0[d].is_empty() {
+            out.0[d] = vec![BsShare {
+                bs: bs[d],
+                percent: 100,
+            }];
+        }
+    }
+    Ok((unit, out))
 }
 
 impl crate::result::block::BlockSpec {
+    /// The size direction `d`'s offsets are multiples of: its list's smallest,
+    /// else `bs`.
+    pub fn unit_of(&self, d: usize) -> u64 {
+        self.bssplit.min_bs(d).unwrap_or(self.bs)
+    }
+
     /// The largest I/O of direction `d` (`bs` without a list).
     pub fn max_bs_of(&self, d: usize) -> u64 {
         self.bssplit.max_bs(d).unwrap_or(self.bs)

@@ -210,15 +210,13 @@ enum Mix {
 
 /// Decides the direction and block of each I/O.
 enum Planner {
+    /// Blocks of each direction's unit, `nb`.
     Random {
-        nblocks: u64,
         /// fio's skewed distributions; None: uniform.
         skew: Option<BlockPicker>,
     },
-    Sequential {
-        next: [u64; 3],
-        nblocks: u64,
-    },
+    /// Each direction's next block (of its unit).
+    Sequential { next: [u64; 3] },
     /// Block `perm(i)` for i = job, job + numjobs, …
     Permuted {
         perm: BlockPermutation,
@@ -245,6 +243,10 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let max_bs = spec.max_bs() as usize;
     let depth = spec.iodepth as usize;
     let nblocks = cfg.size / spec.bs;
+    // Each direction's offsets are multiples of its own smallest size (fio's
+    // min_bs, blockalign's default); `nb` of them fit the region.
+    let unit = [0, 1, 2].map(|d| spec.unit_of(d));
+    let nb = unit.map(|u| cfg.size / u);
     let numjobs = u64::from(spec.numjobs);
     let job = u64::from(cfg.job);
     let seed = mix64(spec.seed ^ job.wrapping_mul(0x9E37));
@@ -314,15 +316,11 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
 
     let mut planner = match cfg.phase {
         Phase::Workload if spec.rw.is_random() => Planner::Random {
-            nblocks,
             skew: (!spec.random_distribution.is_uniform()).then(|| {
                 BlockPicker::new(&spec.random_distribution, nblocks, spec.bs, seed as u32)
             }),
         },
-        Phase::Workload => Planner::Sequential {
-            next: [0, 0, 0],
-            nblocks,
-        },
+        Phase::Workload => Planner::Sequential { next: [0, 0, 0] },
         Phase::VerifyWrite if spec.rw.is_random() => Planner::Permuted {
             perm: BlockPermutation::new(nblocks, spec.seed),
             next: job,
@@ -336,7 +334,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     };
     // Budget: fio's `size` per job; verify phases cover the job's share once.
     // fio's offset modifier (rw=read:-8k), in blocks.
-    let seq_add = spec.rw_seq_add / spec.bs as i64;
+    let seq_add = unit.map(|u| spec.rw_seq_add / u as i64);
     // fio's io_bytes_exceeded: io_size (else size) times loops, and at most
     // number_ios times loops.
     let workload_ios = {
@@ -419,7 +417,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let mut now_ns = ns(Instant::now());
     // fio's rate options: pacing from the job's start, and the minimum check.
     let mut pacer = match cfg.phase {
-        Phase::Workload => Pacer::new(&spec.rate, spec.bs, seed as u32 ^ 0x5241_5445),
+        Phase::Workload => Pacer::new(&spec.rate, unit, seed as u32 ^ 0x5241_5445),
         _ => None,
     };
     let mut min_rate = match cfg.phase {
@@ -431,7 +429,10 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     // An I/O planned but not yet due under the rate.
     let mut planned: Option<(Direction, u64, u64)> = None;
     // Blocks of the next I/O of `dir` at block `b` (1 without bssplit).
-    let mut units = |dir: Direction, b: u64| io_units(spec, dir, b, nblocks, &mut bs_rng);
+    let mut units = |dir: Direction, b: u64| {
+        let d = dir.index();
+        io_units(spec, dir, b, nb[d], unit[d], &mut bs_rng)
+    };
 
     loop {
         let stopping = shared.interrupt.load(Ordering::Relaxed)
@@ -461,22 +462,22 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 let (dir, block, k) = match planned.take() {
                     Some(p) => p,
                     None => match &mut planner {
-                        Planner::Random { nblocks, skew } => match &mut mix {
+                        Planner::Random { skew } => match &mut mix {
                             Mix::TrimThenWrite(pending) => match pending.take() {
                                 Some(b) => (Direction::Write, b, 1),
                                 None => {
-                                    let b = random_block(&mut rng, skew, *nblocks, Direction::Trim);
+                                    let b = random_block(&mut rng, skew, nb[2], Direction::Trim);
                                     *pending = Some(b);
                                     (Direction::Trim, b, 1)
                                 }
                             },
                             m => {
                                 let dir = pick_dir(&mut rng, *m);
-                                let b = random_block(&mut rng, skew, *nblocks, dir);
+                                let b = random_block(&mut rng, skew, nb[dir.index()], dir);
                                 (dir, b, units(dir, b))
                             }
                         },
-                        Planner::Sequential { next, nblocks } => {
+                        Planner::Sequential { next } => {
                             // fio's trimwrite trims while the two positions meet
                             // (set_rw_ddir: last_start[WRITE] == last_start[TRIM]).
                             let dir = match mix {
@@ -486,7 +487,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                             };
                             let b = next[dir.index()];
                             let k = units(dir, b);
-                            match next_seq_block(b, k, *nblocks, seq_add, spec.time_based) {
+                            let d = dir.index();
+                            match next_seq_block(b, k, nb[d], seq_add[d], spec.time_based) {
                                 Some(n) => next[dir.index()] = n,
                                 None => seq_end = true,
                             }
@@ -526,11 +528,11 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         break;
                     }
                 }
-                let len = k * spec.bs;
+                let len = k * unit[dir.index()];
                 if let Some(p) = &mut pacer {
                     p.issued(dir.index(), len);
                 }
-                let offset = region + block * spec.bs;
+                let offset = region + block * unit[dir.index()];
                 let buf = match dir {
                     Direction::Trim => 0,
                     Direction::Read => buffers.read_buffer(tag),
@@ -827,25 +829,27 @@ fn next_seq_block(b: u64, k: u64, nblocks: u64, add: i64, time_based: bool) -> O
     })
 }
 
-/// Blocks of `spec.bs` the next I/O of `dir` at block `b` spans: 1, or with
-/// fio's bssplit a size of the direction's list that ends inside the region.
+/// Units (of `unit` bytes) the next I/O of `dir` at block `b` spans: 1, or
+/// with fio's bssplit a size of the direction's list that ends inside the
+/// region of `nblocks` units.
 #[inline]
 fn io_units(
     spec: &BlockSpec,
     dir: Direction,
     b: u64,
     nblocks: u64,
+    unit: u64,
     rng: &mut Xoshiro256PlusPlus,
 ) -> u64 {
     let d = dir.index();
     if spec.bssplit.list(d).is_empty() {
         return 1;
     }
-    let room = (nblocks - b.min(nblocks)) * spec.bs;
+    let room = (nblocks - b.min(nblocks)) * unit;
     let mut draw = || rng.next_u32();
     spec.bssplit
         .next_len(d, &mut draw, &|len| len <= room)
-        .map_or(1, |len| (len / spec.bs).max(1))
+        .map_or(1, |len| (len / unit).max(1))
 }
 
 /// A random block of `0..nblocks` for `dir`: uniform, or from fio's

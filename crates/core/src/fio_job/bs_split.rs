@@ -3,7 +3,6 @@
 
 use super::{Builder, MAX_BS};
 use crate::bssplit::BsSplit;
-use crate::result::block::RwMode;
 
 impl Builder {
     /// The job's block-size lists as the engine runs them; a combination
@@ -12,21 +11,21 @@ impl Builder {
         if self.bssplit.is_none() {
             return BsSplit::default();
         }
+        let bs = self.bs.map(|b| b.unwrap_or(0));
+        let skewed = !self.random_distribution.is_uniform();
+        if let Err(why) = crate::bssplit::job_sizes(&self.bssplit, self.rw, bs, skewed) {
+            lacks.push(("bssplit", why));
+            return BsSplit::default();
+        }
         let why = if self.verify {
             Some(
                 "block-size mixes with verify (csdchar's verify writes and checks one block size)"
                     .to_string(),
             )
-        } else if matches!(self.rw, RwMode::Trimwrite | RwMode::Randtrimwrite) {
-            Some(
-                "block-size mixes with trimwrite (fio writes what it trimmed, size for size)"
-                    .into(),
-            )
         } else if self.set_at.iter().any(|(n, _, _)| n == "bsrange") {
             Some("bssplit and bsrange in one job".into())
         } else {
-            let bs = self.bs.map(|b| b.unwrap_or(0));
-            crate::bssplit::job_unit(&self.bssplit, self.rw, bs).err()
+            None
         };
         match why {
             Some(w) => {
@@ -34,6 +33,26 @@ impl Builder {
                 BsSplit::default()
             }
             None => self.bssplit.clone(),
+        }
+    }
+
+    /// The offset unit and the lists the engine runs (a one-size list for a
+    /// direction whose `bs` differs, as `bs=4k,64k` in a mixed job); what
+    /// csdchar does not run goes to `lacks` with `bs`'s place, and the unit
+    /// falls back to the reads' size.
+    pub(super) fn sizes(
+        &self,
+        split: BsSplit,
+        lacks: &mut Vec<(&'static str, String)>,
+    ) -> (Option<u64>, BsSplit) {
+        let bs = self.bs.map(|b| b.unwrap_or(0));
+        let skewed = !self.random_distribution.is_uniform();
+        match crate::bssplit::job_sizes(&split, self.rw, bs, skewed) {
+            Ok((unit, lists)) => (Some(unit), lists),
+            Err(why) => {
+                lacks.push(("bs", why));
+                (self.bs[0], BsSplit::default())
+            }
         }
     }
 }

@@ -664,24 +664,7 @@ impl Builder {
             }
         };
         // With bssplit, a direction's smallest size is its unit (fio's min_bs).
-        let bssplit = self.bssplit_lacks(lacks);
-        let [rbs, wbs, tbs] = [0, 1, 2].map(|d| bssplit.min_bs(d).or(self.bs[d]));
-        let bs = match (self.rw.reads(), self.rw.writes()) {
-            (false, false) if !bssplit.list(2).is_empty() => tbs,
-            (true, true) if rbs != wbs => {
-                lacks.push((
-                    "bs",
-                    format!(
-                        "reads of {} and writes of {} in one job (csdchar's jobs use one block size)",
-                        fmt_opt(rbs),
-                        fmt_opt(wbs)
-                    ),
-                ));
-                rbs
-            }
-            (true, _) => rbs,
-            _ => wbs,
-        };
+        let (bs, bssplit) = self.sizes(self.bssplit_lacks(lacks), lacks);
         let Some(bs) = bs.filter(|b| (1..=MAX_BS).contains(b)) else {
             return bad("bs", "must be between 1 byte and 256m");
         };
@@ -773,10 +756,17 @@ impl Builder {
             ));
             rw_seq_add = 0;
         }
-        if rw_seq_add % bs as i64 != 0 {
+        // Each direction's offsets are multiples of its own smallest size.
+        let used = [self.rw.reads(), self.rw.writes(), self.rw.trims()];
+        let unit_of = |d: usize| bssplit.min_bs(d).unwrap_or(bs);
+        if let Some(u) = (0..3)
+            .filter(|&d| used[d])
+            .map(unit_of)
+            .find(|&u| rw_seq_add % u as i64 != 0)
+        {
             lacks.push((
                 "rw",
-                format!("an offset modifier of {rw_seq_add} bytes, not a multiple of bs ({bs})"),
+                format!("an offset modifier of {rw_seq_add} bytes, not a multiple of bs ({u})"),
             ));
             rw_seq_add = 0;
         }
@@ -850,10 +840,6 @@ fn last_places(set_at: &[(String, String, String)]) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-fn fmt_opt(v: Option<u64>) -> String {
-    v.map_or("the default".into(), |b| b.to_string())
 }
 
 fn small(t: &str, name: &str, min: u64, max: u64) -> Result<u32, String> {
