@@ -18,6 +18,7 @@ mod db_safety;
 mod dialect;
 mod estimate;
 mod fio_bssplit;
+mod fio_files;
 mod fio_jobs;
 mod fio_parity;
 mod fio_verify;

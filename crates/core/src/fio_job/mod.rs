@@ -20,6 +20,7 @@
 //! (`ini`) and its tests live apart.
 
 mod bs_split;
+pub mod files;
 pub mod ini;
 pub mod value;
 
@@ -242,6 +243,8 @@ struct Builder {
     rw_seq_add: i64,
     verify_only: bool,
     do_verify: bool,
+    filename_format: Option<String>,
+    nrfiles: u32,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -297,6 +300,8 @@ impl Builder {
             rw_seq_add: 0,
             verify_only: false,
             do_verify: true,
+            filename_format: None,
+            nrfiles: 1,
             set_at: Vec::new(),
         }
     }
@@ -604,6 +609,16 @@ impl Builder {
             }
             "verify_only" => self.verify_only = value::boolean(v).map_err(wrap)?,
             "do_verify" => self.do_verify = value::boolean(v).map_err(wrap)?,
+            "filename_format" => self.filename_format = Some(need()?.to_string()),
+            "nrfiles" | "nr_files" => {
+                self.nrfiles = small(need()?, "nrfiles", 1, u64::from(u32::MAX))?
+            }
+            // With one file per job these change nothing (fio clamps openfiles
+            // to nrfiles); nrfiles above 1 is refused where the job is planned.
+            "openfiles" | "open_files" => {
+                small(need()?, "openfiles", 0, u64::from(u32::MAX))?;
+            }
+            "file_service_type" => files::check_file_service(need()?)?,
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -769,6 +784,14 @@ impl Builder {
                 format!("an offset modifier of {rw_seq_add} bytes, not a multiple of bs ({u})"),
             ));
             rw_seq_add = 0;
+        }
+        // fio gives a job with filename= the files it names, whatever nrfiles says.
+        if self.nrfiles > 1 && self.filename.is_none() {
+            lacks.push((
+                "nrfiles",
+                "several files per job (csdchar runs one file per job; give each file a job)"
+                    .into(),
+            ));
         }
         let batch_submit = self.batch_submit.unwrap_or(0);
         if batch_submit > self.iodepth {
@@ -965,9 +988,11 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
             }
             (None, EngineKind::Null) => vec![(0, None, b.numjobs)],
             (None, _) => {
-                // fio writes `directory/NAME.CLONE.0` whatever NAME holds; a
-                // name with '/' would put the file outside the directory.
-                if b.name.contains(['/', '\0']) {
+                // fio writes `directory/NAME.CLONE.0` (filename_format's
+                // default) whatever NAME holds; a name with '/' would put the
+                // file outside the directory.
+                let format = b.filename_format.as_deref();
+                if b.name.contains(['/', '\0']) && files::has_keyword(format, "$jobname") {
                     let (written, place) = b.where_set("name", section);
                     return Err(PlanError::Invalid(format!(
                         "{written} ({place}): a job without filename= writes a file named after \
@@ -975,12 +1000,21 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                          put it elsewhere: give filename= or a name without '/'"
                     )));
                 }
-                (0..b.numjobs)
-                    .map(|c| {
-                        let dir = b.directory.as_deref().unwrap_or(".");
-                        (c, Some(format!("{dir}/{}.{c}.0", b.name)), 1)
-                    })
-                    .collect()
+                let dir = b.directory.as_deref().unwrap_or(".");
+                let names: Vec<String> = (0..b.numjobs)
+                    .map(|c| format!("{dir}/{}", files::file_name(format, &b.name, c, 0)))
+                    .collect();
+                if names.iter().all(|n| *n == names[0]) {
+                    // A format without $jobnum: the clones share one file, as
+                    // with filename=.
+                    vec![(0, Some(names[0].clone()), b.numjobs)]
+                } else {
+                    names
+                        .into_iter()
+                        .enumerate()
+                        .map(|(c, n)| (c as u32, Some(n), 1))
+                        .collect()
+                }
             }
         };
         let first = jobs.len();
