@@ -60,11 +60,15 @@ fn unsupported_options_are_all_named_and_nothing_is_created() {
     let job = write(
         d.path(),
         "val.fio",
-        "[a]\nfilename=/x\nbs=4q,8k\nrw=randrw\n",
+        "[a]\nfilename=/x\nbs=0,8k\nrw=randrw\n",
     );
     let r = csdchar(&["block", "--job-file", &job]);
     assert_eq!(r.outcome.exit_code, 2);
-    assert!(r.stderr.contains("one block size"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("bs=0,8k (") && r.stderr.contains("val.fio:3"),
+        "{}",
+        r.stderr
+    );
     // Options and a job file do not mix.
     let r = csdchar(&["block", "--job-file", &job, "--bs", "8k"]);
     assert_eq!(r.outcome.exit_code, 2);

@@ -11,6 +11,7 @@ use csdchar_fio_like::{RunControl, run_block};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
+use csdchar_core::bssplit::BsSplit;
 use csdchar_core::distribution::Distribution;
 use csdchar_core::pattern::Fill;
 use csdchar_core::rate::{RateLimit, RateProcess};
@@ -54,6 +55,10 @@ pub struct BlockOpts {
     /// Block size of each I/O (e.g. 4k, 128k, 1m; at most 256m; a multiple of 512 with --direct 1).
     #[arg(long, default_value = "4k", value_parser = size_arg)]
     pub bs: u64,
+    /// A mix of block sizes, fio's bssplit: SIZE/PERCENT:… (a percentage left out shares the rest;
+    /// per direction with commas: reads,writes,trims); offsets are multiples of the smallest.
+    #[arg(long, value_name = "LIST", value_parser = bssplit_arg)]
+    pub bssplit: Option<BsSplit>,
     /// I/Os in flight per job (1-4096).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub iodepth: u32,
@@ -190,7 +195,7 @@ pub struct BlockOpts {
 }
 
 /// The options a job file sets itself.
-const JOB_OPTIONS: [&str; 32] = [
+const JOB_OPTIONS: [&str; 33] = [
     "target",
     "rw",
     "rwmixread",
@@ -214,6 +219,7 @@ const JOB_OPTIONS: [&str; 32] = [
     "verify",
     "percentile_list",
     "random_distribution",
+    "bssplit",
     "rate",
     "rate_iops",
     "rate_min",
@@ -406,13 +412,24 @@ impl BlockOpts {
                 );
             }
         }
+        let skewed = !self.random_distribution.is_uniform();
+        let (bs, bssplit) = bssplit_unit(
+            &self.bssplit.clone().unwrap_or_default(),
+            rw,
+            self.bs,
+            self.direct,
+            self.verify.is_some(),
+            skewed,
+        )
+        .map_err(UsageError)?;
         let targets: Vec<&Path> = self.target.iter().map(PathBuf::as_path).collect();
         check_output(self.output.as_deref(), &targets)?;
         Ok(BlockSpec {
             target: self.target.as_ref().map(|p| p.display().to_string()),
             rw,
             rwmixread: self.rwmixread,
-            bs: self.bs,
+            bs,
+            bssplit,
             iodepth: self.iodepth,
             numjobs: self.numjobs,
             size: self.size.unwrap_or(0),
@@ -427,7 +444,7 @@ impl BlockOpts {
                 EngineArg::Null => EngineKind::Null,
             },
             compress_pct: self.compress,
-            compress_chunk: self.compress_chunk.min(self.bs),
+            compress_chunk: self.compress_chunk.min(bs),
             compress_fill: match self.compress_fill {
                 FillArg::Zeros => Fill::Zeros,
                 FillArg::Repeat => Fill::Repeat,
@@ -474,6 +491,54 @@ impl BlockOpts {
 }
 
 /// `--random-distribution`: fio's syntax, sizes in powers of 1024.
+fn bssplit_arg(s: &str) -> Result<BsSplit, String> {
+    let mut split = BsSplit::default();
+    split.parse(s, &size_arg)?;
+    Ok(split)
+}
+
+/// The block size offsets are counted in with `--bssplit` (the smallest size
+/// of the directions used), or `--bs` without, and the lists the engine runs;
+/// the combinations csdchar does not run refused.
+fn bssplit_unit(
+    split: &BsSplit,
+    rw: RwMode,
+    bs: u64,
+    direct: bool,
+    verify: bool,
+    skewed: bool,
+) -> Result<(u64, BsSplit), String> {
+    if split.is_none() {
+        return Ok((bs, BsSplit::default()));
+    }
+    if verify {
+        return Err(
+            "--bssplit: not with --verify (csdchar's verify writes and checks one block size)"
+                .into(),
+        );
+    }
+    if matches!(rw, RwMode::Trimwrite | RwMode::Randtrimwrite) {
+        return Err(format!(
+            "--bssplit: not with --rw {} (fio writes what it trimmed, size for size)",
+            rw.name()
+        ));
+    }
+    let (unit, lists) = csdchar_core::bssplit::job_sizes(split, rw, [bs; 3], skewed)
+        .map_err(|e| format!("--bssplit: {e}"))?;
+    for e in split.0.iter().flatten() {
+        if e.bs > MAX_BS {
+            return Err(format!("--bssplit: {} bytes is over 256m", e.bs));
+        }
+        if direct && !e.bs.is_multiple_of(512) {
+            return Err(format!(
+                "--bssplit: {} bytes is not a multiple of 512, which --direct needs",
+                e.bs
+            ));
+        }
+    }
+    Ok((unit, lists))
+}
+
 fn distribution_arg(s: &str) -> Result<Distribution, String> {
     Distribution::parse(s, 1024)
 }
@@ -667,6 +732,12 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         RunStatus::VerifyFailed => {
             let n = result.verify.as_ref().map_or(0, |v| v.bad_block_count);
             let _ = writeln!(io.stderr, "error: verification found {n} bad blocks");
+            if let Some(v) = &result.verify {
+                let spec = &result.spec;
+                let line =
+                    csdchar_fio_like::verify::failure_line(spec.target.as_deref(), spec.bs, v);
+                let _ = writeln!(io.stderr, "error: {line}");
+            }
         }
         RunStatus::Completed => {}
     }

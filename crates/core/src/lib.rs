@@ -15,6 +15,7 @@
 //! - [`oltp`]: sysbench's OLTP model (schema, statements, counting), driver-free.
 //! - [`result`]: the versioned, documented result schemas.
 
+pub mod bssplit;
 pub mod capacity;
 pub mod compressibility;
 pub mod counters;

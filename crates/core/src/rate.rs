@@ -68,7 +68,7 @@ impl RateLimit {
 #[derive(Debug, Clone)]
 pub struct Pacer {
     bps: [u64; 3],
-    bs: u64,
+    bs: [u64; 3],
     process: RateProcess,
     issued_bytes: [u64; 3],
     /// Poisson: the running due time of each direction, ns.
@@ -77,12 +77,13 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    /// A pacer for blocks of `bs`; None when no direction is limited.
-    pub fn new(rate: &RateLimit, bs: u64, seed: u32) -> Option<Pacer> {
-        let bps = [0, 1, 2].map(|d| rate.bps(d, bs));
+    /// A pacer for blocks of `bs` per direction (fio's `min_bs`, which
+    /// `rate_iops` is counted in); None when no direction is limited.
+    pub fn new(rate: &RateLimit, bs: [u64; 3], seed: u32) -> Option<Pacer> {
+        let bps = [0, 1, 2].map(|d| rate.bps(d, bs[d]));
         (bps != [0; 3]).then(|| Pacer {
             bps,
-            bs: bs.max(1),
+            bs: bs.map(|b| b.max(1)),
             process: rate.process,
             issued_bytes: [0; 3],
             next_ns: [0; 3],
@@ -112,7 +113,7 @@ impl Pacer {
         self.issued_bytes[d] += bytes;
         if self.process == RateProcess::Poisson && self.bps[d] > 0 {
             // fio: (1e6 / iops) µs × −ln(U), U in (0, 1].
-            let iops = (self.bps[d] / self.bs).max(1);
+            let iops = (self.bps[d] / self.bs[d]).max(1);
             let u = (f64::from(self.rng.next_u32()) + 1.0) / 4_294_967_296.0;
             let gap_us = (1_000_000 / iops) as f64 * -u.ln();
             self.next_ns[d] += (gap_us as u64) * 1000;
@@ -198,19 +199,19 @@ mod tests {
 
     #[test]
     fn linear_spaces_ios_evenly() {
-        let mut p = Pacer::new(&limit(5000, RateProcess::Linear), 4096, 1).unwrap();
+        let mut p = Pacer::new(&limit(5000, RateProcess::Linear), [4096; 3], 1).unwrap();
         assert_eq!(p.due_ns(0), 0);
         for _ in 0..5000 {
             p.issued(0, 4096);
         }
         assert_eq!(p.due_ns(0), 1_000_000_000);
         assert_eq!(p.due_ns(1), 0, "writes are not limited");
-        assert!(Pacer::new(&RateLimit::default(), 4096, 1).is_none());
+        assert!(Pacer::new(&RateLimit::default(), [4096; 3], 1).is_none());
     }
 
     #[test]
     fn poisson_gaps_average_the_rate() {
-        let mut p = Pacer::new(&limit(1000, RateProcess::Poisson), 4096, 7).unwrap();
+        let mut p = Pacer::new(&limit(1000, RateProcess::Poisson), [4096; 3], 7).unwrap();
         for _ in 0..100_000 {
             p.issued(0, 4096);
         }

@@ -227,7 +227,7 @@ pub fn run_buffer_bytes(spec: &BlockSpec) -> u64 {
     };
     let per_job = phases
         .iter()
-        .map(|&(r, w)| job_buffer_bytes(spec.bs, spec.iodepth, r, w))
+        .map(|&(r, w)| job_buffer_bytes(spec.max_bs(), spec.iodepth, r, w))
         .max()
         .unwrap_or(0);
     per_job.saturating_mul(u64::from(spec.numjobs))

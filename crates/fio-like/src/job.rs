@@ -18,7 +18,7 @@ use csdchar_core::pattern::{DataSpec, mix64};
 use csdchar_core::rate::{MinRateCheck, Pacer};
 use csdchar_core::result::block::{BadBlock, BatchCounts, BlockSpec, EngineInfo, RunError};
 use csdchar_core::stats::LatencyRecorder;
-use rand_core::SeedableRng;
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::buffers::JobBuffers;
@@ -191,6 +191,7 @@ struct Slot {
     start: u64,
     issue: u64,
     offset: u64,
+    len: u32,
     buf: u32,
     dir: Direction,
 }
@@ -209,15 +210,13 @@ enum Mix {
 
 /// Decides the direction and block of each I/O.
 enum Planner {
+    /// Blocks of each direction's unit, `nb`.
     Random {
-        nblocks: u64,
         /// fio's skewed distributions; None: uniform.
         skew: Option<BlockPicker>,
     },
-    Sequential {
-        next: [u64; 3],
-        nblocks: u64,
-    },
+    /// Each direction's next block (of its unit).
+    Sequential { next: [u64; 3] },
     /// Block `perm(i)` for i = job, job + numjobs, …
     Permuted {
         perm: BlockPermutation,
@@ -238,13 +237,22 @@ const SAMPLE_BYTES: usize = 2 << 20;
 /// Runs one job on `engine` until its budget, deadline, an error or a stop.
 pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<'_>) -> JobOutcome {
     let spec = cfg.spec;
+    // Offsets are multiples of bs; with bssplit each I/O is a whole number
+    // of them, up to max_bs.
     let bs = spec.bs as usize;
+    let max_bs = spec.max_bs() as usize;
     let depth = spec.iodepth as usize;
     let nblocks = cfg.size / spec.bs;
+    // Each direction's offsets are multiples of its own smallest size (fio's
+    // min_bs, blockalign's default); `nb` of them fit the region.
+    let unit = [0, 1, 2].map(|d| spec.unit_of(d));
+    let nb = unit.map(|u| cfg.size / u);
     let numjobs = u64::from(spec.numjobs);
     let job = u64::from(cfg.job);
     let seed = mix64(spec.seed ^ job.wrapping_mul(0x9E37));
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    // fio draws block sizes from a generator of their own (bsrange_state).
+    let mut bs_rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x0B55_B117);
 
     let (read_share, writes, reads) = match cfg.phase {
         Phase::Workload => {
@@ -270,7 +278,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             seed ^ 0xDA7A,
         )
     });
-    let mut buffers = JobBuffers::new(bs, depth, reads, data);
+    let mut buffers = JobBuffers::new(max_bs, depth, reads, data);
     let mut outcome = JobOutcome {
         job: cfg.job,
         dirs: [DirTotals::new(), DirTotals::new(), DirTotals::new()],
@@ -308,15 +316,11 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
 
     let mut planner = match cfg.phase {
         Phase::Workload if spec.rw.is_random() => Planner::Random {
-            nblocks,
             skew: (!spec.random_distribution.is_uniform()).then(|| {
                 BlockPicker::new(&spec.random_distribution, nblocks, spec.bs, seed as u32)
             }),
         },
-        Phase::Workload => Planner::Sequential {
-            next: [0, 0, 0],
-            nblocks,
-        },
+        Phase::Workload => Planner::Sequential { next: [0, 0, 0] },
         Phase::VerifyWrite if spec.rw.is_random() => Planner::Permuted {
             perm: BlockPermutation::new(nblocks, spec.seed),
             next: job,
@@ -330,7 +334,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     };
     // Budget: fio's `size` per job; verify phases cover the job's share once.
     // fio's offset modifier (rw=read:-8k), in blocks.
-    let seq_add = spec.rw_seq_add / spec.bs as i64;
+    let seq_add = unit.map(|u| spec.rw_seq_add / u as i64);
     // fio's io_bytes_exceeded: io_size (else size) times loops, and at most
     // number_ios times loops.
     let workload_ios = {
@@ -354,6 +358,23 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         Phase::Workload => workload_ios,
         _ => nblocks.saturating_sub(job).div_ceil(numjobs),
     };
+    // With bssplit fio counts bytes, not I/Os (io_issue_bytes_exceeded): the
+    // I/O count above is then only number_ios'.
+    let byte_budget = match cfg.phase {
+        Phase::Workload if !spec.bssplit.is_none() && !spec.time_based => {
+            if spec.number_ios == 0 {
+                budget = u64::MAX;
+            }
+            let per_loop = if spec.io_size > 0 {
+                spec.io_size
+            } else {
+                cfg.size
+            };
+            per_loop.saturating_mul(u64::from(spec.loops.max(1)))
+        }
+        _ => u64::MAX,
+    };
+    let mut issued_bytes = 0u64;
 
     let ns = |t: Instant| t.saturating_duration_since(base).as_nanos() as u64;
     let ramp_ns = if cfg.phase == Phase::VerifyRead {
@@ -374,6 +395,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             start: 0,
             issue: 0,
             offset: 0,
+            len: 0,
             buf: 0,
             dir: Direction::Read,
         };
@@ -395,7 +417,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let mut now_ns = ns(Instant::now());
     // fio's rate options: pacing from the job's start, and the minimum check.
     let mut pacer = match cfg.phase {
-        Phase::Workload => Pacer::new(&spec.rate, spec.bs, seed as u32 ^ 0x5241_5445),
+        Phase::Workload => Pacer::new(&spec.rate, unit, seed as u32 ^ 0x5241_5445),
         _ => None,
     };
     let mut min_rate = match cfg.phase {
@@ -405,18 +427,24 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     // A sequential job with a forward offset modifier reached the end.
     let mut seq_end = false;
     // An I/O planned but not yet due under the rate.
-    let mut planned: Option<(Direction, u64)> = None;
+    let mut planned: Option<(Direction, u64, u64)> = None;
+    // Blocks of the next I/O of `dir` at block `b` (1 without bssplit).
+    let mut units = |dir: Direction, b: u64| {
+        let d = dir.index();
+        io_units(spec, dir, b, nb[d], unit[d], &mut bs_rng)
+    };
 
     loop {
         let stopping = shared.interrupt.load(Ordering::Relaxed)
             || shared.halt.load(Ordering::Relaxed)
             || now_ns >= deadline_ns
-            || issued >= budget;
+            || issued >= budget
+            || issued_bytes >= byte_budget;
         // When the next I/O is due, if it is not yet.
         let mut gated: Option<u64> = None;
         if !stopping && !free.is_empty() {
             let start = now_ns;
-            while issued < budget {
+            while issued < budget && issued_bytes < byte_budget {
                 let Some(tag) = free.pop() else { break };
                 if queued_tags.len() == batch_submit {
                     // A full batch goes to the kernel now; keep filling the depth.
@@ -431,24 +459,25 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         record_error(&mut outcome, shared, engine_error(e, cfg.job));
                     }
                 }
-                let (dir, block) = match planned.take() {
+                let (dir, block, k) = match planned.take() {
                     Some(p) => p,
                     None => match &mut planner {
-                        Planner::Random { nblocks, skew } => match &mut mix {
+                        Planner::Random { skew } => match &mut mix {
                             Mix::TrimThenWrite(pending) => match pending.take() {
-                                Some(b) => (Direction::Write, b),
+                                Some(b) => (Direction::Write, b, 1),
                                 None => {
-                                    let b = random_block(&mut rng, skew, *nblocks, Direction::Trim);
+                                    let b = random_block(&mut rng, skew, nb[2], Direction::Trim);
                                     *pending = Some(b);
-                                    (Direction::Trim, b)
+                                    (Direction::Trim, b, 1)
                                 }
                             },
                             m => {
                                 let dir = pick_dir(&mut rng, *m);
-                                (dir, random_block(&mut rng, skew, *nblocks, dir))
+                                let b = random_block(&mut rng, skew, nb[dir.index()], dir);
+                                (dir, b, units(dir, b))
                             }
                         },
-                        Planner::Sequential { next, nblocks } => {
+                        Planner::Sequential { next } => {
                             // fio's trimwrite trims while the two positions meet
                             // (set_rw_ddir: last_start[WRITE] == last_start[TRIM]).
                             let dir = match mix {
@@ -457,16 +486,18 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                                 m => pick_dir(&mut rng, m),
                             };
                             let b = next[dir.index()];
-                            match next_seq_block(b, *nblocks, seq_add, spec.time_based) {
+                            let k = units(dir, b);
+                            let d = dir.index();
+                            match next_seq_block(b, k, nb[d], seq_add[d], spec.time_based) {
                                 Some(n) => next[dir.index()] = n,
                                 None => seq_end = true,
                             }
-                            (dir, b)
+                            (dir, b, k)
                         }
                         Planner::Permuted { perm, next, stride } => {
                             let b = perm.get(*next);
                             *next += *stride;
-                            (Direction::Write, b)
+                            (Direction::Write, b, 1)
                         }
                         Planner::Strided {
                             next,
@@ -482,6 +513,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                                     Direction::Write
                                 },
                                 b,
+                                1,
                             )
                         }
                     },
@@ -490,16 +522,17 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     let due = p.due_ns(dir.index());
                     if due > now_ns {
                         // Ahead of the rate: this I/O waits (fio's rate_ddir).
-                        planned = Some((dir, block));
+                        planned = Some((dir, block, k));
                         free.push(tag);
                         gated = Some(due);
                         break;
                     }
                 }
+                let len = k * unit[dir.index()];
                 if let Some(p) = &mut pacer {
-                    p.issued(dir.index(), bs as u64);
+                    p.issued(dir.index(), len);
                 }
-                let offset = region + block * spec.bs;
+                let offset = region + block * unit[dir.index()];
                 let buf = match dir {
                     Direction::Trim => 0,
                     Direction::Read => buffers.read_buffer(tag),
@@ -521,6 +554,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     start,
                     issue: 0,
                     offset,
+                    len: len as u32,
                     buf,
                     dir,
                 };
@@ -532,12 +566,13 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     } else {
                         buffers.addr(buf)
                     },
-                    len: bs as u32,
+                    len: len as u32,
                     offset,
                     dir,
                 });
                 queued_tags.push(tag);
                 issued += 1;
+                issued_bytes += len;
                 if seq_end {
                     // fio's file is done: no I/O after this one.
                     budget = issued;
@@ -546,7 +581,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             inflight += queued_tags.len();
         }
         if inflight == 0 {
-            if stopping || issued >= budget {
+            if stopping || issued >= budget || issued_bytes >= byte_budget {
                 break;
             }
             if let Some(due) = gated {
@@ -609,13 +644,14 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             if dir == Direction::Write {
                 buffers.release_write(slot.buf);
             }
-            if c.result != dir.success(bs as u32) {
+            let len = slot.len as usize;
+            if c.result != dir.success(slot.len) {
                 if cfg.phase == Phase::VerifyRead {
                     outcome.blocks_checked += 1;
                     outcome.bad_blocks.push(BadBlock {
                         offset: slot.offset,
                         lba: slot.offset / u64::from(cfg.lbs),
-                        reason: io_failure(c.result, bs),
+                        reason: io_failure(c.result, len),
                     });
                     continue;
                 }
@@ -623,9 +659,9 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     let msg = format!(
                         "{} of {} bytes at offset {} failed: {}",
                         dir.name(),
-                        bs,
+                        len,
                         slot.offset,
-                        io_failure(c.result, bs)
+                        io_failure(c.result, len)
                     );
                     record_error(
                         &mut outcome,
@@ -662,17 +698,23 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             );
             let t = &mut outcome.dirs[dir.index()];
             t.ios += 1;
-            t.bytes += bs as u64;
+            t.bytes += len as u64;
             t.slat.record(slat);
             t.clat.record(clat);
             t.lat.record(lat);
             if let Some(l) = &mut logger {
                 let t_ms = (done - ramp_ns) / 1_000_000;
-                l.record(t_ms, dir.index(), bs as u64, slot.offset, [slat, clat, lat]);
+                l.record(
+                    t_ms,
+                    dir.index(),
+                    len as u64,
+                    slot.offset,
+                    [slat, clat, lat],
+                );
             }
             let i = &mut iv[dir.index()];
             i.ios += 1;
-            i.bytes += bs as u64;
+            i.bytes += len as u64;
             i.lat.record(lat);
         }
         if let Some(c) = &mut min_rate
@@ -709,7 +751,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     drop(engine); // unregisters buffers before they are freed
 
     if buffers.write_count() > 0 {
-        let (lz4, deflate) = measure_written(&buffers, bs);
+        let (lz4, deflate) = measure_written(&buffers, max_bs);
         outcome.lz4 = Some(lz4);
         outcome.deflate = Some(deflate);
     }
@@ -767,8 +809,8 @@ fn send_interval(
 ///
 /// None: a job that skips forward has reached the region's end, where fio's
 /// file is done (unless time_based, which starts over).
-fn next_seq_block(b: u64, nblocks: u64, add: i64, time_based: bool) -> Option<u64> {
-    let end = b + 1;
+fn next_seq_block(b: u64, k: u64, nblocks: u64, add: i64, time_based: bool) -> Option<u64> {
+    let end = b + k;
     if add == 0 {
         return Some(if end >= nblocks { 0 } else { end });
     }
@@ -785,6 +827,29 @@ fn next_seq_block(b: u64, nblocks: u64, add: i64, time_based: bool) -> Option<u6
     } else {
         pos as u64
     })
+}
+
+/// Units (of `unit` bytes) the next I/O of `dir` at block `b` spans: 1, or
+/// with fio's bssplit a size of the direction's list that ends inside the
+/// region of `nblocks` units.
+#[inline]
+fn io_units(
+    spec: &BlockSpec,
+    dir: Direction,
+    b: u64,
+    nblocks: u64,
+    unit: u64,
+    rng: &mut Xoshiro256PlusPlus,
+) -> u64 {
+    let d = dir.index();
+    if spec.bssplit.list(d).is_empty() {
+        return 1;
+    }
+    let room = (nblocks - b.min(nblocks)) * unit;
+    let mut draw = || rng.next_u32();
+    spec.bssplit
+        .next_len(d, &mut draw, &|len| len <= room)
+        .map_or(1, |len| (len / unit).max(1))
 }
 
 /// A random block of `0..nblocks` for `dir`: uniform, or from fio's

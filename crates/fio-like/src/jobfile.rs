@@ -59,6 +59,10 @@ pub fn run_job_file(
                 if let (RunStatus::IoError, Some(e)) = (r.status, &r.error) {
                     on_line(&format!("error: {}", e.message));
                 }
+                if let (RunStatus::VerifyFailed, Some(v)) = (r.status, &r.verify) {
+                    let line = crate::verify::failure_line(r.spec.target.as_deref(), r.spec.bs, v);
+                    on_line(&format!("error: {line}"));
+                }
                 run.results.push(r);
             }
             Err(e) => {

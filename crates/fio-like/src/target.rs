@@ -189,7 +189,8 @@ fn inspect(
     };
     let (kind, cur_size, lbs, dev) = match &meta {
         None => {
-            if spec.verify_only {
+            // (A job file's earlier job that creates it is as good.)
+            if spec.verify_only && planned.is_none() {
                 return Err(usage(format!(
                     "--verify-only: TARGET {path_str} does not exist; it re-checks data an earlier --verify run wrote"
                 )));
@@ -273,7 +274,7 @@ fn inspect(
         )));
     }
     let end = spec.offset + size;
-    if spec.verify_only && cur_size < end {
+    if spec.verify_only && cur_size.max(planned.unwrap_or(0)) < end {
         return Err(usage(format!(
             "--verify-only: TARGET {path_str} holds {cur_size} bytes, less than --offset + --size ({end}); \
              it re-checks data an earlier --verify run wrote there"
@@ -283,7 +284,14 @@ fn inspect(
         check_room(path, path_str, cur_size, end)?;
     }
     if spec.direct
-        && (!spec.bs.is_multiple_of(u64::from(lbs)) || !spec.offset.is_multiple_of(u64::from(lbs)))
+        && (!spec.bs.is_multiple_of(u64::from(lbs))
+            || !spec.offset.is_multiple_of(u64::from(lbs))
+            || spec
+                .bssplit
+                .0
+                .iter()
+                .flatten()
+                .any(|e| !e.bs.is_multiple_of(u64::from(lbs))))
     {
         return Err(usage(format!(
             "--bs/--offset: must be multiples of {path_str}'s logical block size ({lbs} bytes) with --direct"

@@ -2,6 +2,24 @@
 //! seed, sequence, length) and a crc32c of the whole block, so a read-back can
 //! tell a good block from a corrupted, misplaced or stale one.
 
+/// fio's kind of line for a verify that failed: where the first bad block
+/// is, why, and how many of the blocks checked were bad.
+pub fn failure_line(
+    target: Option<&str>,
+    bs: u64,
+    v: &csdchar_core::result::block::VerifyReport,
+) -> String {
+    let file = target.unwrap_or("(no file)");
+    match v.bad_blocks.first() {
+        Some(b) => format!(
+            "verify: bad block at file {file} offset {}, length {bs} (LBA {}): {}; {} bad of {} \
+             blocks checked",
+            b.offset, b.lba, b.reason, v.bad_block_count, v.blocks_checked
+        ),
+        None => format!("verify: {} bad blocks in {file}", v.bad_block_count),
+    }
+}
+
 /// Header magic.
 pub const MAGIC: [u8; 8] = *b"CSDCHRv1";
 /// Header bytes at the start of each block.

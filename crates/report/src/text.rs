@@ -143,9 +143,14 @@ pub fn block_text(r: &BlockResult) -> Vec<u8> {
     };
     let _ = writeln!(
         out,
-        "csdchar block: rw={} bs={} iodepth={} numjobs={} engine={engine} on {target}",
+        "csdchar block: rw={} bs={}{} iodepth={} numjobs={} engine={engine} on {target}",
         spec.rw.name(),
         format_bytes(spec.bs as f64),
+        if spec.bssplit.is_none() {
+            String::new()
+        } else {
+            format!(" bssplit={}", spec.bssplit.to_fio())
+        },
         spec.iodepth,
         spec.numjobs
     );

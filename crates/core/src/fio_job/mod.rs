@@ -19,9 +19,12 @@
 //! semantics (sizes, offsets, files, clones) that refer to each other; its parser
 //! (`ini`) and its tests live apart.
 
+mod bs_split;
+pub mod files;
 pub mod ini;
 pub mod value;
 
+use crate::bssplit::BsSplit;
 use crate::distribution::Distribution;
 use crate::iolog::LogSpec;
 use crate::pattern::Fill;
@@ -29,6 +32,7 @@ use crate::rate::{RateLimit, RateProcess};
 use crate::result::block::{BlockSpec, EngineKind, RwMode};
 use crate::stats::DEFAULT_PERCENTILES;
 use crate::steady::SteadySpec;
+use bs_split::bssplit_invalid;
 use ini::{JobOption, Section};
 
 /// Largest block size the engine takes.
@@ -202,6 +206,7 @@ struct Builder {
     rw: RwMode,
     rwmixread: u8,
     bs: [Option<u64>; 3],
+    bssplit: BsSplit,
     iodepth: u32,
     numjobs: u32,
     size: u64,
@@ -237,6 +242,9 @@ struct Builder {
     steady: SteadySpec,
     rw_seq_add: i64,
     verify_only: bool,
+    do_verify: bool,
+    filename_format: Option<String>,
+    nrfiles: u32,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -252,6 +260,7 @@ impl Builder {
             rw: RwMode::Read,
             rwmixread: 50,
             bs: [Some(4096); 3],
+            bssplit: BsSplit::default(),
             iodepth: 1,
             numjobs: 1,
             size: 0,
@@ -290,6 +299,9 @@ impl Builder {
             steady: SteadySpec::default(),
             rw_seq_add: 0,
             verify_only: false,
+            do_verify: true,
+            filename_format: None,
+            nrfiles: 1,
             set_at: Vec::new(),
         }
     }
@@ -384,6 +396,22 @@ impl Builder {
                     if let Some(p) = part {
                         *slot = Some(value::bytes(p, self.kb_base).map_err(wrap)?);
                     }
+                }
+            }
+            "bssplit" => {
+                let kb = self.kb_base;
+                let bytes = |t: &str| value::bytes(t, kb).map_err(wrap);
+                self.bssplit
+                    .parse(need()?, &bytes)
+                    .map_err(|e| format!("bssplit: {e}"))?
+            }
+            "blocksize_unaligned" | "bs_unaligned" | "bs_is_seq_rand" => {
+                if value::boolean(v).map_err(wrap)? {
+                    return lacks(if o.name == "bs_is_seq_rand" {
+                        "block sizes per sequential and random I/O (csdchar's are per direction)"
+                    } else {
+                        "block sizes that are not multiples of the smallest"
+                    });
                 }
             }
             "iodepth" => self.iodepth = small(need()?, "iodepth", 1, 4096)?,
@@ -580,6 +608,17 @@ impl Builder {
                 self.steady.ramp_ms = value::time_us(need()?, true).map_err(wrap)?.div_ceil(1000)
             }
             "verify_only" => self.verify_only = value::boolean(v).map_err(wrap)?,
+            "do_verify" => self.do_verify = value::boolean(v).map_err(wrap)?,
+            "filename_format" => self.filename_format = Some(need()?.to_string()),
+            "nrfiles" | "nr_files" => {
+                self.nrfiles = small(need()?, "nrfiles", 1, u64::from(u32::MAX))?
+            }
+            // With one file per job these change nothing (fio clamps openfiles
+            // to nrfiles); nrfiles above 1 is refused where the job is planned.
+            "openfiles" | "open_files" => {
+                small(need()?, "openfiles", 0, u64::from(u32::MAX))?;
+            }
+            "file_service_type" => files::check_file_service(need()?)?,
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -639,27 +678,16 @@ impl Builder {
                 Err(format!("{written} ({place}): {m}"))
             }
         };
-        let [rbs, wbs, _] = self.bs;
-        let bs = match (self.rw.reads(), self.rw.writes()) {
-            (true, true) if rbs != wbs => {
-                lacks.push((
-                    "bs",
-                    format!(
-                        "reads of {} and writes of {} in one job (csdchar's jobs use one block size)",
-                        fmt_opt(rbs),
-                        fmt_opt(wbs)
-                    ),
-                ));
-                rbs
-            }
-            (true, _) => rbs,
-            _ => wbs,
-        };
+        // With bssplit, a direction's smallest size is its unit (fio's min_bs).
+        let (bs, bssplit) = self.sizes(self.bssplit_lacks(lacks), lacks);
         let Some(bs) = bs.filter(|b| (1..=MAX_BS).contains(b)) else {
             return bad("bs", "must be between 1 byte and 256m");
         };
         if self.direct && !bs.is_multiple_of(512) {
             return bad("bs", "must be a multiple of 512 with direct=1");
+        }
+        if let Some(m) = bssplit_invalid(&bssplit, self.direct) {
+            return bad("bssplit", &m);
         }
         if self.compress_chunk == 0 && self.compress_pct > 0 {
             return bad("buffer_compress_chunk", "must be positive");
@@ -685,24 +713,53 @@ impl Builder {
             time_based = false;
         }
         let mut verify = self.verify;
-        if verify && !matches!(self.rw, RwMode::Write | RwMode::Randwrite) {
+        // fio's verify in a read job: check what an earlier job with the same
+        // verify settings wrote (every read is checked, do_verify or not:
+        // do_verify is the read-back phase of a job that writes).
+        let read_verify = verify && matches!(self.rw, RwMode::Read | RwMode::Randread);
+        if verify && !read_verify && !self.do_verify {
+            lacks.push((
+                "do_verify",
+                "do_verify=0 in a job that writes (csdchar reads back what a verify job writes)"
+                    .into(),
+            ));
+        }
+        if verify
+            && read_verify
+            && (self.io_size > 0
+                || self.number_ios > 0
+                || self.loops > 1
+                || self.rw_seq_add != 0
+                || !self.random_distribution.is_uniform())
+        {
             lacks.push((
                 "verify",
-                "verify in a job that reads (csdchar verifies what a write or randwrite job writes)".into(),
+                "verify in a read job that does not read its region once (io_size, number_ios, \
+                 loops, an offset modifier or a skewed random_distribution; csdchar checks every \
+                 block once)"
+                    .into(),
+            ));
+            verify = false;
+        }
+        if verify && !read_verify && !matches!(self.rw, RwMode::Write | RwMode::Randwrite) {
+            lacks.push((
+                "verify",
+                "verify in a job that reads and writes or trims (csdchar verifies what a write or \
+                 randwrite job writes, and checks it in a read or randread job)"
+                    .into(),
             ));
             verify = false;
         }
         if verify && time_based {
             lacks.push((
                 "verify",
-                "verify in a time_based job (csdchar writes every block once, then reads it back)"
-                    .into(),
+                "verify in a time_based job (csdchar writes and checks every block once)".into(),
             ));
             verify = false;
         }
         // fio's verify_only: skip the workload, only check what an earlier
         // run of the same job wrote (csdchar's --verify-only).
-        let verify_only = verify && self.verify_only;
+        let verify_only = verify && (self.verify_only || read_verify);
         if verify_only {
             verify = false;
         }
@@ -714,12 +771,27 @@ impl Builder {
             ));
             rw_seq_add = 0;
         }
-        if rw_seq_add % bs as i64 != 0 {
+        // Each direction's offsets are multiples of its own smallest size.
+        let used = [self.rw.reads(), self.rw.writes(), self.rw.trims()];
+        let unit_of = |d: usize| bssplit.min_bs(d).unwrap_or(bs);
+        if let Some(u) = (0..3)
+            .filter(|&d| used[d])
+            .map(unit_of)
+            .find(|&u| rw_seq_add % u as i64 != 0)
+        {
             lacks.push((
                 "rw",
-                format!("an offset modifier of {rw_seq_add} bytes, not a multiple of bs ({bs})"),
+                format!("an offset modifier of {rw_seq_add} bytes, not a multiple of bs ({u})"),
             ));
             rw_seq_add = 0;
+        }
+        // fio gives a job with filename= the files it names, whatever nrfiles says.
+        if self.nrfiles > 1 && self.filename.is_none() {
+            lacks.push((
+                "nrfiles",
+                "several files per job (csdchar runs one file per job; give each file a job)"
+                    .into(),
+            ));
         }
         let batch_submit = self.batch_submit.unwrap_or(0);
         if batch_submit > self.iodepth {
@@ -737,6 +809,7 @@ impl Builder {
             rw: self.rw,
             rwmixread: self.rwmixread,
             bs,
+            bssplit,
             iodepth: self.iodepth,
             numjobs,
             size,
@@ -792,10 +865,6 @@ fn last_places(set_at: &[(String, String, String)]) -> Vec<(String, String)> {
     out
 }
 
-fn fmt_opt(v: Option<u64>) -> String {
-    v.map_or("the default".into(), |b| b.to_string())
-}
-
 fn small(t: &str, name: &str, min: u64, max: u64) -> Result<u32, String> {
     let n = value::int(t).map_err(|e| e.to_string())?;
     if !(min..=max).contains(&n) {
@@ -838,6 +907,7 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                     // One name per option, for refusals that look it up.
                     let name = match o.name.as_str() {
                         "blocksize" => "bs",
+                        "blocksize_range" => "bsrange",
                         "readwrite" => "rw",
                         "iodepth_batch" => "iodepth_batch_submit",
                         "iodepth_batch_complete_min" => "iodepth_batch_complete",
@@ -918,9 +988,11 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
             }
             (None, EngineKind::Null) => vec![(0, None, b.numjobs)],
             (None, _) => {
-                // fio writes `directory/NAME.CLONE.0` whatever NAME holds; a
-                // name with '/' would put the file outside the directory.
-                if b.name.contains(['/', '\0']) {
+                // fio writes `directory/NAME.CLONE.0` (filename_format's
+                // default) whatever NAME holds; a name with '/' would put the
+                // file outside the directory.
+                let format = b.filename_format.as_deref();
+                if b.name.contains(['/', '\0']) && files::has_keyword(format, "$jobname") {
                     let (written, place) = b.where_set("name", section);
                     return Err(PlanError::Invalid(format!(
                         "{written} ({place}): a job without filename= writes a file named after \
@@ -928,12 +1000,21 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                          put it elsewhere: give filename= or a name without '/'"
                     )));
                 }
-                (0..b.numjobs)
-                    .map(|c| {
-                        let dir = b.directory.as_deref().unwrap_or(".");
-                        (c, Some(format!("{dir}/{}.{c}.0", b.name)), 1)
-                    })
-                    .collect()
+                let dir = b.directory.as_deref().unwrap_or(".");
+                let names: Vec<String> = (0..b.numjobs)
+                    .map(|c| format!("{dir}/{}", files::file_name(format, &b.name, c, 0)))
+                    .collect();
+                if names.iter().all(|n| *n == names[0]) {
+                    // A format without $jobnum: the clones share one file, as
+                    // with filename=.
+                    vec![(0, Some(names[0].clone()), b.numjobs)]
+                } else {
+                    names
+                        .into_iter()
+                        .enumerate()
+                        .map(|(c, n)| (c as u32, Some(n), 1))
+                        .collect()
+                }
             }
         };
         let first = jobs.len();
@@ -1100,6 +1181,9 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
         lines.push(format!("rwmixread={}", spec.rwmixread));
     }
     lines.push(format!("bs={}", spec.bs));
+    if !spec.bssplit.is_none() {
+        lines.push(format!("bssplit={}", spec.bssplit.to_fio()));
+    }
     lines.push(format!("iodepth={}", spec.iodepth));
     if spec.numjobs > 1 {
         lines.push(format!("numjobs={}", spec.numjobs));

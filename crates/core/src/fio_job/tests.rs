@@ -127,8 +127,22 @@ fn values_follow_fio_and_bad_ones_name_the_option() {
     assert_eq!(s.iodepth, 1024);
     assert_eq!(s.percentiles, [50.0, 99.0, 99.9]);
     assert_eq!((s.compress_pct, s.compress_chunk), (75, 4096));
-    let e = plan(&sections("[a]\nfilename=/x\nbs=4k,16k\nrw=randrw\n"), false).unwrap_err();
-    assert!(e.to_string().contains("one block size"), "{e}");
+    // Reads and writes of their own sizes: each direction's offsets in its own unit.
+    let p = plan(&sections("[a]\nfilename=/x\nbs=4k,16k\nrw=randrw\n"), false).unwrap();
+    let s = &p.jobs[0].spec;
+    assert_eq!(
+        (s.bs, s.unit_of(0), s.unit_of(1), s.max_bs()),
+        (4096, 4096, 16384, 16384)
+    );
+    let e = plan(
+        &sections("[a]\nfilename=/x\nbs=4k,16k\nrw=randrw\nrandom_distribution=zipf:1.2\n"),
+        false,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("bs=4k,16k (t.fio:3)") && e.to_string().contains("skewed"),
+        "{e}"
+    );
     let e = plan(&sections("[a]\nfilename=/x\nrw=sideways\n"), false).unwrap_err();
     assert!(e.to_string().contains("rw=sideways (t.fio:3)"), "{e}");
     let e = plan(&sections("[a]\nfilename=/x\niodepth=0\n"), false).unwrap_err();

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{CpuUsage, RunStatus, ToolInfo};
+use crate::bssplit::BsSplit;
 use crate::capacity::CapacityReport;
 use crate::compressibility::PageTally;
 use crate::counters::DiskStats;
@@ -136,8 +137,12 @@ pub struct BlockSpec {
     pub rw: RwMode,
     /// % of I/Os that are reads in mixed modes.
     pub rwmixread: u8,
-    /// Block size of every I/O, bytes.
+    /// Block size of every I/O, bytes; with `bssplit`, the smallest size of the lists (offsets are
+    /// multiples of it).
     pub bs: u64,
+    /// fio's `bssplit`: block sizes and their shares per direction; absent: every I/O is `bs`.
+    #[serde(default, skip_serializing_if = "BsSplit::is_none")]
+    pub bssplit: BsSplit,
     /// I/Os kept in flight per job.
     pub iodepth: u32,
     /// Jobs (threads), each with its own ring, all on the same region.
@@ -238,6 +243,7 @@ impl Default for BlockSpec {
             rw: RwMode::Read,
             rwmixread: 50,
             bs: 4096,
+            bssplit: BsSplit::default(),
             iodepth: 1,
             numjobs: 1,
             size: 0,
