@@ -22,6 +22,9 @@ command -v losetup >/dev/null || need+=(mount)
 # fio's own fio_jsonplus_clat2csv reads csdchar's fio-json+ in tests/fio_jobs.rs.
 command -v fio_jsonplus_clat2csv >/dev/null || need+=(fio)
 python3 -c 'import six' 2>/dev/null || need+=(python3-six)
+# fio's fiologparser_hist.py (shipped with fio) reads csdchar's clat histogram logs in
+# tests/suite/fio_hist_log.rs; it needs numpy and pandas (Debian's, in /usr/bin/python3).
+/usr/bin/python3 -c 'import numpy, pandas' 2>/dev/null || need+=(python3-numpy python3-pandas)
 # Device-mapper stacks in the device-safety tests (they skip where the kernel has none).
 command -v dmsetup >/dev/null || need+=(dmsetup)
 command -v cc >/dev/null || need+=(build-essential)

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use common::RecordingEngine;
 use csdchar_fio_like::{RunControl, run_block_with};
 
-fn fio() -> Option<PathBuf> {
+pub(crate) fn fio() -> Option<PathBuf> {
     let found = std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join("fio"))
         .find(|p| p.is_file());
@@ -219,7 +219,7 @@ fn a_job_below_its_minimum_rate_fails_after_settling() {
 }
 
 /// The log files a run left in `dir`: name -> lines split into fields.
-fn logs_in(dir: &Path) -> std::collections::BTreeMap<String, Vec<Vec<String>>> {
+pub(crate) fn logs_in(dir: &Path) -> std::collections::BTreeMap<String, Vec<Vec<String>>> {
     std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| {

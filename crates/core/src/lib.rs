@@ -23,6 +23,7 @@ pub mod estimate;
 pub mod fio_job;
 pub mod hdr;
 pub mod heap_page;
+pub mod histlog;
 pub mod iolog;
 pub mod load_size;
 pub mod oltp;

@@ -22,37 +22,7 @@ use csdchar_core::result::block::{
 };
 use csdchar_core::stats::LatencyStats;
 
-/// fio's buckets: 2^6 per group, 29 groups.
-const PLAT_BITS: u32 = 6;
-const PLAT_VAL: u64 = 1 << PLAT_BITS;
-const PLAT_NR: u64 = 29 * PLAT_VAL;
-
-/// fio's `plat_val_to_idx`.
-pub fn plat_val_to_idx(val: u64) -> u64 {
-    let msb = if val == 0 {
-        0
-    } else {
-        63 - val.leading_zeros()
-    };
-    if msb <= PLAT_BITS {
-        return val;
-    }
-    let error_bits = msb - PLAT_BITS;
-    let base = u64::from(error_bits + 1) << PLAT_BITS;
-    let offset = (PLAT_VAL - 1) & (val >> error_bits);
-    (base + offset).min(PLAT_NR - 1)
-}
-
-/// fio's `plat_idx_to_val`: the bucket's midpoint.
-pub fn plat_idx_to_val(idx: u64) -> u64 {
-    if idx < (PLAT_VAL << 1) {
-        return idx;
-    }
-    let error_bits = (idx >> PLAT_BITS) - 1;
-    let base = 1u64 << (error_bits + u64::from(PLAT_BITS));
-    let k = idx % PLAT_VAL;
-    base + ((k as f64 + 0.5) * (1u64 << error_bits) as f64) as u64
-}
+pub use csdchar_core::histlog::{PLAT_NR, plat_idx_to_val, plat_val_to_idx};
 
 /// The runs of one output entry and what names it.
 struct Entry<'a> {

@@ -553,7 +553,7 @@ impl Builder {
             },
             "number_ios" => self.number_ios = value::int(need()?).map_err(wrap)?,
             "loops" => self.loops = small(need()?, "loops", 1, u64::from(u32::MAX))?,
-            "write_bw_log" | "write_iops_log" | "write_lat_log" => {
+            "write_bw_log" | "write_iops_log" | "write_lat_log" | "write_hist_log" => {
                 // A bare option logs under the job's name (fio).
                 let prefix = match v {
                     Some(p) if !p.is_empty() => p.to_string(),
@@ -562,6 +562,7 @@ impl Builder {
                 match o.name.as_str() {
                     "write_bw_log" => self.logs.bw = Some(prefix),
                     "write_iops_log" => self.logs.iops = Some(prefix),
+                    "write_hist_log" => self.logs.hist = Some(prefix),
                     _ => self.logs.lat = Some(prefix),
                 }
             }
@@ -592,6 +593,10 @@ impl Builder {
                 }
             }
             "log_offset" => self.logs.offset = value::boolean(v).map_err(wrap)?,
+            "log_hist_msec" => self.logs.hist_msec = value::int(need()?).map_err(wrap)?,
+            "log_hist_coarseness" => {
+                self.logs.hist_coarseness = small(need()?, "log_hist_coarseness", 0, 6)? as u8
+            }
             "rate_process" => {
                 self.rate.process = match need()? {
                     "linear" => RateProcess::Linear,

@@ -367,3 +367,26 @@ fn offset_modifiers_are_sequential_only_and_whole_blocks() {
     let e = plan(&sections("[a]\nfilename=/x\nrw=write:1k\n"), false).unwrap_err();
     assert!(e.to_string().contains("not a multiple of bs"), "{e}");
 }
+
+#[test]
+fn hist_log_options_are_fio_s() {
+    let p = plan_of(
+        "[global]\nioengine=null\nsize=1m\n[a]\nwrite_hist_log\nlog_hist_msec=250\nlog_hist_coarseness=3\n[b]\nwrite_hist_log=h/b\n",
+    );
+    let (a, b) = (&p.jobs[0].spec.logs, &p.jobs[1].spec.logs);
+    assert_eq!(
+        (a.hist.as_deref(), a.hist_msec, a.hist_coarseness),
+        (Some("a"), 250, 3)
+    );
+    assert_eq!(
+        (b.hist.as_deref(), b.hist_msec, b.first_job),
+        (Some("h/b"), 0, 2)
+    );
+    // fio's range for the coarseness is 0 to 6.
+    let e = plan(
+        &sections("[a]\nfilename=/x\nwrite_hist_log\nlog_hist_coarseness=7\n"),
+        false,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("log_hist_coarseness=7"), "{e}");
+}
