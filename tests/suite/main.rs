@@ -17,6 +17,7 @@ mod db_library;
 mod db_safety;
 mod dialect;
 mod estimate;
+mod fio_dedupe;
 mod fio_hist_log;
 mod fio_jobs;
 mod fio_parity;

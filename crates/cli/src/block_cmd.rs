@@ -433,6 +433,7 @@ impl BlockOpts {
                 FillArg::Repeat => Fill::Repeat,
             },
             dedupe_pct: self.dedupe,
+            dedupe: Default::default(),
             log_interval_ms: self.log_interval.as_millis() as u64,
             iodepth_batch_submit: self.iodepth_batch_submit,
             iodepth_batch_complete: batch_complete,

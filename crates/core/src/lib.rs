@@ -18,6 +18,7 @@
 pub mod capacity;
 pub mod compressibility;
 pub mod counters;
+pub mod dedupe;
 pub mod distribution;
 pub mod estimate;
 pub mod fio_job;

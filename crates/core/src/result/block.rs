@@ -7,6 +7,7 @@ use super::{CpuUsage, RunStatus, ToolInfo};
 use crate::capacity::CapacityReport;
 use crate::compressibility::PageTally;
 use crate::counters::DiskStats;
+use crate::dedupe::DedupeSpec;
 use crate::distribution::Distribution;
 use crate::iolog::LogSpec;
 use crate::pattern::Fill;
@@ -166,6 +167,10 @@ pub struct BlockSpec {
     pub compress_fill: Fill,
     /// % of chunks that are identical copies of earlier chunks.
     pub dedupe_pct: u8,
+    /// fio's whole-buffer deduplication (`dedupe_percentage`, `dedupe_mode`,
+    /// `dedupe_working_set_percentage`, `dedupe_global`) of a job file; absent: none.
+    #[serde(default, skip_serializing_if = "DedupeSpec::is_none")]
+    pub dedupe: DedupeSpec,
     /// Interval of the time series, ms.
     pub log_interval_ms: u64,
     /// Maximum I/Os submitted per io_uring_enter (0 = all that are ready).
@@ -252,6 +257,7 @@ impl Default for BlockSpec {
             compress_chunk: 4096,
             compress_fill: Fill::Repeat,
             dedupe_pct: 0,
+            dedupe: DedupeSpec::default(),
             log_interval_ms: 1000,
             iodepth_batch_submit: 0,
             iodepth_batch_complete: 1,
