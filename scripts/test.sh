@@ -81,6 +81,12 @@ if [ ! -x "$plot_venv/bin/fio-plot" ]; then
       --disable-pip-version-check fio-plot==1.1.21; } ||
     echo "note: could not install fio-plot; tests/fio_jobs.rs will not draw with it"
 fi
+# fio's fiologparser_hist.py (Debian ships it compressed in fio's docs) with numpy and pandas:
+# once both are there tests/suite/fio_hist_log.rs must run it.
+if { [ -f /usr/bin/fiologparser_hist.py ] || [ -f /usr/share/doc/fio/fiologparser_hist.py.gz ]; } &&
+  /usr/bin/python3 -c 'import numpy, pandas' 2>/dev/null; then
+  export CSDCHAR_REQUIRE_FIO_HIST=1
+fi
 if [ -x "$plot_venv/bin/fio-plot" ] && command -v fio_jsonplus_clat2csv >/dev/null; then
   CSDCHAR_FIO_PLOT="$(cd "$plot_venv/bin" && pwd)/fio-plot"
   export CSDCHAR_FIO_PLOT CSDCHAR_REQUIRE_FIO_TOOLS=1

@@ -2,8 +2,8 @@
 //! `log_hist_coarseness`): read by fio's own `fiologparser_hist.py` and
 //! compared with fio's log of the same job. The tool ships with fio
 //! (Debian: `/usr/share/doc/fio/fiologparser_hist.py.gz`) and needs Python's
-//! numpy and pandas, which `scripts/test.sh` installs; CI
-//! (CSDCHAR_REQUIRE_FIO_TOOLS) cannot skip.
+//! numpy and pandas, which `scripts/test.sh` installs; once they are there it
+//! sets CSDCHAR_REQUIRE_FIO_HIST and the tests cannot skip.
 
 use crate::common;
 use crate::fio_parity::{fio, logs_in};
@@ -39,7 +39,7 @@ fn hist_parser(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     };
     let found = python.zip(script).map(|(p, s)| (PathBuf::from(p), s));
     assert!(
-        found.is_some() || std::env::var_os("CSDCHAR_REQUIRE_FIO_TOOLS").is_none(),
+        found.is_some() || std::env::var_os("CSDCHAR_REQUIRE_FIO_HIST").is_none(),
         "fiologparser_hist.py or Python's numpy and pandas are missing"
     );
     if found.is_none() {
