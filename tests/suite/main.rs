@@ -20,6 +20,7 @@ mod estimate;
 mod fio_dedupe;
 mod fio_hist_log;
 mod fio_jobs;
+mod fio_latency;
 mod fio_parity;
 mod libpq;
 mod libpq_matrix;

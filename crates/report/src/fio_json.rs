@@ -154,7 +154,12 @@ pub fn fio_json(
     }
     top.insert(
         "jobs".into(),
-        Value::Array(entries.iter().map(|e| job(e, plus)).collect()),
+        Value::Array(
+            entries
+                .iter()
+                .map(|e| job(e, global_options, plus))
+                .collect(),
+        ),
     );
     top.insert("disk_util".into(), disk_util(results));
     let mut out = serde_json::to_vec_pretty(&Value::Object(top)).expect("json values serialize");
@@ -173,7 +178,7 @@ fn options(list: &[(String, String)]) -> Value {
     )
 }
 
-fn job(e: &Entry<'_>, plus: bool) -> Value {
+fn job(e: &Entry<'_>, global_options: &[(String, String)], plus: bool) -> Value {
     let first = e.parts[0];
     let runtime_ms = e
         .parts
@@ -188,6 +193,10 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             .map(|o| (o.name.clone(), o.value.clone()))
             .collect(),
         None => spec_options(first),
+    };
+    let switches = match &first.job_file {
+        Some(_) => percentile_switches(global_options, &job_options),
+        None => [false, true, false],
     };
     // CPU is the process's; a clone's share is an even split of it.
     let share = match e.clone {
@@ -260,6 +269,7 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             &reads,
             runtime_ms,
             &first.spec.percentiles,
+            switches,
             plus,
             &intervals,
             0,
@@ -271,6 +281,7 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             &writes,
             runtime_ms,
             &first.spec.percentiles,
+            switches,
             plus,
             &intervals,
             1,
@@ -282,6 +293,7 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             &trims,
             runtime_ms,
             &first.spec.percentiles,
+            switches,
             plus,
             &intervals,
             2,
@@ -394,6 +406,28 @@ fn spec_options(r: &BlockResult) -> Vec<(String, String)> {
     o
 }
 
+/// fio's percentile switches `[slat, clat, lat]` of a job file's job
+/// (`slat_percentiles`, `clat_percentiles`, `lat_percentiles`): fio's
+/// defaults (clat only), then `[global]`'s settings, then the job's own.
+/// Each `_ns` object carries `percentile` (and in json+ `bins`) only when its
+/// switch is on, as fio's `add_ddir_lat_json`.
+fn percentile_switches(global: &[(String, String)], own: &[(String, String)]) -> [bool; 3] {
+    let mut on = [false, true, false];
+    for (name, value) in global.iter().chain(own) {
+        let k = match name.as_str() {
+            "slat_percentiles" => 0,
+            "clat_percentiles" => 1,
+            "lat_percentiles" => 2,
+            _ => continue,
+        };
+        let v = (!value.is_empty()).then_some(value.as_str());
+        if let Ok(b) = csdchar_core::fio_job::value::boolean(v) {
+            on[k] = b;
+        }
+    }
+    on
+}
+
 fn merged(parts: &[&LatencyStats], percentiles: &[f64]) -> Option<LatencyStats> {
     match parts {
         [] => None,
@@ -452,6 +486,7 @@ fn ddir<'a>(
     dirs: &[DirView<'a>],
     runtime_ms: u64,
     percentiles: &[f64],
+    switches: [bool; 3],
     plus: bool,
     intervals: &[&IntervalSample],
     which: usize,
@@ -493,9 +528,10 @@ fn ddir<'a>(
     o.insert("total_ios".into(), json!(ios));
     o.insert("short_ios".into(), json!(0));
     o.insert("drop_ios".into(), json!(0));
-    o.insert("slat_ns".into(), lat_object(slat.as_ref(), false, false));
-    o.insert("clat_ns".into(), lat_object(clat.as_ref(), true, plus));
-    o.insert("lat_ns".into(), lat_object(tlat.as_ref(), false, false));
+    let [ps, pc, pl] = switches;
+    o.insert("slat_ns".into(), lat_object(slat.as_ref(), ps, plus && ps));
+    o.insert("clat_ns".into(), lat_object(clat.as_ref(), pc, plus && pc));
+    o.insert("lat_ns".into(), lat_object(tlat.as_ref(), pl, plus && pl));
     o.insert("bw_min".into(), json!(bw.min.round() as u64));
     o.insert("bw_max".into(), json!(bw.max.round() as u64));
     o.insert("bw_agg".into(), json!(if ios > 0 { 100.0 } else { 0.0 }));
