@@ -22,6 +22,9 @@ command -v losetup >/dev/null || need+=(mount)
 # fio's own fio_jsonplus_clat2csv reads csdchar's fio-json+ in tests/fio_jobs.rs.
 command -v fio_jsonplus_clat2csv >/dev/null || need+=(fio)
 python3 -c 'import six' 2>/dev/null || need+=(python3-six)
+# fio's fiologparser_hist.py (shipped with fio) reads csdchar's clat histogram logs in
+# tests/suite/fio_hist_log.rs; it needs numpy and pandas (Debian's, in /usr/bin/python3).
+/usr/bin/python3 -c 'import numpy, pandas' 2>/dev/null || need+=(python3-numpy python3-pandas)
 # Device-mapper stacks in the device-safety tests (they skip where the kernel has none).
 command -v dmsetup >/dev/null || need+=(dmsetup)
 command -v cc >/dev/null || need+=(build-essential)
@@ -77,6 +80,12 @@ if [ ! -x "$plot_venv/bin/fio-plot" ]; then
   { python3 -m venv --clear "$plot_venv" && "$plot_venv/bin/python" -m pip install --quiet \
       --disable-pip-version-check fio-plot==1.1.21; } ||
     echo "note: could not install fio-plot; tests/fio_jobs.rs will not draw with it"
+fi
+# fio's fiologparser_hist.py (Debian ships it compressed in fio's docs) with numpy and pandas:
+# once both are there tests/suite/fio_hist_log.rs must run it.
+if { [ -f /usr/bin/fiologparser_hist.py ] || [ -f /usr/share/doc/fio/fiologparser_hist.py.gz ]; } &&
+  /usr/bin/python3 -c 'import numpy, pandas' 2>/dev/null; then
+  export CSDCHAR_REQUIRE_FIO_HIST=1
 fi
 if [ -x "$plot_venv/bin/fio-plot" ] && command -v fio_jsonplus_clat2csv >/dev/null; then
   CSDCHAR_FIO_PLOT="$(cd "$plot_venv/bin" && pwd)/fio-plot"

@@ -1,6 +1,9 @@
 #!/bin/bash
-# rate_iops=5000 for 30 s on zram: csdchar and fio, same job file, alternating.
-#   CSDCHAR=target/release/csdchar scripts/bench/rate-vs-fio.sh   (root; needs fio and zram)
+# rate_iops=5000 for 30 s on zram: csdchar and fio, same job file, alternating rounds.
+#   CSDCHAR=target/release/csdchar ROUNDS=3 RUNTIME=30 scripts/bench/rate-vs-fio.sh   (root; needs fio and zram)
+# Compare lat (submission to completion): fio's io_uring engine stamps an I/O issued after
+# io_uring_enter returns, so zram's inline work falls into fio's slat; csdchar stamps it before the
+# enter that submits and waits, so the same work falls into its clat. lat is the same span in both.
 set -e
 bin=$(realpath "${CSDCHAR:-target/release/csdchar}")
 cd "$(mktemp -d)"
@@ -18,15 +21,24 @@ filename=$dev
 bs=4k
 rw=randread
 iodepth=4
-runtime=30
+runtime=${RUNTIME:-30}
 time_based
 rate_iops=5000
+lat_percentiles=1
 [r]
 EOT
-for round in 1 2; do
+for round in $(seq 1 "${ROUNDS:-2}"); do
   fio --output-format=json rate30.fio > fio.$round.json
-  "$bin" block --job-file rate30.fio --output-format fio-json > cs.$round.json
+  "$bin" block --job-file rate30.fio --output-format json > cs.$round.json
 done
-for f in fio.*.json cs.*.json; do python3 -c "
-import json,sys; j=json.load(open('$f'))['jobs'][0]['read']; p=j['clat_ns']['percentile']; l=j['lat_ns']
-print('$f', round(j['iops'],1), 'lat mean us', round(l['mean']/1000,1), 'clat p50/p99/p99.9 us', p['50.000000']/1000, p['99.000000']/1000, p['99.900000']/1000)"; done
+for round in $(seq 1 "${ROUNDS:-2}"); do python3 -c "
+import json
+f = json.load(open('fio.$round.json'))['jobs'][0]['read']
+c = json.load(open('cs.$round.json'))['read']
+fp = f['lat_ns']['percentile']
+cp = {p['percentile']: p['value_ns'] for p in c['lat']['percentiles']}
+us = lambda ns: round(ns / 1000, 1)
+print($round, 'fio', round(f['iops'], 1), 'slat/clat/lat mean us', us(f['slat_ns']['mean']), us(f['clat_ns']['mean']),
+      us(f['lat_ns']['mean']), 'lat p50/p90/p99/p99.9 us', *[us(fp[k]) for k in ('50.000000', '90.000000', '99.000000', '99.900000')])
+print($round, 'csdchar', round(c['iops'], 1), 'slat/clat/lat mean us', us(c['slat']['mean_ns']), us(c['clat']['mean_ns']),
+      us(c['lat']['mean_ns']), 'lat p50/p90/p99/p99.9 us', *[us(cp[p]) for p in (50.0, 90.0, 99.0, 99.9)])"; done

@@ -450,6 +450,7 @@ impl BlockOpts {
                 FillArg::Repeat => Fill::Repeat,
             },
             dedupe_pct: self.dedupe,
+            dedupe: Default::default(),
             log_interval_ms: self.log_interval.as_millis() as u64,
             iodepth_batch_submit: self.iodepth_batch_submit,
             iodepth_batch_complete: batch_complete,
@@ -523,7 +524,7 @@ fn bssplit_unit(
             rw.name()
         ));
     }
-    let (unit, lists) = csdchar_core::bssplit::job_sizes(split, rw, [bs; 3], skewed)
+    let (unit, lists) = csdchar_core::bssplit::job_sizes(split, rw.directions(), [bs; 3], skewed)
         .map_err(|e| format!("--bssplit: {e}"))?;
     for e in split.0.iter().flatten() {
         if e.bs > MAX_BS {

@@ -22,8 +22,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::result::block::RwMode;
-
 /// Most entries of one direction's list (fio's `BSSPLIT_MAX`).
 pub const MAX_ENTRIES: usize = 64;
 
@@ -138,6 +136,16 @@ impl BsSplit {
     }
 }
 
+/// The directions a job's mode uses (reads, writes, trims) and whether it is
+/// trimwrite (which writes what it trimmed, size for size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Directions {
+    /// Reads, writes, trims: whether the mode does each.
+    pub used: [bool; 3],
+    /// `rw=trimwrite` or `randtrimwrite`.
+    pub trimwrite: bool,
+}
+
 /// The sizes a job of mode `rw` runs with, from its lists `split` and its
 /// per-direction `bs` (fio's `bs=R,W,T`): the unit its offsets are counted in
 /// (the smallest size of the directions it uses) and the lists, with a
@@ -148,14 +156,14 @@ impl BsSplit {
 /// `random_distribution` (`skewed`).
 pub fn job_sizes(
     split: &BsSplit,
-    rw: RwMode,
+    rw: Directions,
     bs: [u64; 3],
     skewed: bool,
 ) -> Result<(u64, BsSplit), String> {
-    let used = [rw.reads(), rw.writes(), rw.trims()];
+    let used = rw.used;
     let min = |d: usize| split.min_bs(d).unwrap_or(bs[d]);
     let unit = (0..3).filter(|&d| used[d]).map(min).min().unwrap_or(bs[0]);
-    let trimwrite = matches!(rw, RwMode::Trimwrite | RwMode::Randtrimwrite);
+    let trimwrite = rw.trimwrite;
     if trimwrite && !split.is_none() {
         return Err(
             "block-size mixes with trimwrite (fio writes what it trimmed, size for size)".into(),
@@ -192,32 +200,6 @@ pub fn job_sizes(
         }
     }
     Ok((unit, out))
-}
-
-impl crate::result::block::BlockSpec {
-    /// The size direction `d`'s offsets are multiples of: its list's smallest,
-    /// else `bs`.
-    pub fn unit_of(&self, d: usize) -> u64 {
-        self.bssplit.min_bs(d).unwrap_or(self.bs)
-    }
-
-    /// The largest I/O of direction `d` (`bs` without a list).
-    pub fn max_bs_of(&self, d: usize) -> u64 {
-        self.bssplit.max_bs(d).unwrap_or(self.bs)
-    }
-
-    /// The largest I/O the job does in any direction: its buffers' size.
-    pub fn max_bs(&self) -> u64 {
-        let [r, w, t] = [0, 1, 2].map(|d| self.max_bs_of(d));
-        let dirs = [self.rw.reads(), self.rw.writes(), self.rw.trims()];
-        [r, w, t]
-            .into_iter()
-            .zip(dirs)
-            .filter(|(_, used)| *used)
-            .map(|(b, _)| b)
-            .max()
-            .unwrap_or(self.bs)
-    }
 }
 
 /// One direction's list, fio's `bssplit_ddir`; None for an empty text.

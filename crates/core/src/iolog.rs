@@ -13,8 +13,12 @@
 //!   window's end, bs and offset 0: bandwidth in KiB/s and IOPS over the
 //!   window, latency the window's mean (`log_max_value=1`: its max;
 //!   `2`: both, mean first).
+//! - `write_hist_log`: `PREFIX_clat_hist.N.log`, written by
+//!   [`crate::histlog::HistRecorder`].
 
 use serde::{Deserialize, Serialize};
+
+use crate::histlog::HistRecorder;
 
 /// Which logs a job writes and how.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -33,12 +37,21 @@ pub struct LogSpec {
     pub offset: bool,
     /// fio's number of the job's first thread (1-based over the job file).
     pub first_job: u32,
+    /// Prefix of the clat histogram log (`write_hist_log`: `PREFIX_clat_hist.N.log`); null: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hist: Option<String>,
+    /// A histogram line per this many ms (`log_hist_msec`); 0: the log stays empty.
+    #[serde(default)]
+    pub hist_msec: u64,
+    /// Buckets summed per histogram column, as a power of two (`log_hist_coarseness`, 0 to 6).
+    #[serde(default)]
+    pub hist_coarseness: u8,
 }
 
 impl LogSpec {
     /// Whether no log is written.
     pub fn is_none(&self) -> bool {
-        self.bw.is_none() && self.iops.is_none() && self.lat.is_none()
+        self.bw.is_none() && self.iops.is_none() && self.lat.is_none() && self.hist.is_none()
     }
 }
 
@@ -61,6 +74,7 @@ pub struct LogRecorder {
     text: [String; 5],
     windows: [Window; 3],
     window_end_ms: u64,
+    hist: Option<HistRecorder>,
 }
 
 const KINDS: [&str; 5] = ["bw", "iops", "slat", "clat", "lat"];
@@ -76,6 +90,10 @@ impl LogRecorder {
             text: Default::default(),
             windows: [Window::default(); 3],
             window_end_ms: spec.avg_msec,
+            hist: spec
+                .hist
+                .is_some()
+                .then(|| HistRecorder::new(spec.hist_msec, spec.hist_coarseness)),
         })
     }
 
@@ -142,6 +160,9 @@ impl LogRecorder {
 
     /// Records one completed I/O at `t_ms` of the measured period.
     pub fn record(&mut self, t_ms: u64, dir: usize, bs: u64, offset: u64, lat_ns: [u64; 3]) {
+        if let Some(h) = &mut self.hist {
+            h.record(t_ms, dir, bs, lat_ns[1]);
+        }
         if self.spec.avg_msec == 0 {
             let [_, clat, _] = lat_ns;
             if self.wants(0) {
@@ -187,6 +208,9 @@ impl LogRecorder {
                 ));
             }
         }
+        if let (Some(p), Some(h)) = (&self.spec.hist, self.hist) {
+            out.push((format!("{p}_clat_hist.{n}.log"), h.finish()));
+        }
         out
     }
 }
@@ -204,6 +228,7 @@ mod tests {
             max_value: 0,
             offset: false,
             first_job: 1,
+            ..LogSpec::default()
         }
     }
 

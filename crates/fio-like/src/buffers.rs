@@ -134,10 +134,10 @@ impl JobBuffers {
         tag
     }
 
-    /// Takes a write buffer that is not in flight, stamps it with `key` so the
-    /// data is unique, and returns its buffer index.
+    /// Takes a write buffer that is not in flight, bytes as they are, and
+    /// returns its buffer index.
     #[inline]
-    pub fn acquire_write(&mut self, key: u64) -> u32 {
+    pub fn acquire_free(&mut self) -> u32 {
         let mut w = self.next_write;
         // The pool holds at least 2 × iodepth buffers, so a free one is near.
         while self.write_busy[w] {
@@ -145,7 +145,21 @@ impl JobBuffers {
         }
         self.next_write = (w + 1) % self.write_count;
         self.write_busy[w] = true;
-        let index = self.read_count + w;
+        (self.read_count + w) as u32
+    }
+
+    /// Offsets of the chunks of write buffer `w` (0-based within the pool) a
+    /// stamp may overwrite, as generated.
+    pub fn stampable(&self, w: usize) -> &[u32] {
+        &self.stampable[w]
+    }
+
+    /// Takes a write buffer that is not in flight, stamps it with `key` so the
+    /// data is unique, and returns its buffer index.
+    #[inline]
+    pub fn acquire_write(&mut self, key: u64) -> u32 {
+        let index = self.acquire_free() as usize;
+        let w = index - self.read_count;
         let start = index * self.bs;
         // Disjoint fields: the pool's bytes and its stamp lists.
         stamp(
@@ -227,7 +241,16 @@ pub fn run_buffer_bytes(spec: &BlockSpec) -> u64 {
     };
     let per_job = phases
         .iter()
-        .map(|&(r, w)| job_buffer_bytes(spec.max_bs(), spec.iodepth, r, w))
+        .map(|&(r, w)| {
+            // A deduplicating job keeps its pool's bases aside (crate::dedupe).
+            let aside = if w && !spec.dedupe.is_none() {
+                let bs = usize::try_from(spec.bs).unwrap_or(usize::MAX);
+                (write_pool_len(bs, 1) as u64).saturating_mul(spec.bs)
+            } else {
+                0
+            };
+            job_buffer_bytes(spec.max_bs(), spec.iodepth, r, w) + aside
+        })
         .max()
         .unwrap_or(0);
     per_job.saturating_mul(u64::from(spec.numjobs))

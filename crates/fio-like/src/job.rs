@@ -11,6 +11,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Barrier, OnceLock};
 use std::time::Instant;
 
+use crate::dedupe::DedupeWriter;
 use csdchar_core::compressibility::{Codec, PageCompressor, PageTally};
 use csdchar_core::distribution::BlockPicker;
 use csdchar_core::iolog::LogRecorder;
@@ -275,10 +276,20 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 fill: spec.compress_fill,
                 dedupe_pct: spec.dedupe_pct,
             },
-            seed ^ 0xDA7A,
+            if spec.dedupe.global && !spec.dedupe.is_none() {
+                crate::dedupe::GLOBAL_POOL_SEED
+            } else {
+                seed ^ 0xDA7A
+            },
         )
     });
     let mut buffers = JobBuffers::new(max_bs, depth, reads, data);
+    let mut dedupe = writes
+        .then(|| {
+            let thread = spec.dedupe.first_thread + cfg.job;
+            DedupeWriter::new(&spec.dedupe, thread, cfg.size, seed, &buffers, bs)
+        })
+        .flatten();
     let mut outcome = JobOutcome {
         job: cfg.job,
         dirs: [DirTotals::new(), DirTotals::new(), DirTotals::new()],
@@ -538,7 +549,10 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     Direction::Read => buffers.read_buffer(tag),
                     Direction::Write => {
                         seq += 1;
-                        let b = buffers.acquire_write(mix64(seed ^ seq));
+                        let b = match &mut dedupe {
+                            Some(d) => d.acquire(&mut buffers),
+                            None => buffers.acquire_write(mix64(seed ^ seq)),
+                        };
                         if cfg.phase == Phase::VerifyWrite {
                             verify::seal(
                                 buffers.slice_mut(b),

@@ -7,6 +7,7 @@
 //! [`BlockResult`](csdchar_core::result::block::BlockResult) ([`run`]).
 
 pub mod buffers;
+pub mod dedupe;
 pub mod engine;
 pub mod error;
 pub mod job;

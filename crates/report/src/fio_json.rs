@@ -22,37 +22,7 @@ use csdchar_core::result::block::{
 };
 use csdchar_core::stats::LatencyStats;
 
-/// fio's buckets: 2^6 per group, 29 groups.
-const PLAT_BITS: u32 = 6;
-const PLAT_VAL: u64 = 1 << PLAT_BITS;
-const PLAT_NR: u64 = 29 * PLAT_VAL;
-
-/// fio's `plat_val_to_idx`.
-pub fn plat_val_to_idx(val: u64) -> u64 {
-    let msb = if val == 0 {
-        0
-    } else {
-        63 - val.leading_zeros()
-    };
-    if msb <= PLAT_BITS {
-        return val;
-    }
-    let error_bits = msb - PLAT_BITS;
-    let base = u64::from(error_bits + 1) << PLAT_BITS;
-    let offset = (PLAT_VAL - 1) & (val >> error_bits);
-    (base + offset).min(PLAT_NR - 1)
-}
-
-/// fio's `plat_idx_to_val`: the bucket's midpoint.
-pub fn plat_idx_to_val(idx: u64) -> u64 {
-    if idx < (PLAT_VAL << 1) {
-        return idx;
-    }
-    let error_bits = (idx >> PLAT_BITS) - 1;
-    let base = 1u64 << (error_bits + u64::from(PLAT_BITS));
-    let k = idx % PLAT_VAL;
-    base + ((k as f64 + 0.5) * (1u64 << error_bits) as f64) as u64
-}
+pub use csdchar_core::histlog::{PLAT_NR, plat_idx_to_val, plat_val_to_idx};
 
 /// The runs of one output entry and what names it.
 struct Entry<'a> {
@@ -184,7 +154,12 @@ pub fn fio_json(
     }
     top.insert(
         "jobs".into(),
-        Value::Array(entries.iter().map(|e| job(e, plus)).collect()),
+        Value::Array(
+            entries
+                .iter()
+                .map(|e| job(e, global_options, plus))
+                .collect(),
+        ),
     );
     top.insert("disk_util".into(), disk_util(results));
     let mut out = serde_json::to_vec_pretty(&Value::Object(top)).expect("json values serialize");
@@ -203,7 +178,7 @@ fn options(list: &[(String, String)]) -> Value {
     )
 }
 
-fn job(e: &Entry<'_>, plus: bool) -> Value {
+fn job(e: &Entry<'_>, global_options: &[(String, String)], plus: bool) -> Value {
     let first = e.parts[0];
     let runtime_ms = e
         .parts
@@ -218,6 +193,10 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             .map(|o| (o.name.clone(), o.value.clone()))
             .collect(),
         None => spec_options(first),
+    };
+    let switches = match &first.job_file {
+        Some(_) => percentile_switches(global_options, &job_options),
+        None => [false, true, false],
     };
     // CPU is the process's; a clone's share is an even split of it.
     let share = match e.clone {
@@ -290,6 +269,7 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             &reads,
             runtime_ms,
             &first.spec.percentiles,
+            switches,
             plus,
             &intervals,
             0,
@@ -301,6 +281,7 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             &writes,
             runtime_ms,
             &first.spec.percentiles,
+            switches,
             plus,
             &intervals,
             1,
@@ -312,6 +293,7 @@ fn job(e: &Entry<'_>, plus: bool) -> Value {
             &trims,
             runtime_ms,
             &first.spec.percentiles,
+            switches,
             plus,
             &intervals,
             2,
@@ -424,6 +406,28 @@ fn spec_options(r: &BlockResult) -> Vec<(String, String)> {
     o
 }
 
+/// fio's percentile switches `[slat, clat, lat]` of a job file's job
+/// (`slat_percentiles`, `clat_percentiles`, `lat_percentiles`): fio's
+/// defaults (clat only), then `[global]`'s settings, then the job's own.
+/// Each `_ns` object carries `percentile` (and in json+ `bins`) only when its
+/// switch is on, as fio's `add_ddir_lat_json`.
+fn percentile_switches(global: &[(String, String)], own: &[(String, String)]) -> [bool; 3] {
+    let mut on = [false, true, false];
+    for (name, value) in global.iter().chain(own) {
+        let k = match name.as_str() {
+            "slat_percentiles" => 0,
+            "clat_percentiles" => 1,
+            "lat_percentiles" => 2,
+            _ => continue,
+        };
+        let v = (!value.is_empty()).then_some(value.as_str());
+        if let Ok(b) = csdchar_core::fio_job::value::boolean(v) {
+            on[k] = b;
+        }
+    }
+    on
+}
+
 fn merged(parts: &[&LatencyStats], percentiles: &[f64]) -> Option<LatencyStats> {
     match parts {
         [] => None,
@@ -482,6 +486,7 @@ fn ddir<'a>(
     dirs: &[DirView<'a>],
     runtime_ms: u64,
     percentiles: &[f64],
+    switches: [bool; 3],
     plus: bool,
     intervals: &[&IntervalSample],
     which: usize,
@@ -523,9 +528,10 @@ fn ddir<'a>(
     o.insert("total_ios".into(), json!(ios));
     o.insert("short_ios".into(), json!(0));
     o.insert("drop_ios".into(), json!(0));
-    o.insert("slat_ns".into(), lat_object(slat.as_ref(), false, false));
-    o.insert("clat_ns".into(), lat_object(clat.as_ref(), true, plus));
-    o.insert("lat_ns".into(), lat_object(tlat.as_ref(), false, false));
+    let [ps, pc, pl] = switches;
+    o.insert("slat_ns".into(), lat_object(slat.as_ref(), ps, plus && ps));
+    o.insert("clat_ns".into(), lat_object(clat.as_ref(), pc, plus && pc));
+    o.insert("lat_ns".into(), lat_object(tlat.as_ref(), pl, plus && pl));
     o.insert("bw_min".into(), json!(bw.min.round() as u64));
     o.insert("bw_max".into(), json!(bw.max.round() as u64));
     o.insert("bw_agg".into(), json!(if ios > 0 { 100.0 } else { 0.0 }));

@@ -187,6 +187,26 @@ pub fn block_text(r: &BlockResult) -> Vec<u8> {
             ratio(d.deflate_ratio),
             ratio(d.target_ratio)
         );
+        let dd = &r.spec.dedupe;
+        if !dd.is_none() {
+            let _ = writeln!(
+                out,
+                "  fio dedupe: {}% of buffers duplicate, mode {}",
+                dd.pct,
+                match dd.mode {
+                    csdchar_core::dedupe::DedupeMode::Repeat => "repeat".to_string(),
+                    csdchar_core::dedupe::DedupeMode::WorkingSet => format!(
+                        "working_set ({}% of size{})",
+                        dd.working_set_pct,
+                        if dd.global {
+                            ", shared by every job"
+                        } else {
+                            ""
+                        }
+                    ),
+                },
+            );
+        }
     }
     if let Some(ds) = &r.diskstats {
         let _ = writeln!(

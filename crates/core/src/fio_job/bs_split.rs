@@ -13,7 +13,8 @@ impl Builder {
         }
         let bs = self.bs.map(|b| b.unwrap_or(0));
         let skewed = !self.random_distribution.is_uniform();
-        if let Err(why) = crate::bssplit::job_sizes(&self.bssplit, self.rw, bs, skewed) {
+        if let Err(why) = crate::bssplit::job_sizes(&self.bssplit, self.rw.directions(), bs, skewed)
+        {
             lacks.push(("bssplit", why));
             return BsSplit::default();
         }
@@ -47,7 +48,7 @@ impl Builder {
     ) -> (Option<u64>, BsSplit) {
         let bs = self.bs.map(|b| b.unwrap_or(0));
         let skewed = !self.random_distribution.is_uniform();
-        match crate::bssplit::job_sizes(&split, self.rw, bs, skewed) {
+        match crate::bssplit::job_sizes(&split, self.rw.directions(), bs, skewed) {
             Ok((unit, lists)) => (Some(unit), lists),
             Err(why) => {
                 lacks.push(("bs", why));
@@ -57,18 +58,20 @@ impl Builder {
     }
 }
 
-/// Why a list cannot run at all (as fio refuses it too), if it cannot.
-pub(super) fn bssplit_invalid(split: &BsSplit, direct: bool) -> Option<String> {
-    let sizes = (0..3).flat_map(|d| split.list(d).iter().map(|e| e.bs));
-    for bs in sizes {
-        if bs > MAX_BS {
-            return Some(format!("a block size of {bs} bytes, over 256m"));
+impl Builder {
+    /// Why a list cannot run at all (as fio refuses it too), if it cannot.
+    pub(super) fn bssplit_invalid(split: &BsSplit, direct: bool) -> Option<String> {
+        let sizes = (0..3).flat_map(|d| split.list(d).iter().map(|e| e.bs));
+        for bs in sizes {
+            if bs > MAX_BS {
+                return Some(format!("a block size of {bs} bytes, over 256m"));
+            }
+            if direct && !bs.is_multiple_of(512) {
+                return Some(format!(
+                    "a block size of {bs} bytes, not a multiple of 512, with direct=1"
+                ));
+            }
         }
-        if direct && !bs.is_multiple_of(512) {
-            return Some(format!(
-                "a block size of {bs} bytes, not a multiple of 512, with direct=1"
-            ));
-        }
+        None
     }
-    None
 }

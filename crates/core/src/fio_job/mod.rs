@@ -25,6 +25,7 @@ pub mod ini;
 pub mod value;
 
 use crate::bssplit::BsSplit;
+use crate::dedupe::{DedupeMode, DedupeSpec};
 use crate::distribution::Distribution;
 use crate::iolog::LogSpec;
 use crate::pattern::Fill;
@@ -32,7 +33,6 @@ use crate::rate::{RateLimit, RateProcess};
 use crate::result::block::{BlockSpec, EngineKind, RwMode};
 use crate::stats::DEFAULT_PERCENTILES;
 use crate::steady::SteadySpec;
-use bs_split::bssplit_invalid;
 use ini::{JobOption, Section};
 
 /// Largest block size the engine takes.
@@ -220,7 +220,7 @@ struct Builder {
     replaced_engine: Option<String>,
     compress_pct: u8,
     compress_chunk: u64,
-    dedupe_pct: u8,
+    dedupe: DedupeSpec,
     batch_submit: Option<u32>,
     batch_complete: u32,
     verify: bool,
@@ -274,7 +274,7 @@ impl Builder {
             replaced_engine: None,
             compress_pct: 0,
             compress_chunk: 512,
-            dedupe_pct: 0,
+            dedupe: DedupeSpec::default(),
             batch_submit: None,
             batch_complete: 1,
             verify: false,
@@ -465,7 +465,16 @@ impl Builder {
             "buffer_compress_chunk" => {
                 self.compress_chunk = value::bytes(need()?, self.kb_base).map_err(wrap)?
             }
-            "dedupe_percentage" => self.dedupe_pct = pct(need()?)?,
+            "dedupe_percentage" => self.dedupe.pct = pct(need()?)?,
+            "dedupe_mode" => {
+                self.dedupe.mode = match need()? {
+                    "repeat" => DedupeMode::Repeat,
+                    "working_set" => DedupeMode::WorkingSet,
+                    other => return Err(format!("dedupe_mode={other}: repeat or working_set")),
+                }
+            }
+            "dedupe_working_set_percentage" => self.dedupe.working_set_pct = pct(need()?)?,
+            "dedupe_global" => self.dedupe.global = value::boolean(v).map_err(wrap)?,
             "verify" => match need()? {
                 "0" | "null" => {
                     self.verify = false;
@@ -581,7 +590,7 @@ impl Builder {
             },
             "number_ios" => self.number_ios = value::int(need()?).map_err(wrap)?,
             "loops" => self.loops = small(need()?, "loops", 1, u64::from(u32::MAX))?,
-            "write_bw_log" | "write_iops_log" | "write_lat_log" => {
+            "write_bw_log" | "write_iops_log" | "write_lat_log" | "write_hist_log" => {
                 // A bare option logs under the job's name (fio).
                 let prefix = match v {
                     Some(p) if !p.is_empty() => p.to_string(),
@@ -590,6 +599,7 @@ impl Builder {
                 match o.name.as_str() {
                     "write_bw_log" => self.logs.bw = Some(prefix),
                     "write_iops_log" => self.logs.iops = Some(prefix),
+                    "write_hist_log" => self.logs.hist = Some(prefix),
                     _ => self.logs.lat = Some(prefix),
                 }
             }
@@ -631,6 +641,10 @@ impl Builder {
                 }
             }
             "log_offset" => self.logs.offset = value::boolean(v).map_err(wrap)?,
+            "log_hist_msec" => self.logs.hist_msec = value::int(need()?).map_err(wrap)?,
+            "log_hist_coarseness" => {
+                self.logs.hist_coarseness = small(need()?, "log_hist_coarseness", 0, 6)? as u8
+            }
             "rate_process" => {
                 self.rate.process = match need()? {
                     "linear" => RateProcess::Linear,
@@ -686,7 +700,7 @@ impl Builder {
         if self.direct && !bs.is_multiple_of(512) {
             return bad("bs", "must be a multiple of 512 with direct=1");
         }
-        if let Some(m) = bssplit_invalid(&bssplit, self.direct) {
+        if let Some(m) = Self::bssplit_invalid(&bssplit, self.direct) {
             return bad("bssplit", &m);
         }
         if self.compress_chunk == 0 && self.compress_pct > 0 {
@@ -793,6 +807,16 @@ impl Builder {
                     .into(),
             ));
         }
+        // The dedupe writer copies whole buffers of one size.
+        if !self.dedupe.is_none() && !bssplit.is_none() {
+            lacks.push((
+                "dedupe_percentage",
+                "with bssplit or per-direction block sizes".into(),
+            ));
+        }
+        if let Some(m) = crate::dedupe::check(&self.dedupe, size, bs) {
+            return bad("dedupe_percentage", &m);
+        }
         let batch_submit = self.batch_submit.unwrap_or(0);
         if batch_submit > self.iodepth {
             return bad("iodepth_batch_submit", "must be at most iodepth");
@@ -823,7 +847,9 @@ impl Builder {
             compress_pct: self.compress_pct,
             compress_chunk: self.compress_chunk.clamp(1, bs),
             compress_fill: Fill::Zeros,
-            dedupe_pct: self.dedupe_pct,
+            // fio's dedupe is of whole buffers (`dedupe`), not csdchar's chunks.
+            dedupe_pct: 0,
+            dedupe: self.dedupe.clone(),
             log_interval_ms: 1000,
             iodepth_batch_submit: batch_submit,
             iodepth_batch_complete: self.batch_complete.min(self.iodepth),
@@ -1035,6 +1061,10 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
             if !spec.logs.is_none() {
                 spec.logs.first_job = (fio_jobs - u64::from(b.numjobs)) as u32 + 1 + clone;
             }
+            // fio's thread numbers, for dedupe_global's shared working set.
+            if !spec.dedupe.is_none() {
+                spec.dedupe.first_thread = (fio_jobs - u64::from(b.numjobs)) as u32 + clone;
+            }
             // Clones repeat their job's refusals: say them once.
             for (name, why) in lacks.into_iter().filter(|_| clone == 0) {
                 let (option, place) = b.where_set(name, section);
@@ -1071,6 +1101,9 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
         return Err(PlanError::Invalid(
             "the job file has no job section (only [global])".into(),
         ));
+    }
+    for j in jobs.iter_mut().filter(|j| !j.spec.dedupe.is_none()) {
+        j.spec.dedupe.threads = fio_jobs as u32;
     }
     // A group reports as one when any of its jobs asks (fio keeps the flag
     // per group).
@@ -1222,6 +1255,10 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
         lines.push("refill_buffers".into());
     }
     if spec.dedupe_pct > 0 {
+        lines.push(format!(
+            "; csdchar's --dedupe copies {}% of chunks, fio's dedupe_percentage whole buffers",
+            spec.dedupe_pct
+        ));
         lines.push(format!("dedupe_percentage={}", spec.dedupe_pct));
     }
     if spec.iodepth_batch_submit > 0 {

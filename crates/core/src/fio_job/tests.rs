@@ -172,7 +172,6 @@ fn a_printed_job_reads_back_as_the_same_spec() {
         compress_pct: 75,
         compress_chunk: 4096,
         compress_fill: Fill::Zeros,
-        dedupe_pct: 10,
         iodepth_batch_submit: 8,
         iodepth_batch_complete: 4,
         percentiles: vec![50.0, 99.0],
@@ -380,4 +379,91 @@ fn offset_modifiers_are_sequential_only_and_whole_blocks() {
     assert!(e.to_string().contains("random mode with :N"), "{e}");
     let e = plan(&sections("[a]\nfilename=/x\nrw=write:1k\n"), false).unwrap_err();
     assert!(e.to_string().contains("not a multiple of bs"), "{e}");
+}
+
+#[test]
+fn hist_log_options_are_fio_s() {
+    let p = plan_of(
+        "[global]\nioengine=null\nsize=1m\n[a]\nwrite_hist_log\nlog_hist_msec=250\nlog_hist_coarseness=3\n[b]\nwrite_hist_log=h/b\n",
+    );
+    let (a, b) = (&p.jobs[0].spec.logs, &p.jobs[1].spec.logs);
+    assert_eq!(
+        (a.hist.as_deref(), a.hist_msec, a.hist_coarseness),
+        (Some("a"), 250, 3)
+    );
+    assert_eq!(
+        (b.hist.as_deref(), b.hist_msec, b.first_job),
+        (Some("h/b"), 0, 2)
+    );
+    // fio's range for the coarseness is 0 to 6.
+    let e = plan(
+        &sections("[a]\nfilename=/x\nwrite_hist_log\nlog_hist_coarseness=7\n"),
+        false,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("log_hist_coarseness=7"), "{e}");
+}
+
+#[test]
+fn dedupe_options_are_fio_s_whole_buffers() {
+    let p = plan_of(
+        "[global]\nioengine=null\nsize=64m\n[a]\nnumjobs=2\n[b]\ndedupe_percentage=30\n\
+         dedupe_mode=working_set\ndedupe_working_set_percentage=10\ndedupe_global=1\n",
+    );
+    let b = &p.jobs[1].spec;
+    assert_eq!(b.dedupe_pct, 0, "not csdchar's chunk dedupe");
+    let d = &b.dedupe;
+    assert_eq!(
+        (d.pct, d.mode, d.working_set_pct),
+        (30, DedupeMode::WorkingSet, 10)
+    );
+    assert!(d.global);
+    assert_eq!(
+        (d.first_thread, d.threads),
+        (2, 3),
+        "fio's threads, a's clones first"
+    );
+    assert!(p.jobs[0].spec.dedupe.is_none());
+    // fio's defaults: repeat, a working set of 5%.
+    let d = &plan_of("[a]\nfilename=/x\nsize=1m\ndedupe_percentage=5\n").jobs[0]
+        .spec
+        .dedupe;
+    assert_eq!(
+        (d.mode, d.working_set_pct, d.global),
+        (DedupeMode::Repeat, 5, false)
+    );
+    for (bad, says) in [
+        (
+            "dedupe_percentage=96\ndedupe_mode=working_set\n",
+            "at most 95%",
+        ),
+        (
+            "dedupe_percentage=10\ndedupe_mode=ws\n",
+            "repeat or working_set",
+        ),
+        (
+            "dedupe_percentage=10\ndedupe_mode=working_set\ndedupe_working_set_percentage=1\nsize=64k\n",
+            "holds no block",
+        ),
+    ] {
+        let e = plan(
+            &sections(&format!("[a]\nfilename=/x\nsize=1m\n{bad}")),
+            false,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains(says), "{e}");
+    }
+    // csdchar's --dedupe prints as fio's nearest option, said in a comment.
+    let spec = BlockSpec {
+        target: Some("/x".into()),
+        size: 1 << 20,
+        dedupe_pct: 10,
+        ..BlockSpec::default()
+    };
+    let text = print_job(&spec, "csdchar block").unwrap();
+    assert!(
+        text.contains("whole buffers\ndedupe_percentage=10\n"),
+        "{text}"
+    );
+    assert_eq!(plan_of(&text).jobs[0].spec.dedupe.pct, 10);
 }

@@ -8,6 +8,7 @@ use crate::bssplit::BsSplit;
 use crate::capacity::CapacityReport;
 use crate::compressibility::PageTally;
 use crate::counters::DiskStats;
+use crate::dedupe::DedupeSpec;
 use crate::distribution::Distribution;
 use crate::iolog::LogSpec;
 use crate::pattern::Fill;
@@ -102,6 +103,14 @@ impl RwMode {
         )
     }
 
+    /// The directions the mode uses, as the block-size lists see them.
+    pub fn directions(self) -> crate::bssplit::Directions {
+        crate::bssplit::Directions {
+            used: [self.reads(), self.writes(), self.trims()],
+            trimwrite: matches!(self, RwMode::Trimwrite | RwMode::Randtrimwrite),
+        }
+    }
+
     /// Whether the mode changes the target (writes or trims): the write
     /// safety rules apply to it.
     pub fn modifies(self) -> bool {
@@ -171,6 +180,10 @@ pub struct BlockSpec {
     pub compress_fill: Fill,
     /// % of chunks that are identical copies of earlier chunks.
     pub dedupe_pct: u8,
+    /// fio's whole-buffer deduplication (`dedupe_percentage`, `dedupe_mode`,
+    /// `dedupe_working_set_percentage`, `dedupe_global`) of a job file; absent: none.
+    #[serde(default, skip_serializing_if = "DedupeSpec::is_none")]
+    pub dedupe: DedupeSpec,
     /// Interval of the time series, ms.
     pub log_interval_ms: u64,
     /// Maximum I/Os submitted per io_uring_enter (0 = all that are ready).
@@ -258,6 +271,7 @@ impl Default for BlockSpec {
             compress_chunk: 4096,
             compress_fill: Fill::Repeat,
             dedupe_pct: 0,
+            dedupe: DedupeSpec::default(),
             log_interval_ms: 1000,
             iodepth_batch_submit: 0,
             iodepth_batch_complete: 1,
@@ -676,6 +690,32 @@ pub struct JobOptionValue {
     pub name: String,
     /// Its value as written ("" for a bare option such as `time_based`).
     pub value: String,
+}
+
+impl BlockSpec {
+    /// The size direction `d`'s offsets are multiples of: its list's smallest,
+    /// else `bs`.
+    pub fn unit_of(&self, d: usize) -> u64 {
+        self.bssplit.min_bs(d).unwrap_or(self.bs)
+    }
+
+    /// The largest I/O of direction `d` (`bs` without a list).
+    pub fn max_bs_of(&self, d: usize) -> u64 {
+        self.bssplit.max_bs(d).unwrap_or(self.bs)
+    }
+
+    /// The largest I/O the job does in any direction: its buffers' size.
+    pub fn max_bs(&self) -> u64 {
+        let [r, w, t] = [0, 1, 2].map(|d| self.max_bs_of(d));
+        let dirs = [self.rw.reads(), self.rw.writes(), self.rw.trims()];
+        [r, w, t]
+            .into_iter()
+            .zip(dirs)
+            .filter(|(_, used)| *used)
+            .map(|(b, _)| b)
+            .max()
+            .unwrap_or(self.bs)
+    }
 }
 
 #[cfg(test)]
