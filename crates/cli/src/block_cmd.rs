@@ -671,7 +671,7 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
         let command: Vec<String> = std::env::args_os()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        let text = match csdchar_core::fio_job::print_job(&spec, &command.join(" ")) {
+        let text = match csdchar_core::fio_job::print::print_job(&spec, &command.join(" ")) {
             Ok(t) => t,
             Err(e) => {
                 let _ = writeln!(io.stderr, "error: {e}");

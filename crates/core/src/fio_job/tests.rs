@@ -1,4 +1,5 @@
 use super::ini::{Expansion, parse};
+use super::print::print_job;
 use super::value::Keywords;
 use super::*;
 
