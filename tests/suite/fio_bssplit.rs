@@ -20,16 +20,7 @@ fn both(dir: &Path, global: &str, body: &str) -> [Vec<Vec<String>>; 2] {
         );
         let path = dir.join(format!("{who}.fio"));
         std::fs::write(&path, job).unwrap();
-        if who == "fio" {
-            let st = std::process::Command::new(fio().unwrap())
-                .args(["--output=/dev/null", path.to_str().unwrap()])
-                .status()
-                .unwrap();
-            assert!(st.success());
-        } else {
-            let r = common::csdchar(&["block", "--job-file", path.to_str().unwrap()]);
-            assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
-        }
+        crate::fio_parity::run_job_file_ok(who, &path);
         logs_in(&out).remove("bsj_lat.1.log").expect("a lat log")
     })
 }

@@ -3,7 +3,6 @@
 //! the same job writes a file with each tool, and the files' 4 KiB blocks
 //! are hashed and counted.
 
-use crate::common;
 use crate::fio_parity::fio;
 
 use std::collections::HashMap;
@@ -45,20 +44,7 @@ fn both(dir: &Path, job: &str, names: &[&str]) -> [Vec<HashMap<u64, u64>>; 2] {
             .replace("WHO", who);
         let path = dir.join(format!("{who}.fio"));
         std::fs::write(&path, text).unwrap();
-        if who == "fio" {
-            let out = std::process::Command::new(fio().unwrap())
-                .args(["--output=/dev/null", path.to_str().unwrap()])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        } else {
-            let r = common::csdchar(&["block", "--job-file", path.to_str().unwrap()]);
-            assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
-        }
+        crate::fio_parity::run_job_file_ok(who, &path);
         let files: Vec<std::path::PathBuf> = names
             .iter()
             .map(|n| dir.join(format!("{who}.{n}")))

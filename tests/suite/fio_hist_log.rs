@@ -241,16 +241,7 @@ fn coarseness_folds_buckets_as_fio_does() {
             let sub = d.path().join(format!("c{c}"));
             std::fs::create_dir_all(&sub).unwrap();
             let path = job(&sub, who, &format!("log_hist_coarseness={c}\nruntime=1\n"));
-            if who == "fio" {
-                let st = std::process::Command::new(fio().unwrap())
-                    .args(["--output=/dev/null", path.to_str().unwrap()])
-                    .status()
-                    .unwrap();
-                assert!(st.success());
-            } else {
-                let r = common::csdchar(&["block", "--job-file", path.to_str().unwrap()]);
-                assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
-            }
+            crate::fio_parity::run_job_file_ok(who, &path);
             let log = sub.join(who).join("hj_clat_hist.1.log");
             let logs = logs_in(&sub.join(who));
             let lines = &logs["hj_clat_hist.1.log"];

@@ -12,6 +12,30 @@ use std::sync::{Arc, Mutex};
 use common::RecordingEngine;
 use csdchar_fio_like::{RunControl, run_block_with};
 
+/// Runs job file `path` through `who`: fio itself, or csdchar's `block
+/// --job-file`; the exit code and what it wrote to stderr.
+pub(crate) fn run_job_file(who: &str, path: &std::path::Path) -> (i32, String) {
+    if who == "fio" {
+        let out = std::process::Command::new(fio().unwrap())
+            .args(["--output=/dev/null", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    } else {
+        let r = common::csdchar(&["block", "--job-file", path.to_str().unwrap()]);
+        (r.outcome.exit_code, r.stderr)
+    }
+}
+
+/// [`run_job_file`], failing the test unless the run succeeds.
+pub(crate) fn run_job_file_ok(who: &str, path: &std::path::Path) {
+    let (code, stderr) = run_job_file(who, path);
+    assert_eq!(code, 0, "{who}: {stderr}");
+}
+
 pub(crate) fn fio() -> Option<PathBuf> {
     let found = std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join("fio"))
@@ -255,16 +279,7 @@ fn logs_have_fio_s_names_columns_and_values() {
             );
             let path = d.path().join(format!("{who}.fio"));
             std::fs::write(&path, job).unwrap();
-            if who == "fio" {
-                let st = std::process::Command::new(fio().unwrap())
-                    .args(["--output=/dev/null", path.to_str().unwrap()])
-                    .status()
-                    .unwrap();
-                assert!(st.success());
-            } else {
-                let r = common::csdchar(&["block", "--job-file", path.to_str().unwrap()]);
-                assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
-            }
+            run_job_file_ok(who, &path);
             runs.push(logs_in(&out));
         }
         let (theirs, ours) = (&runs[0], &runs[1]);

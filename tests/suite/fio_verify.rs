@@ -19,19 +19,7 @@ fn run(who: &str, dir: &Path, name: &str, text: &str) -> (i32, String) {
     let data = dir.join(format!("{who}.dat"));
     let path = dir.join(format!("{who}-{name}.fio"));
     std::fs::write(&path, text.replace("FILE", data.to_str().unwrap())).unwrap();
-    if who == "fio" {
-        let out = std::process::Command::new(fio().unwrap())
-            .args(["--output=/dev/null", path.to_str().unwrap()])
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    } else {
-        let r = common::csdchar(&["block", "--job-file", path.to_str().unwrap()]);
-        (r.outcome.exit_code, r.stderr)
-    }
+    crate::fio_parity::run_job_file(who, &path)
 }
 
 #[test]
