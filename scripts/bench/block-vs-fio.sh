@@ -3,7 +3,7 @@
 # A B A B; prints each round's IOPS ratio and the median, then the compression
 # fidelity table (zram lz4 logical/physical after a --compress write).
 #
-# Usage (root): scripts/bench/block-vs-fio.sh      env: ROUNDS=7 RUNTIME=5 ONLY=iops|randwrite|fidelity
+# Usage (root): scripts/bench/block-vs-fio.sh      env: ROUNDS=7 RUNTIME=5 ONLY=iops|randwrite|fidelity CSDCHAR=
 # Needs: cargo, fio (installed with apt if missing), zram (modprobe zram).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,8 +11,9 @@ ROUNDS=${ROUNDS:-7}
 RUNTIME=${RUNTIME:-5}
 [ "$(id -u)" = 0 ] || { echo "block-vs-fio: needs root (zram)" >&2; exit 2; }
 command -v fio >/dev/null || { apt-get update -qq && apt-get install -y -qq fio >/dev/null; }
-cargo build --release -q -p csdchar-cli
-CSD=$PWD/target/release/csdchar
+# CSDCHAR=path runs that binary (e.g. a copy of an earlier build) instead of building.
+[ -n "${CSDCHAR:-}" ] || cargo build --release -q -p csdchar-cli
+CSD=${CSDCHAR:-$PWD/target/release/csdchar}
 
 [ -e /sys/class/zram-control/hot_add ] || modprobe zram
 ID=$(cat /sys/class/zram-control/hot_add)
