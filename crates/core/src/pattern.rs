@@ -403,15 +403,19 @@ mod tests {
             g.fill(&mut buf, &mut st);
             let before = buf.clone();
             g.refill(&mut buf, &mut st);
-            // A fresh generator's second fill is the same data: refill follows
-            // the generator's stream, not a second one.
+            // Without dedupe the layout is kept: the same stampable chunks as
+            // a fresh generator's fill.
             let mut fresh = PatternGenerator::new(spec, 5);
             let mut again = vec![0u8; len];
             let mut st2 = Vec::new();
             fresh.fill(&mut again, &mut st2);
             if dedupe_pct == 0 {
                 for (i, (a, b)) in before.chunks(4096).zip(buf.chunks(4096)).enumerate() {
-                    let h = if a.len() == 4096 { head } else { head * a.len() / 4096 };
+                    let h = if a.len() == 4096 {
+                        head
+                    } else {
+                        head * a.len() / 4096
+                    };
                     assert_ne!(a[..h], b[..h], "chunk {i}: new random head");
                     assert_eq!(a[h..], b[h..], "chunk {i}: filler kept");
                 }
