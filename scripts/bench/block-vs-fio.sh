@@ -63,6 +63,9 @@ W="$DEV --bs 4k --runtime ${RUNTIME}s --time-based --rw randwrite --iodepth 16 -
 FW="--filename=$DEV --direct=1 --bs=4k --runtime=$RUNTIME --time_based --ioengine=io_uring --rw=randwrite --iodepth=16 --buffer_compress_percentage=75 --buffer_compress_chunk=4k"
 compare "randwrite qd16 75%, csdchar zeros (fio's data)" "$W --compress-fill zeros" "$FW"
 compare "randwrite qd16 75%, csdchar repeat (default)" "$W" "$FW"
+# Both told to reap completions 8 at a time (fewer wake-ups, coarser latencies).
+compare "randwrite qd16 75%, zeros, complete 8 at a time" "$W --compress-fill zeros --iodepth-batch-complete 8" \
+  "$FW --iodepth_batch_complete_min=8 --iodepth_batch_complete_max=16"
 [ "$ONLY" = randwrite ] && exit 0
 compare "null engine randread qd32, 1 job" \
   "--engine null --rw randread --bs 4k --iodepth 32 --size 1g --runtime ${RUNTIME}s --time-based" \
