@@ -3,7 +3,7 @@
 # A B A B; prints each round's IOPS ratio and the median, then the compression
 # fidelity table (zram lz4 logical/physical after a --compress write).
 #
-# Usage (root): scripts/bench/block-vs-fio.sh      env: ROUNDS=7 RUNTIME=5 ONLY=iops|fidelity
+# Usage (root): scripts/bench/block-vs-fio.sh      env: ROUNDS=7 RUNTIME=5 ONLY=iops|randwrite|fidelity CSDCHAR=
 # Needs: cargo, fio (installed with apt if missing), zram (modprobe zram).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,8 +11,9 @@ ROUNDS=${ROUNDS:-7}
 RUNTIME=${RUNTIME:-5}
 [ "$(id -u)" = 0 ] || { echo "block-vs-fio: needs root (zram)" >&2; exit 2; }
 command -v fio >/dev/null || { apt-get update -qq && apt-get install -y -qq fio >/dev/null; }
-cargo build --release -q -p csdchar-cli
-CSD=$PWD/target/release/csdchar
+# CSDCHAR=path runs that binary (e.g. a copy of an earlier build) instead of building.
+[ -n "${CSDCHAR:-}" ] || cargo build --release -q -p csdchar-cli
+CSD=${CSDCHAR:-$PWD/target/release/csdchar}
 
 [ -e /sys/class/zram-control/hot_add ] || modprobe zram
 ID=$(cat /sys/class/zram-control/hot_add)
@@ -48,10 +49,24 @@ C="$DEV --bs 4k --runtime ${RUNTIME}s --time-based --rw randread"
 # given the same batching (it always registers buffers and the file).
 TUNED="--fixedbufs --registerfiles --iodepth_batch_submit=32 --iodepth_batch_complete_min=32 --iodepth_batch_complete_max=32"
 CTUNED="--iodepth-batch-submit 32 --iodepth-batch-complete 32"
+if [ "$ONLY" != randwrite ]; then
 compare "randread qd32, both defaults"  "$C --iodepth 32"  "$F --iodepth=32"
 compare "randread qd128, both defaults" "$C --iodepth 128" "$F --iodepth=128"
 compare "randread qd32, batch 32/32, fio fixedbufs+registerfiles"  "$C --iodepth 32 $CTUNED"  "$F --iodepth=32 $TUNED"
 compare "randread qd128, batch 32/32, fio fixedbufs+registerfiles" "$C --iodepth 128 $CTUNED" "$F --iodepth=128 $TUNED"
+fi
+# Random writes of 75%-compressible data (issue 43): the same layout on both
+# sides (random head, then filler, per 4 KiB chunk; fio refills its buffers per
+# I/O as it does whenever buffer_compress_percentage is set); fio's filler is
+# zeros, csdchar's default is the non-zero repeat filler.
+W="$DEV --bs 4k --runtime ${RUNTIME}s --time-based --rw randwrite --iodepth 16 --compress 75 --compress-chunk 4k"
+FW="--filename=$DEV --direct=1 --bs=4k --runtime=$RUNTIME --time_based --ioengine=io_uring --rw=randwrite --iodepth=16 --buffer_compress_percentage=75 --buffer_compress_chunk=4k"
+compare "randwrite qd16 75%, csdchar zeros (fio's data)" "$W --compress-fill zeros" "$FW"
+compare "randwrite qd16 75%, csdchar repeat (default)" "$W" "$FW"
+# Both told to reap completions 8 at a time (fewer wake-ups, coarser latencies).
+compare "randwrite qd16 75%, zeros, complete 8 at a time" "$W --compress-fill zeros --iodepth-batch-complete 8" \
+  "$FW --iodepth_batch_complete_min=8 --iodepth_batch_complete_max=16"
+[ "$ONLY" = randwrite ] && exit 0
 compare "null engine randread qd32, 1 job" \
   "--engine null --rw randread --bs 4k --iodepth 32 --size 1g --runtime ${RUNTIME}s --time-based" \
   "--ioengine=null --rw=randread --bs=4k --iodepth=32 --size=1g --runtime=$RUNTIME --time_based"

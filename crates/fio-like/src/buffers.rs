@@ -1,9 +1,20 @@
 //! I/O buffers: one page-aligned allocation (O_DIRECT needs alignment), split
-//! into per-slot read buffers and a pool of pre-generated write buffers.
+//! into per-slot read buffers and a pool of write buffers.
 //!
-//! Write data is generated once, before the run. On each write the buffer's
-//! unique chunks get an 8-byte stamp so a reused buffer is not a duplicate of
-//! its earlier copy — a few stores per I/O instead of fio's per-I/O refill.
+//! Two ways to make write data, by layout:
+//! - **Incompressible** (`compress_pct` 0): the data is generated once, before
+//!   the run, into a 32 MiB pool; on each write the buffer's unique chunks get
+//!   an 8-byte stamp so a reused buffer is not a duplicate of its earlier copy —
+//!   a few stores per I/O instead of regenerating a whole block of random bytes.
+//! - **Compressible** (`compress_pct` > 0): each write draws its buffer's random
+//!   heads again (fio's `refill_buffers`, which fio turns on for
+//!   `buffer_compress_percentage`; the filler stays in place, and with dedupe the
+//!   whole buffer is filled anew) in a small pool of 2 × iodepth buffers. Only the
+//!   random heads cost generator work, and the buffer is still in the CPU's cache when the
+//!   device side reads it: on zram the kernel compresses every page with the CPU,
+//!   and reading a page of a 32 MiB pool from memory cost it more than generating
+//!   the head costs csdchar (BENCHMARKS.md, issue 43). Every write is new data, so
+//!   no two blocks share a random head however large a compression unit is.
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
@@ -17,6 +28,8 @@ pub const BUFFER_ALIGN: usize = 4096;
 const WRITE_POOL_BYTES: usize = 32 << 20;
 /// Upper bound for the write pool when large blocks force more buffers.
 const WRITE_POOL_MAX_BYTES: usize = 256 << 20;
+/// Write buffers per slot when every write regenerates its buffer.
+const REFILL_POOL_PER_SLOT: usize = 2;
 
 /// A zeroed, page-aligned heap allocation.
 pub struct AlignedBuf {
@@ -76,6 +89,8 @@ pub struct JobBuffers {
     write_busy: Vec<bool>,
     next_write: usize,
     random_bytes_per_chunk: usize,
+    /// Set when every write regenerates its buffer (compressible layouts).
+    refill: Option<PatternGenerator>,
 }
 
 impl JobBuffers {
@@ -83,14 +98,14 @@ impl JobBuffers {
     /// one read buffer per slot, `data` a generated write pool.
     pub fn new(bs: usize, iodepth: usize, reads: bool, data: Option<(DataSpec, u64)>) -> Self {
         let read_count = if reads { iodepth } else { 0 };
-        let write_count = if data.is_some() {
-            write_pool_len(bs, iodepth)
-        } else {
-            0
+        let write_count = match data {
+            Some((spec, _)) => write_pool_len(bs, iodepth, refills(&spec)),
+            None => 0,
         };
         let mut mem = AlignedBuf::new((read_count + write_count) * bs);
         let mut stampable = Vec::with_capacity(write_count);
         let mut random_bytes_per_chunk = 0;
+        let mut refill = None;
         if let Some((spec, seed)) = data {
             let mut generator = PatternGenerator::new(spec, seed);
             random_bytes_per_chunk = generator.random_bytes_per_chunk();
@@ -99,6 +114,9 @@ impl JobBuffers {
                 let mut list = Vec::new();
                 generator.fill(buf, &mut list);
                 stampable.push(list);
+            }
+            if refills(&spec) {
+                refill = Some(generator);
             }
         }
         JobBuffers {
@@ -110,6 +128,7 @@ impl JobBuffers {
             write_busy: vec![false; write_count],
             next_write: 0,
             random_bytes_per_chunk,
+            refill,
         }
     }
 
@@ -154,20 +173,45 @@ impl JobBuffers {
         &self.stampable[w]
     }
 
-    /// Takes a write buffer that is not in flight, stamps it with `key` so the
-    /// data is unique, and returns its buffer index.
+    /// Takes a write buffer that is not in flight, makes its data unique
+    /// (regenerated for a compressible layout, else stamped with `key`), and
+    /// returns its buffer index.
     #[inline]
     pub fn acquire_write(&mut self, key: u64) -> u32 {
         let index = self.acquire_free() as usize;
         let w = index - self.read_count;
         let start = index * self.bs;
-        // Disjoint fields: the pool's bytes and its stamp lists.
-        stamp(
-            &mut self.mem.as_mut_slice()[start..start + self.bs],
-            &self.stampable[w],
-            key,
-        );
+        // Disjoint fields: the pool's bytes, its stamp lists and the generator.
+        let buf = &mut self.mem.as_mut_slice()[start..start + self.bs];
+        match &mut self.refill {
+            Some(generator) => generator.refill(buf, &mut self.stampable[w]),
+            None => stamp(buf, &self.stampable[w], key),
+        }
         index as u32
+    }
+
+    /// Calls `f` with up to `max_bytes` of write data as the run wrote it,
+    /// buffers spread evenly over the pool; a pool that regenerates its
+    /// buffers per write is regenerated for the sample (call it only when no
+    /// write is in flight).
+    pub fn sample_written(&mut self, max_bytes: usize, mut f: impl FnMut(&[u8])) {
+        let n = self.write_count;
+        if n == 0 {
+            return;
+        }
+        let take = (max_bytes / self.bs).max(1);
+        if self.refill.is_some() {
+            for k in 0..take {
+                let index = self.acquire_write(k as u64);
+                f(self.slice(index));
+                self.release_write(index);
+            }
+        } else {
+            for k in 0..take.min(n) {
+                let w = k * n / take.min(n);
+                f(self.slice(self.write_buffer_index(w)));
+            }
+        }
     }
 
     /// Returns a write buffer to the pool once its I/O completed.
@@ -205,20 +249,30 @@ impl JobBuffers {
     }
 }
 
-/// Write buffers per job: about 32 MiB of distinct data, at least 2 × iodepth.
-pub fn write_pool_len(bs: usize, iodepth: usize) -> usize {
+/// Whether every write regenerates its buffer: layouts with a compressible
+/// part, whose random head is a fraction of the block.
+pub fn refills(spec: &DataSpec) -> bool {
+    spec.compress_pct > 0
+}
+
+/// Write buffers per job: 2 × iodepth when each write regenerates its buffer
+/// (`refill`); else about 32 MiB of distinct data, at least 2 × iodepth.
+pub fn write_pool_len(bs: usize, iodepth: usize, refill: bool) -> usize {
+    if refill {
+        return (REFILL_POOL_PER_SLOT * iodepth).max(2);
+    }
     let want = (WRITE_POOL_BYTES / bs).max(2 * iodepth).max(2);
     let cap = (WRITE_POOL_MAX_BYTES / bs).max(iodepth + 1);
     want.min(cap)
 }
 
 /// Bytes [`JobBuffers::new`] allocates for one job that reads (`reads`)
-/// and/or writes (`writes`).
-pub fn job_buffer_bytes(bs: u64, iodepth: u32, reads: bool, writes: bool) -> u64 {
+/// and/or writes (`writes`, regenerating each buffer per write if `refill`).
+pub fn job_buffer_bytes(bs: u64, iodepth: u32, reads: bool, writes: bool, refill: bool) -> u64 {
     let bs_usize = usize::try_from(bs).unwrap_or(usize::MAX);
     let read_count = if reads { u64::from(iodepth) } else { 0 };
     let write_count = if writes {
-        write_pool_len(bs_usize, iodepth as usize) as u64
+        write_pool_len(bs_usize, iodepth as usize, refill) as u64
     } else {
         0
     };
@@ -242,14 +296,15 @@ pub fn run_buffer_bytes(spec: &BlockSpec) -> u64 {
     let per_job = phases
         .iter()
         .map(|&(r, w)| {
-            // A deduplicating job keeps its pool's bases aside (crate::dedupe).
+            // A deduplicating job keeps its bases aside (crate::dedupe).
             let aside = if w && !spec.dedupe.is_none() {
                 let bs = usize::try_from(spec.bs).unwrap_or(usize::MAX);
-                (write_pool_len(bs, 1) as u64).saturating_mul(spec.bs)
+                (write_pool_len(bs, 1, false) as u64).saturating_mul(spec.bs)
             } else {
                 0
             };
-            job_buffer_bytes(spec.max_bs(), spec.iodepth, r, w) + aside
+            let refill = spec.compress_pct > 0;
+            job_buffer_bytes(spec.max_bs(), spec.iodepth, r, w, refill) + aside
         })
         .max()
         .unwrap_or(0);
@@ -343,8 +398,22 @@ mod tests {
         let b = JobBuffers::new(8192, 4, true, None);
         assert_eq!(
             b.regions().len() as u64 * 8192,
-            job_buffer_bytes(8192, 4, true, false)
+            job_buffer_bytes(8192, 4, true, false, false)
         );
+        // A compressible layout regenerates its buffers: 2 × iodepth of them.
+        let c = BlockSpec {
+            compress_pct: 75,
+            ..spec(RwMode::Randwrite, 4096, 16, 1)
+        };
+        assert_eq!(run_buffer_bytes(&c), 32 * 4096);
+        let data = DataSpec {
+            compress_pct: 75,
+            chunk: 4096,
+            fill: Fill::Repeat,
+            dedupe_pct: 0,
+        };
+        let b = JobBuffers::new(4096, 16, false, Some((data, 1)));
+        assert_eq!(b.regions().len() as u64 * 4096, run_buffer_bytes(&c));
     }
 
     #[test]

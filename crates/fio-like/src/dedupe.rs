@@ -1,9 +1,11 @@
 //! fio's whole-buffer deduplication in the engine: the contents
 //! [`DedupePicker`] chooses, made bytes.
 //!
-//! Content `(thread, k)` is the write pool's base buffer `k mod B` (as
-//! generated, kept aside) stamped with a key of `(thread, k)`, B being the
-//! pool's length at depth 1, which depends on bs alone. Equal contents are
+//! Content `(thread, k)` is base buffer `k mod B` (generated as a write pool
+//! of the job's data layout would be, kept aside) stamped with a key of
+//! `(thread, k)`, B being the stamped pool's length at depth 1, which depends
+//! on bs alone (not on iodepth, nor on whether the job's own buffers are
+//! regenerated per write). Equal contents are
 //! equal bytes; different ones differ in their stamps. Under
 //! `dedupe_global` every thread generates the same pool
 //! ([`GLOBAL_POOL_SEED`]), so a thread makes another's buffers exactly. Each
@@ -11,7 +13,7 @@
 //! for jobs that deduplicate).
 
 use csdchar_core::dedupe::{Content, DedupePicker, DedupeSpec};
-use csdchar_core::pattern::{mix64, stamp};
+use csdchar_core::pattern::{DataSpec, PatternGenerator, mix64, stamp};
 
 use crate::buffers::{JobBuffers, write_pool_len};
 
@@ -29,23 +31,25 @@ pub struct DedupeWriter {
 
 impl DedupeWriter {
     /// The writer of fio thread `thread` (0-based over the job file) of a job
-    /// of `size` bytes, over `buffers` as generated (before any write); None
-    /// when the spec deduplicates nothing.
+    /// of `size` bytes whose write data is `data` (layout and pool seed);
+    /// None when the spec deduplicates nothing.
     pub fn new(
         spec: &DedupeSpec,
         thread: u32,
         size: u64,
         seed: u64,
-        buffers: &JobBuffers,
+        data: (DataSpec, u64),
         bs: usize,
     ) -> Option<DedupeWriter> {
         let picker = DedupePicker::new(spec, thread, size, bs as u64, seed)?;
-        let bases = write_pool_len(bs, 1).min(buffers.write_count());
-        let mut pristine = Vec::with_capacity(bases * bs);
+        let bases = write_pool_len(bs, 1, false);
+        let mut pristine = vec![0u8; bases * bs];
         let mut stampable = Vec::with_capacity(bases);
-        for w in 0..bases {
-            pristine.extend_from_slice(buffers.slice(buffers.write_buffer_index(w)));
-            stampable.push(buffers.stampable(w).to_vec());
+        let mut generator = PatternGenerator::new(data.0, data.1);
+        for buf in pristine.chunks_mut(bs) {
+            let mut list = Vec::new();
+            generator.fill(buf, &mut list);
+            stampable.push(list);
         }
         Some(DedupeWriter {
             picker,
@@ -76,17 +80,18 @@ fn key(c: Content) -> u64 {
 mod tests {
     use super::*;
     use csdchar_core::dedupe::DedupeMode;
-    use csdchar_core::pattern::{DataSpec, Fill};
+    use csdchar_core::pattern::Fill;
     use std::collections::HashSet;
 
+    const DATA: DataSpec = DataSpec {
+        compress_pct: 50,
+        chunk: 4096,
+        fill: Fill::Repeat,
+        dedupe_pct: 0,
+    };
+
     fn pool(seed: u64) -> JobBuffers {
-        let data = DataSpec {
-            compress_pct: 50,
-            chunk: 4096,
-            fill: Fill::Repeat,
-            dedupe_pct: 0,
-        };
-        JobBuffers::new(4096, 4, false, Some((data, seed)))
+        JobBuffers::new(4096, 4, false, Some((DATA, seed)))
     }
 
     #[test]
@@ -103,8 +108,15 @@ mod tests {
         let mut blocks: Vec<HashSet<Vec<u8>>> = Vec::new();
         for thread in 0..2 {
             let mut b = pool(GLOBAL_POOL_SEED);
-            let mut w =
-                DedupeWriter::new(&spec, thread, size, 7 + u64::from(thread), &b, 4096).unwrap();
+            let mut w = DedupeWriter::new(
+                &spec,
+                thread,
+                size,
+                7 + u64::from(thread),
+                (DATA, GLOBAL_POOL_SEED),
+                4096,
+            )
+            .unwrap();
             let mut seen = HashSet::new();
             for _ in 0..2048 {
                 let i = w.acquire(&mut b);

@@ -287,7 +287,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let mut dedupe = writes
         .then(|| {
             let thread = spec.dedupe.first_thread + cfg.job;
-            DedupeWriter::new(&spec.dedupe, thread, cfg.size, seed, &buffers, bs)
+            DedupeWriter::new(&spec.dedupe, thread, cfg.size, seed, data?, bs)
         })
         .flatten();
     let mut outcome = JobOutcome {
@@ -765,7 +765,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     drop(engine); // unregisters buffers before they are freed
 
     if buffers.write_count() > 0 {
-        let (lz4, deflate) = measure_written(&buffers, max_bs);
+        let (lz4, deflate) = measure_written(&mut buffers);
         outcome.lz4 = Some(lz4);
         outcome.deflate = Some(deflate);
     }
@@ -929,20 +929,16 @@ fn record_error(outcome: &mut JobOutcome, shared: &Shared<'_>, err: RunError) {
     shared.halt.store(true, Ordering::Relaxed);
 }
 
-/// Per-page lz4 and deflate of up to [`SAMPLE_BYTES`] of the write pool,
-/// buffers spread evenly over it.
-fn measure_written(buffers: &JobBuffers, bs: usize) -> (PageTally, PageTally) {
-    let n = buffers.write_count();
-    let take = (SAMPLE_BYTES / bs).clamp(1, n);
+/// Per-page lz4 and deflate of up to [`SAMPLE_BYTES`] of write data as the
+/// run wrote it (see [`JobBuffers::sample_written`]).
+fn measure_written(buffers: &mut JobBuffers) -> (PageTally, PageTally) {
     let mut lz4 = PageTally::default();
     let mut deflate = PageTally::default();
     let mut c_lz4 = PageCompressor::new(Codec::Lz4);
     let mut c_def = PageCompressor::new(Codec::Deflate);
-    for k in 0..take {
-        let w = k * n / take;
-        let data = buffers.slice(buffers.write_buffer_index(w));
+    buffers.sample_written(SAMPLE_BYTES, |data| {
         c_lz4.tally(data, &mut lz4);
         c_def.tally(data, &mut deflate);
-    }
+    });
     (lz4, deflate)
 }
