@@ -21,6 +21,7 @@ pub mod compressibility;
 pub mod counters;
 pub mod distribution;
 pub mod estimate;
+pub mod fileset;
 pub mod fio_job;
 pub mod hdr;
 pub mod heap_page;

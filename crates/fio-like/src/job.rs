@@ -428,6 +428,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let mut seq_end = false;
     // An I/O planned but not yet due under the rate.
     let mut planned: Option<(Direction, u64, u64)> = None;
+    // fio's nrfiles: each I/O's file (the planned one's until it is issued).
+    let mut files = match cfg.phase {
+        Phase::Workload => crate::fileset::FilePlan::new(spec, unit),
+        _ => None,
+    };
+    let mut file = 0u32;
     // Blocks of the next I/O of `dir` at block `b` (1 without bssplit).
     let mut units = |dir: Direction, b: u64| {
         let d = dir.index();
@@ -461,6 +467,21 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 }
                 let (dir, block, k) = match planned.take() {
                     Some(p) => p,
+                    None if files.is_some() => {
+                        let dir = pick_dir(&mut rng, mix);
+                        match files.as_mut().and_then(|f| f.next(dir, &mut rng)) {
+                            Some((f, b)) => {
+                                file = f;
+                                (dir, b, 1)
+                            }
+                            None => {
+                                // Every file is done, as fio's job then is.
+                                free.push(tag);
+                                budget = issued;
+                                break;
+                            }
+                        }
+                    }
                     None => match &mut planner {
                         Planner::Random { skew } => match &mut mix {
                             Mix::TrimThenWrite(pending) => match pending.take() {
@@ -568,6 +589,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     },
                     len: len as u32,
                     offset,
+                    file,
                     dir,
                 });
                 queued_tags.push(tag);

@@ -9,6 +9,7 @@
 pub mod buffers;
 pub mod engine;
 pub mod error;
+pub mod fileset;
 pub mod job;
 pub mod jobfile;
 pub mod offsets;

@@ -1,7 +1,137 @@
 //! A job's files as fio names them: `filename_format` (`$jobname`, `$jobnum`,
-//! `$filenum`; fio's default `$jobname.$jobnum.$filenum`), and the file
-//! options that change nothing while a job has one file (`nrfiles=1`,
-//! `openfiles`, `file_service_type`), read with fio's values.
+//! `$filenum`; fio's default `$jobname.$jobnum.$filenum`), `nrfiles` with
+//! `size` split over them as fio's setup_files splits it (or `filesize`
+//! each), `openfiles` and `file_service_type`, read with fio's values.
+
+use crate::fileset::{FileService, JobFile, JobFiles, ServiceKind};
+use crate::result::block::BlockSpec;
+
+/// A job's file options as written.
+#[derive(Debug, Clone)]
+pub struct FileOptions {
+    /// `filename_format`.
+    pub format: Option<String>,
+    /// `nrfiles`.
+    pub nrfiles: u32,
+    /// `openfiles` (0: all).
+    pub open: u32,
+    /// `file_service_type`.
+    pub service: FileService,
+}
+
+impl Default for FileOptions {
+    fn default() -> Self {
+        FileOptions {
+            format: None,
+            nrfiles: 1,
+            open: 0,
+            service: FileService::default(),
+        }
+    }
+}
+
+impl FileOptions {
+    /// Whether `key` is one of these options.
+    pub fn takes(key: &str) -> bool {
+        matches!(
+            key,
+            "filename_format"
+                | "nrfiles"
+                | "nr_files"
+                | "openfiles"
+                | "open_files"
+                | "file_service_type"
+        )
+    }
+
+    /// Reads option `key` (one [`FileOptions::takes`]) set to `v`.
+    pub fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
+        match key {
+            "filename_format" => self.format = Some(v.to_string()),
+            "nrfiles" | "nr_files" => {
+                self.nrfiles = super::small(v, "nrfiles", 1, u64::from(u32::MAX))?
+            }
+            // fio clamps openfiles to nrfiles (0: all).
+            "openfiles" | "open_files" => {
+                self.open = super::small(v, "openfiles", 0, u64::from(u32::MAX))?
+            }
+            _ => self.service = check_file_service(v)?,
+        }
+        Ok(())
+    }
+
+    /// Whether the job has several files of its own (not `filename=`'s).
+    pub fn several(&self, filename: Option<&String>) -> bool {
+        self.nrfiles > 1 && filename.is_none()
+    }
+}
+
+/// Gives `spec` the files of clone `clone` of job `name` in `dir`, each of
+/// fio's size (`size` / `nrfiles`, or `filesize`), `size` becoming the job's
+/// I/O as fio's setup_files leaves it (the files' total when not given or
+/// larger). Err: what csdchar lacks for this job, for the refusal.
+pub fn apply(
+    o: &FileOptions,
+    spec: &mut BlockSpec,
+    dir: &str,
+    name: &str,
+    clone: u32,
+    filesize: Option<u64>,
+) -> Result<(), String> {
+    let n = u64::from(o.nrfiles);
+    let with = |what: &str| Err(format!("several files per job with {what}"));
+    if !spec.bssplit.is_none() {
+        return with("bssplit");
+    }
+    if spec.rw_seq_add != 0 {
+        return with("an offset modifier");
+    }
+    if !spec.random_distribution.is_uniform() {
+        return with("a skewed random_distribution");
+    }
+    if spec.rw.trims() && spec.rw.writes() {
+        return with("trimwrite");
+    }
+    if spec.verify || spec.verify_only {
+        return with("verify");
+    }
+    if spec.offset != 0 {
+        return with("offset");
+    }
+    let each = match filesize {
+        Some(f) => f,
+        None if spec.size == 0 => {
+            return Err(
+                "nrfiles without size= or filesize= (fio: you need to specify size=)".into(),
+            );
+        }
+        None => spec.size / n,
+    };
+    if each == 0 || !each.is_multiple_of(spec.bs) {
+        return Err(format!(
+            "files of {each} bytes, not a whole number of blocks of bs={} (give size= a multiple \
+             of nrfiles × bs, or filesize=)",
+            spec.bs
+        ));
+    }
+    let total = each * n;
+    if spec.size == 0 || spec.size > total {
+        spec.size = total;
+    }
+    let files: Vec<JobFile> = (0..o.nrfiles)
+        .map(|i| JobFile {
+            path: format!("{dir}/{}", file_name(o.format.as_deref(), name, clone, i)),
+            size: each,
+        })
+        .collect();
+    spec.target = Some(files[0].path.clone());
+    spec.files = JobFiles {
+        files,
+        service: o.service,
+        open: o.open.min(o.nrfiles),
+    };
+    Ok(())
+}
 
 /// fio's `filename_format` default.
 pub const DEFAULT_FORMAT: &str = "$jobname.$jobnum.$filenum";
@@ -37,10 +167,11 @@ pub fn has_keyword(format: Option<&str>, key: &str) -> bool {
         .contains(key)
 }
 
-/// Checks a `file_service_type` value as fio reads it: `random`,
-/// `roundrobin` or `sequential` with an optional `:N` (I/Os before the next
-/// file), or `zipf`, `pareto`, `normal`/`gauss` with an optional `:VALUE`.
-pub fn check_file_service(text: &str) -> Result<(), String> {
+/// Reads a `file_service_type` value as fio does: `random`, `roundrobin` or
+/// `sequential` with an optional `:N` (I/Os before the next file); fio's
+/// `zipf`, `pareto`, `normal`/`gauss` (with an optional `:VALUE`) are
+/// refused: csdchar does not draw files from them.
+pub fn check_file_service(text: &str) -> Result<FileService, String> {
     let (kind, arg) = match text.split_once(':') {
         Some((k, a)) => (k, Some(a)),
         None => (text, None),
@@ -52,14 +183,30 @@ pub fn check_file_service(text: &str) -> Result<(), String> {
              gauss, with an optional :N"
         ));
     }
-    match arg {
-        None => Ok(()),
-        Some(a) if numeric && a.parse::<f64>().is_ok_and(|x| x > 0.0) => Ok(()),
-        Some(a) if !numeric && a.parse::<u32>().is_ok_and(|n| n > 0) => Ok(()),
-        Some(a) => Err(format!(
-            "file_service_type={text}: '{a}' is not a positive number"
-        )),
-    }
+    let ios = match arg {
+        None => 1,
+        Some(a) if numeric && a.parse::<f64>().is_ok_and(|x| x > 0.0) => 1,
+        Some(a) if !numeric && a.parse::<u32>().is_ok_and(|n| n > 0) => {
+            a.parse::<u32>().unwrap_or(1)
+        }
+        Some(a) => {
+            return Err(format!(
+                "file_service_type={text}: '{a}' is not a positive number"
+            ));
+        }
+    };
+    let kind = match kind {
+        "random" => ServiceKind::Random,
+        "roundrobin" => ServiceKind::Roundrobin,
+        "sequential" => ServiceKind::Sequential,
+        _ => {
+            return Err(format!(
+                "file_service_type={text}: csdchar chooses files by roundrobin, sequential or \
+                 random (with :N), not by fio's {kind} distribution"
+            ));
+        }
+    };
+    Ok(FileService { kind, ios })
 }
 
 #[cfg(test)]
@@ -83,17 +230,24 @@ mod tests {
 
     #[test]
     fn service_types_are_fio_s() {
-        for ok in [
-            "random",
-            "roundrobin:4",
-            "sequential",
-            "zipf:1.2",
-            "normal",
-            "gauss:5",
-        ] {
+        for ok in ["random", "roundrobin:4", "sequential"] {
             assert!(check_file_service(ok).is_ok(), "{ok}");
         }
-        for bad in ["rr", "roundrobin:0", "random:x", "zipf:-1"] {
+        assert_eq!(
+            check_file_service("roundrobin:4").unwrap(),
+            FileService {
+                kind: ServiceKind::Roundrobin,
+                ios: 4
+            }
+        );
+        for bad in [
+            "rr",
+            "roundrobin:0",
+            "random:x",
+            "zipf:-1",
+            "zipf:1.2",
+            "gauss",
+        ] {
             assert!(check_file_service(bad).is_err(), "{bad}");
         }
     }

@@ -1,0 +1,126 @@
+//! A job over several files (fio's `nrfiles`): every file checked and laid
+//! out as a job's one target is, and each I/O's file and block — the file
+//! from fio's `file_service_type` and `openfiles`
+//! ([`csdchar_core::fileset::FileChooser`]), the block within that file.
+
+use csdchar_core::fileset::FileChooser;
+use csdchar_core::result::block::BlockSpec;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::engine::Direction;
+use crate::error::BlockError;
+use crate::offsets::uniform_below;
+use crate::target::{PreparedTarget, precheck, prepare};
+
+/// The spec of each of the job's files on its own (its path as the target,
+/// its size as the region), for the checks and the layout a single target
+/// gets; the spec itself when the job has one file.
+pub fn file_specs(spec: &BlockSpec) -> Vec<BlockSpec> {
+    if spec.files.is_none() {
+        return vec![spec.clone()];
+    }
+    spec.files
+        .files
+        .iter()
+        .map(|f| BlockSpec {
+            target: Some(f.path.clone()),
+            size: f.size,
+            files: Default::default(),
+            ..spec.clone()
+        })
+        .collect()
+}
+
+/// Prepares the job's files: every one checked (region, room, write safety)
+/// before any is touched, then each laid out and opened. The first is the
+/// run's target, its size the job's I/O (fio's `size`); the others come
+/// beside it. A file created here is removed again when a later one fails.
+pub fn prepare_all(spec: &BlockSpec) -> Result<(PreparedTarget, Vec<PreparedTarget>), BlockError> {
+    if spec.files.is_none() {
+        return Ok((prepare(spec)?, Vec::new()));
+    }
+    let specs = file_specs(spec);
+    for s in &specs {
+        precheck(s, None)?;
+    }
+    let mut ready: Vec<PreparedTarget> = Vec::with_capacity(specs.len());
+    for s in &specs {
+        match prepare(s) {
+            Ok(t) => ready.push(t),
+            Err(e) => {
+                for t in ready.iter().filter(|t| t.created) {
+                    if let Some(p) = &t.info.path {
+                        let _ = std::fs::remove_file(p);
+                    }
+                }
+                return Err(e);
+            }
+        }
+    }
+    let mut first = ready.remove(0);
+    first.size = spec.size;
+    Ok((first, ready))
+}
+
+/// Where a multi-file job's I/Os go: the file fio's service type picks, and
+/// in it the next block (sequential) or a random one. A file is done once
+/// its blocks are used up — a sequential walk at its end, a random job
+/// after as many I/Os as it has blocks (fio's random map, which hands out
+/// each block once) — unless the job is time based, which starts over.
+pub struct FilePlan {
+    chooser: FileChooser,
+    sizes: Vec<u64>,
+    unit: [u64; 3],
+    next: Vec<[u64; 3]>,
+    ios: Vec<u64>,
+    random: bool,
+    time_based: bool,
+}
+
+impl FilePlan {
+    /// The plan of a job with several files; None with one.
+    pub fn new(spec: &BlockSpec, unit: [u64; 3]) -> Option<Self> {
+        let files = &spec.files;
+        if files.is_none() {
+            return None;
+        }
+        let n = files.files.len();
+        Some(FilePlan {
+            chooser: FileChooser::new(n, files.service, files.open),
+            sizes: files.files.iter().map(|f| f.size).collect(),
+            unit,
+            next: vec![[0; 3]; n],
+            ios: vec![0; n],
+            random: spec.rw.is_random(),
+            time_based: spec.time_based,
+        })
+    }
+
+    /// The file and block (of `dir`'s unit) of the next I/O of `dir`; None
+    /// once every file is done.
+    pub fn next(&mut self, dir: Direction, rng: &mut Xoshiro256PlusPlus) -> Option<(u32, u64)> {
+        let f = self.chooser.next(&mut |n| uniform_below(rng, n))?;
+        let d = dir.index();
+        let nb = (self.sizes[f] / self.unit[d]).max(1);
+        let (block, done) = if self.random {
+            self.ios[f] += 1;
+            let smallest = *self.unit.iter().min().expect("three units");
+            (
+                uniform_below(rng, nb),
+                self.ios[f] >= self.sizes[f] / smallest,
+            )
+        } else {
+            let b = self.next[f][d];
+            self.next[f][d] = if b + 1 >= nb && self.time_based {
+                0
+            } else {
+                b + 1
+            };
+            (b, self.next[f][d] >= nb)
+        };
+        if done && !self.time_based {
+            self.chooser.set_done(f);
+        }
+        Some((f as u32, block))
+    }
+}
