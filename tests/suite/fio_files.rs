@@ -1,7 +1,8 @@
 //! A job's files as fio names them: `filename_format` and the default
 //! `$jobname.$jobnum.$filenum`, clones sharing a file when the format has no
-//! `$jobnum`; the file options that change nothing with one file per job, and
-//! `nrfiles` above 1, which csdchar refuses.
+//! `$jobnum`; `nrfiles` with `size` split over the files or `filesize` each,
+//! and which files a job's I/O goes to under `file_service_type` and
+//! `openfiles`, beside fio's run of the same job file.
 
 use crate::common;
 use crate::fio_parity::fio;
@@ -33,7 +34,9 @@ const JOBS: &str = "[global]\ndirectory=DIR\nsize=1m\nbs=4k\nrw=write\n\
                     [b]\nnumjobs=2\nsize=512k\nfilename_format=shared.$filenum\n\
                     [c]\nnrfiles=1\nopenfiles=4\nfile_service_type=roundrobin:2\n\
                     [d]\nnumjobs=2\nsize=256k\n\
-                    [e]\nfilename=named\nnrfiles=4\nfile_service_type=random\n";
+                    [e]\nfilename=named\nnrfiles=4\nfile_service_type=random\n\
+                    [f]\nnrfiles=3\nsize=768k\n\
+                    [g]\nnrfiles=2\nfilesize=128k\nsize=64k\nfilename_format=g.$filenum\n";
 
 #[test]
 fn job_files_get_fio_s_names_and_sizes() {
@@ -69,6 +72,11 @@ fn job_files_get_fio_s_names_and_sizes() {
         ("d.0.0", 256 << 10),
         ("d.1.0", 256 << 10),
         ("named", 1 << 20),
+        ("f.0.0", 256 << 10),
+        ("f.0.1", 256 << 10),
+        ("f.0.2", 256 << 10),
+        ("g.0", 128 << 10),
+        ("g.1", 128 << 10),
     ]
     .into_iter()
     .map(|(n, s)| (n.to_string(), s))
@@ -81,7 +89,21 @@ fn several_files_per_job_are_refused_by_line() {
     let d = tempfile::tempdir().unwrap();
     let job = d.path().join("n.fio");
     for (text, line, why) in [
-        ("[n]\nsize=1m\nnrfiles=4\n", 3, "several files per job"),
+        (
+            "[n]\nsize=1m\nnrfiles=4\nbssplit=4k/50:8k/50\n",
+            3,
+            "several files per job with bssplit",
+        ),
+        (
+            "[n]\nsize=1m\nnrfiles=3\n",
+            3,
+            "not a whole number of blocks",
+        ),
+        (
+            "[n]\nsize=1m\nnrfiles=2\nfile_service_type=zipf:1.2\n",
+            4,
+            "not by fio's zipf",
+        ),
         (
             "[n]\nsize=1m\nfile_service_type=rr\n",
             3,
@@ -107,4 +129,156 @@ fn several_files_per_job_are_refused_by_line() {
         1,
         "nothing created"
     );
+}
+
+/// Runs `jobs` (DIR replaced) with fio and with csdchar, each in a directory
+/// of its own; returns each tool's files.
+fn run_both(d: &Path, jobs: &str) -> [BTreeMap<String, Vec<u8>>; 2] {
+    let mut out = [BTreeMap::new(), BTreeMap::new()];
+    for (i, who) in ["fio", "csdchar"].into_iter().enumerate() {
+        let dir = d.join(who);
+        std::fs::create_dir(&dir).unwrap();
+        let job = d.join(format!("{who}.fio"));
+        std::fs::write(&job, jobs.replace("DIR", dir.to_str().unwrap())).unwrap();
+        if who == "fio" {
+            let st = std::process::Command::new(fio().unwrap())
+                .args(["--output=/dev/null", job.to_str().unwrap()])
+                .status()
+                .unwrap();
+            assert!(st.success());
+        } else {
+            let r = common::csdchar(&["block", "--job-file", job.to_str().unwrap()]);
+            assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+        }
+        for name in files_in(&dir).into_keys() {
+            out[i].insert(name.clone(), std::fs::read(dir.join(&name)).unwrap());
+        }
+    }
+    out
+}
+
+/// The blocks of 4 KiB written in a file (not all zeros), checked to be its
+/// first ones: each file is written sequentially from its start.
+fn written_blocks(name: &str, data: &[u8]) -> usize {
+    let written: Vec<bool> = data
+        .chunks(4096)
+        .map(|b| b.iter().any(|x| *x != 0))
+        .collect();
+    let n = written.iter().filter(|w| **w).count();
+    assert!(
+        written[..n].iter().all(|w| *w),
+        "{name}: written blocks {written:?} are not the file's first"
+    );
+    n
+}
+
+/// Each job's written blocks per file, in file order.
+fn blocks_per_file(files: &BTreeMap<String, Vec<u8>>, job: &str) -> Vec<usize> {
+    files
+        .iter()
+        .filter(|(n, _)| n.starts_with(&format!("{job}.")))
+        .map(|(n, data)| written_blocks(n, data))
+        .collect()
+}
+
+#[test]
+fn a_job_s_io_is_spread_over_its_files_as_fio_spreads_it() {
+    if fio().is_none() {
+        return;
+    }
+    // Sequential writes of less than the files hold: where each file's
+    // writes stop shows which files the job served, and in what share.
+    // 4 files of 16 blocks, 10 blocks of I/O; 128 of 256 blocks for random.
+    let jobs = "[global]\ndirectory=DIR\nbs=4k\nrw=write\nioengine=io_uring\n\
+                nrfiles=4\nfilesize=64k\nsize=40k\n\
+                [rr]\n\
+                [rr4]\nfile_service_type=roundrobin:4\n\
+                [seq]\nfile_service_type=sequential\n\
+                [open]\nopenfiles=2\nfile_service_type=roundrobin:3\n\
+                [rand]\nfile_service_type=random\nfilesize=256k\nsize=512k\n";
+    let d = tempfile::tempdir().unwrap();
+    let [fio_files, ours] = run_both(d.path(), jobs);
+    for (job, want) in [
+        // In turn, one I/O each: 3 3 2 2.
+        ("rr", vec![3, 3, 2, 2]),
+        // In turn, 4 I/Os each.
+        ("rr4", vec![4, 4, 2, 0]),
+        // One file until it is done.
+        ("seq", vec![10, 0, 0, 0]),
+        // Two files open, 3 I/Os each in turn: the other two wait (without
+        // openfiles, 3 3 3 1).
+        ("open", vec![6, 4, 0, 0]),
+    ] {
+        assert_eq!(blocks_per_file(&fio_files, job), want, "fio's {job}");
+        assert_eq!(blocks_per_file(&ours, job), want, "csdchar's {job}");
+    }
+    // Random: every I/O in some file, not in turn (fio's and csdchar's draws
+    // differ; both are fixed by their seeds).
+    for (who, files) in [("fio", &fio_files), ("csdchar", &ours)] {
+        let per_file = blocks_per_file(files, "rand");
+        assert_eq!(per_file.len(), 4, "{who}");
+        assert_eq!(per_file.iter().sum::<usize>(), 128, "{who}: {per_file:?}");
+        assert_ne!(per_file, [32; 4], "{who}: random files came in turn");
+    }
+}
+
+/// Detaches a loop device on drop, even when an assertion fails.
+struct LoopOver(String);
+
+impl Drop for LoopOver {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::process::Command::new("losetup")
+                .args(["-d", &self.0])
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+/// The write-safety rules apply to every file of a job, as to its one: a
+/// third file that backs a loop device refuses the job before any file is
+/// made.
+#[test]
+fn every_file_of_a_job_is_checked_before_any_is_written() {
+    if !common::is_root_or_skip("every_file_of_a_job_is_checked_before_any_is_written") {
+        return;
+    }
+    let d = tempfile::Builder::new()
+        .prefix("csdchar-fio-files")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let backing = d.path().join("j.0.2");
+    std::fs::File::create(&backing)
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let dev = common::sh("losetup", &["--find", "--show", backing.to_str().unwrap()]);
+    let _loop = LoopOver(dev.trim().to_string());
+    let job = d.path().join("j.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\ndirectory={}\nrw=write\nbs=4k\n[j]\nnrfiles=4\nsize=4m\n",
+            d.path().display()
+        ),
+    )
+    .unwrap();
+    let r = common::csdchar(&["block", "--job-file", job.to_str().unwrap()]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("refusing to write to {}", backing.display()))
+            && r.stderr.contains("--force"),
+        "{}",
+        r.stderr
+    );
+    for n in ["j.0.0", "j.0.1", "j.0.3"] {
+        assert!(!d.path().join(n).exists(), "{n} was made");
+    }
+    assert_eq!(std::fs::metadata(&backing).unwrap().len(), 1 << 20);
 }

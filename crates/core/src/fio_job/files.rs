@@ -98,6 +98,9 @@ pub fn apply(
     if spec.offset != 0 {
         return with("offset");
     }
+    if spec.loops > 1 {
+        return with("loops");
+    }
     let each = match filesize {
         Some(f) => f,
         None if spec.size == 0 => {
