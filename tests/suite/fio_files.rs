@@ -100,9 +100,9 @@ fn several_files_per_job_are_refused_by_line() {
             "not a whole number of blocks",
         ),
         (
-            "[n]\nsize=1m\nnrfiles=2\nfile_service_type=zipf:1.2\n",
+            "[n]\nsize=1m\nnrfiles=2\nfile_service_type=zipf:1\n",
             4,
-            "not by fio's zipf",
+            "file_service_type=zipf:1: zipf theta",
         ),
         (
             "[n]\nsize=1m\nfile_service_type=rr\n",
@@ -281,4 +281,47 @@ fn every_file_of_a_job_is_checked_before_any_is_written() {
         assert!(!d.path().join(n).exists(), "{n} was made");
     }
     assert_eq!(std::fs::metadata(&backing).unwrap().len(), 1 << 20);
+}
+
+/// fio's skewed file choice (`zipf`, `pareto`, `normal`/`gauss` with a
+/// center): the I/Os each file gets are fio's within four binomial standard
+/// deviations of the difference of two draws (fio's and csdchar's draws
+/// differ; both are fixed by their seeds). Uniform files would be 128 each.
+#[test]
+fn a_skewed_file_choice_gives_each_file_fio_s_share() {
+    if fio().is_none() {
+        return;
+    }
+    // 8 files of 1024 blocks, 1024 sequential writes: no file wraps, so its
+    // written blocks are its I/Os.
+    let jobs = "[global]\ndirectory=DIR\nbs=4k\nrw=write\nnrfiles=8\nfilesize=4m\nsize=4m\n\
+                [zipf]\nfile_service_type=zipf:1.2:0\n\
+                [pareto]\nfile_service_type=pareto:0.3:0\n\
+                [gauss]\nfile_service_type=gauss:10:0.5\n";
+    let d = tempfile::tempdir().unwrap();
+    let [fio_files, ours] = run_both(d.path(), jobs);
+    for job in ["zipf", "pareto", "gauss"] {
+        let theirs = blocks_per_file(&fio_files, job);
+        let mine = blocks_per_file(&ours, job);
+        assert_eq!(
+            theirs.iter().sum::<usize>(),
+            1024,
+            "fio's {job}: {theirs:?}"
+        );
+        assert_eq!(
+            mine.iter().sum::<usize>(),
+            1024,
+            "csdchar's {job}: {mine:?}"
+        );
+        for (t, m) in theirs.iter().zip(&mine) {
+            let p = (*t as f64 / 1024.0).clamp(0.01, 0.99);
+            let allowed = 4.0 * (2.0 * p * (1.0 - p) * 1024.0).sqrt();
+            assert!(
+                (t.abs_diff(*m) as f64) <= allowed,
+                "{job}: fio {theirs:?}, csdchar {mine:?}"
+            );
+        }
+    }
+    // The hot file is the first from center 0 (zipf 943 of 1024 in fio).
+    assert!(blocks_per_file(&ours, "zipf")[0] > 800);
 }

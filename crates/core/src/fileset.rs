@@ -1,10 +1,17 @@
 //! A job over several files (fio's `nrfiles`): the files and their sizes, and
 //! which file each I/O goes to — fio's `file_service_type` (`roundrobin`,
-//! `sequential`, `random`, each with `:N` I/Os before the next choice) and
-//! `openfiles` (at most that many open at once), as io_u.c's get_next_file
-//! picks them. Pure: the engine asks, this answers.
+//! `sequential`, `random`, each with `:N` I/Os before the next choice, and
+//! `zipf`, `pareto`, `normal`/`gauss` draws of the file) and `openfiles` (at
+//! most that many open at once), as io_u.c's get_next_file picks them. Pure:
+//! the engine asks, this answers.
 
 use serde::{Deserialize, Serialize};
+
+use crate::distribution::{BlockPicker, Distribution};
+
+/// fio's `FIO_FSERVICE_SHIFT`: a skewed file choice draws among
+/// `files << 10` ranges, the file being the range shifted back.
+const SERVICE_SHIFT: u32 = 10;
 
 /// One of a job's files.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -27,18 +34,22 @@ pub enum ServiceKind {
     Roundrobin,
     /// One file until it is done, then the next.
     Sequential,
-    /// A file drawn uniformly.
+    /// A file drawn uniformly, or from `skew`.
     Random,
 }
 
 /// fio's `file_service_type`: the choice and how many I/Os go to a file
 /// before the next choice (the `:N` suffix).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileService {
     /// How the file is chosen.
     pub kind: ServiceKind,
     /// I/Os to the chosen file before choosing again (fio's `:N`; 1 by default).
     pub ios: u32,
+    /// fio's `zipf`, `pareto` or `normal` file choice (kind `random`): files drawn from this
+    /// distribution, hot files first, and never done (fio resets them instead); absent: uniform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew: Option<Distribution>,
 }
 
 impl Default for FileService {
@@ -46,12 +57,21 @@ impl Default for FileService {
         FileService {
             kind: ServiceKind::Roundrobin,
             ios: 1,
+            skew: None,
         }
     }
 }
 
+impl FileService {
+    /// Whether files are drawn from a skewed distribution: fio then starts
+    /// a file over instead of marking it done (`__FIO_FSERVICE_NONUNIFORM`).
+    pub fn nonuniform(&self) -> bool {
+        self.skew.is_some()
+    }
+}
+
 /// A job's files when it has more than one; none: the job's one file is its `target`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobFiles {
     /// The files in fio's order (`filenum` 0, 1, …); the spec's `target` is the first.
     pub files: Vec<JobFile>,
@@ -77,7 +97,10 @@ impl JobFiles {
 /// which comes to the same choice); a done file is closed and never chosen.
 #[derive(Debug, Clone)]
 pub struct FileChooser {
-    service: FileService,
+    kind: ServiceKind,
+    ios: u32,
+    /// fio's next_file_zipf/next_file_gauss, unhashed.
+    skew: Option<BlockPicker>,
     max_open: usize,
     open: Vec<bool>,
     done: Vec<bool>,
@@ -89,14 +112,20 @@ pub struct FileChooser {
 }
 
 impl FileChooser {
-    /// A chooser over `n` files (n ≥ 1); `open` 0 or above `n`: all.
-    pub fn new(n: usize, service: FileService, open: u32) -> Self {
+    /// A chooser over `n` files (n ≥ 1); `open` 0 or above `n`: all;
+    /// `seed` seeds a skewed choice.
+    pub fn new(n: usize, service: &FileService, open: u32, seed: u32) -> Self {
         let max_open = match open as usize {
             0 => n,
             k => k.min(n),
         };
         FileChooser {
-            service,
+            kind: service.kind,
+            ios: service.ios,
+            skew: service
+                .skew
+                .as_ref()
+                .map(|d| BlockPicker::new(d, (n as u64) << SERVICE_SHIFT, 1, seed).unhashed()),
             max_open,
             open: vec![false; n],
             done: vec![false; n],
@@ -118,7 +147,7 @@ impl FileChooser {
         if let Some(c) = self.cur
             && self.open[c]
         {
-            if self.service.kind == ServiceKind::Sequential {
+            if self.kind == ServiceKind::Sequential {
                 return Some(c);
             }
             if self.left > 0 {
@@ -127,8 +156,9 @@ impl FileChooser {
             }
         }
         let f = loop {
-            let f = match self.service.kind {
-                ServiceKind::Random => draw(n as u64) as usize,
+            let f = match (self.kind, &mut self.skew) {
+                (ServiceKind::Random, Some(p)) => (p.next(0, draw) >> SERVICE_SHIFT) as usize,
+                (ServiceKind::Random, None) => draw(n as u64) as usize,
                 _ => {
                     let f = self.next;
                     self.next = (f + 1) % n;
@@ -148,7 +178,7 @@ impl FileChooser {
             break f;
         };
         self.cur = Some(f);
-        self.left = self.service.ios.max(1) - 1;
+        self.left = self.ios.max(1) - 1;
         Some(f)
     }
 
@@ -171,7 +201,11 @@ mod tests {
     use super::*;
 
     fn service(kind: ServiceKind, ios: u32) -> FileService {
-        FileService { kind, ios }
+        FileService {
+            kind,
+            ios,
+            skew: None,
+        }
     }
 
     /// The files of `count` I/Os, each file done after `per_file` of them.
@@ -196,23 +230,23 @@ mod tests {
 
     #[test]
     fn roundrobin_takes_the_files_in_turn_n_ios_each() {
-        let c = FileChooser::new(3, service(ServiceKind::Roundrobin, 1), 0);
+        let c = FileChooser::new(3, &service(ServiceKind::Roundrobin, 1), 0, 1);
         assert_eq!(run(c, 3, 2, 10), [0, 1, 2, 0, 1, 2]);
-        let c = FileChooser::new(3, service(ServiceKind::Roundrobin, 2), 0);
+        let c = FileChooser::new(3, &service(ServiceKind::Roundrobin, 2), 0, 1);
         assert_eq!(run(c, 3, 4, 7), [0, 0, 1, 1, 2, 2, 0]);
     }
 
     #[test]
     fn sequential_stays_on_a_file_until_it_is_done() {
-        let c = FileChooser::new(3, service(ServiceKind::Sequential, 1), 0);
+        let c = FileChooser::new(3, &service(ServiceKind::Sequential, 1), 0, 1);
         assert_eq!(run(c, 3, 2, 10), [0, 0, 1, 1, 2, 2]);
     }
 
     #[test]
     fn openfiles_holds_the_others_back_until_one_is_done() {
-        let c = FileChooser::new(4, service(ServiceKind::Roundrobin, 1), 2);
+        let c = FileChooser::new(4, &service(ServiceKind::Roundrobin, 1), 2, 1);
         assert_eq!(run(c, 4, 2, 20), [0, 1, 0, 1, 2, 3, 2, 3]);
-        let c = FileChooser::new(4, service(ServiceKind::Random, 1), 1);
+        let c = FileChooser::new(4, &service(ServiceKind::Random, 1), 1, 1);
         let order = run(c, 4, 3, 20);
         assert_eq!(order.len(), 12);
         // One file at a time: each file's I/Os come together.
@@ -223,7 +257,7 @@ mod tests {
 
     #[test]
     fn random_draws_among_the_files_left() {
-        let c = FileChooser::new(4, service(ServiceKind::Random, 1), 0);
+        let c = FileChooser::new(4, &service(ServiceKind::Random, 1), 0, 1);
         let order = run(c, 4, 50, 1000);
         assert_eq!(order.len(), 200);
         let mut counts = [0; 4];
@@ -234,5 +268,28 @@ mod tests {
         // Not in turn: the same file twice in a row often.
         let repeats = order.windows(2).filter(|w| w[0] == w[1]).count();
         assert!(repeats > 20, "{repeats}");
+    }
+
+    #[test]
+    fn a_zipf_choice_favours_the_first_files_from_its_center() {
+        let skew = Distribution::parse("zipf:1.2:0", 1024).unwrap();
+        let s = FileService {
+            kind: ServiceKind::Random,
+            ios: 1,
+            skew: Some(skew),
+        };
+        assert!(s.nonuniform());
+        let mut c = FileChooser::new(8, &s, 0, 7);
+        let mut counts = [0u32; 8];
+        for _ in 0..10_000 {
+            counts[c.next(&mut |k| k / 2).unwrap()] += 1;
+        }
+        // Unhashed ranks from center 0: file 0 holds the hottest ranges.
+        assert!(counts[0] > 5_000, "{counts:?}");
+        let (first, rest) = counts.split_at(4);
+        assert!(
+            first.iter().sum::<u32>() > 2 * rest.iter().sum::<u32>(),
+            "{counts:?}"
+        );
     }
 }

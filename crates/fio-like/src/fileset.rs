@@ -66,7 +66,8 @@ pub fn prepare_all(spec: &BlockSpec) -> Result<(PreparedTarget, Vec<PreparedTarg
 /// in it the next block (sequential) or a random one. A file is done once
 /// its blocks are used up — a sequential walk at its end, a random job
 /// after as many I/Os as it has blocks (fio's random map, which hands out
-/// each block once) — unless the job is time based, which starts over.
+/// each block once) — unless the job is time based or draws its files from a
+/// skewed distribution, which start a file over.
 pub struct FilePlan {
     chooser: FileChooser,
     sizes: Vec<u64>,
@@ -74,25 +75,28 @@ pub struct FilePlan {
     next: Vec<[u64; 3]>,
     ios: Vec<u64>,
     random: bool,
-    time_based: bool,
+    /// Files are never done: a time-based job, or fio's skewed file choice
+    /// (which starts a file over instead).
+    endless: bool,
 }
 
 impl FilePlan {
-    /// The plan of a job with several files; None with one.
-    pub fn new(spec: &BlockSpec, unit: [u64; 3]) -> Option<Self> {
+    /// The plan of a job with several files (a skewed file choice seeded
+    /// with `seed`); None with one.
+    pub fn new(spec: &BlockSpec, unit: [u64; 3], seed: u32) -> Option<Self> {
         let files = &spec.files;
         if files.is_none() {
             return None;
         }
         let n = files.files.len();
         Some(FilePlan {
-            chooser: FileChooser::new(n, files.service, files.open),
+            chooser: FileChooser::new(n, &files.service, files.open, seed),
             sizes: files.files.iter().map(|f| f.size).collect(),
             unit,
             next: vec![[0; 3]; n],
             ios: vec![0; n],
             random: spec.rw.is_random(),
-            time_based: spec.time_based,
+            endless: spec.time_based || files.service.nonuniform(),
         })
     }
 
@@ -111,14 +115,14 @@ impl FilePlan {
             )
         } else {
             let b = self.next[f][d];
-            self.next[f][d] = if b + 1 >= nb && self.time_based {
+            self.next[f][d] = if b + 1 >= nb && self.endless {
                 0
             } else {
                 b + 1
             };
             (b, self.next[f][d] >= nb)
         };
-        if done && !self.time_based {
+        if done && !self.endless {
             self.chooser.set_done(f);
         }
         Some((f as u32, block))

@@ -430,7 +430,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let mut planned: Option<(Direction, u64, u64)> = None;
     // fio's nrfiles: each I/O's file (the planned one's until it is issued).
     let mut files = match cfg.phase {
-        Phase::Workload => crate::fileset::FilePlan::new(spec, unit),
+        Phase::Workload => crate::fileset::FilePlan::new(spec, unit, seed as u32 ^ 0x4649_4C45),
         _ => None,
     };
     let mut file = 0u32;

@@ -130,7 +130,7 @@ pub fn apply(
     spec.target = Some(files[0].path.clone());
     spec.files = JobFiles {
         files,
-        service: o.service,
+        service: o.service.clone(),
         open: o.open.min(o.nrfiles),
     };
     Ok(())
@@ -171,9 +171,9 @@ pub fn has_keyword(format: Option<&str>, key: &str) -> bool {
 }
 
 /// Reads a `file_service_type` value as fio does: `random`, `roundrobin` or
-/// `sequential` with an optional `:N` (I/Os before the next file); fio's
-/// `zipf`, `pareto`, `normal`/`gauss` (with an optional `:VALUE`) are
-/// refused: csdchar does not draw files from them.
+/// `sequential` with an optional `:N` (I/Os before the next file), or a
+/// random file drawn from `zipf`, `pareto`, `normal`/`gauss` with an
+/// optional `:VALUE[:CENTER]` (fio's defaults 1.1, 0.2 and 0).
 pub fn check_file_service(text: &str) -> Result<FileService, String> {
     let (kind, arg) = match text.split_once(':') {
         Some((k, a)) => (k, Some(a)),
@@ -186,9 +186,20 @@ pub fn check_file_service(text: &str) -> Result<FileService, String> {
              gauss, with an optional :N"
         ));
     }
+    if numeric {
+        // fio's str_fst_cb: split_parse_distr as random_distribution's.
+        let name = if kind == "gauss" { "normal" } else { kind };
+        let text_as = arg.map_or(name.to_string(), |a| format!("{name}:{a}"));
+        let skew = crate::distribution::Distribution::parse(&text_as, 1024)
+            .map_err(|e| format!("file_service_type={text}: {e}"))?;
+        return Ok(FileService {
+            kind: ServiceKind::Random,
+            ios: 1,
+            skew: Some(skew),
+        });
+    }
     let ios = match arg {
         None => 1,
-        Some(a) if numeric && a.parse::<f64>().is_ok_and(|x| x > 0.0) => 1,
         Some(a) if !numeric && a.parse::<u32>().is_ok_and(|n| n > 0) => {
             a.parse::<u32>().unwrap_or(1)
         }
@@ -200,16 +211,14 @@ pub fn check_file_service(text: &str) -> Result<FileService, String> {
     };
     let kind = match kind {
         "random" => ServiceKind::Random,
-        "roundrobin" => ServiceKind::Roundrobin,
         "sequential" => ServiceKind::Sequential,
-        _ => {
-            return Err(format!(
-                "file_service_type={text}: csdchar chooses files by roundrobin, sequential or \
-                 random (with :N), not by fio's {kind} distribution"
-            ));
-        }
+        _ => ServiceKind::Roundrobin,
     };
-    Ok(FileService { kind, ios })
+    Ok(FileService {
+        kind,
+        ios,
+        skew: None,
+    })
 }
 
 #[cfg(test)]
@@ -233,23 +242,34 @@ mod tests {
 
     #[test]
     fn service_types_are_fio_s() {
-        for ok in ["random", "roundrobin:4", "sequential"] {
+        for ok in [
+            "random",
+            "roundrobin:4",
+            "sequential",
+            "zipf:1.2",
+            "normal",
+            "gauss:5",
+            "pareto:0.3:0.5",
+        ] {
             assert!(check_file_service(ok).is_ok(), "{ok}");
         }
         assert_eq!(
             check_file_service("roundrobin:4").unwrap(),
             FileService {
                 kind: ServiceKind::Roundrobin,
-                ios: 4
+                ios: 4,
+                skew: None
             }
         );
+        assert!(check_file_service("gauss").unwrap().nonuniform());
         for bad in [
             "rr",
             "roundrobin:0",
             "random:x",
             "zipf:-1",
-            "zipf:1.2",
-            "gauss",
+            "zipf:1",
+            "pareto:1.5",
+            "gauss:x",
         ] {
             assert!(check_file_service(bad).is_err(), "{bad}");
         }
