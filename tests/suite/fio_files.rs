@@ -36,7 +36,8 @@ const JOBS: &str = "[global]\ndirectory=DIR\nsize=1m\nbs=4k\nrw=write\n\
                     [d]\nnumjobs=2\nsize=256k\n\
                     [e]\nfilename=named\nnrfiles=4\nfile_service_type=random\n\
                     [f]\nnrfiles=3\nsize=768k\n\
-                    [g]\nnrfiles=2\nfilesize=128k\nsize=64k\nfilename_format=g.$filenum\n";
+                    [g]\nnrfiles=2\nfilesize=128k\nsize=64k\nfilename_format=g.$filenum\n\
+                    [l]\nfilename=l1:l\\:2:l3\nsize=768k\n";
 
 #[test]
 fn job_files_get_fio_s_names_and_sizes() {
@@ -77,6 +78,9 @@ fn job_files_get_fio_s_names_and_sizes() {
         ("f.0.2", 256 << 10),
         ("g.0", 128 << 10),
         ("g.1", 128 << 10),
+        ("l1", 256 << 10),
+        ("l:2", 256 << 10),
+        ("l3", 256 << 10),
     ]
     .into_iter()
     .map(|(n, s)| (n.to_string(), s))

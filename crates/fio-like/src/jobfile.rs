@@ -402,6 +402,9 @@ pub fn start_line(job: &JobPlan) -> String {
         s.numjobs,
         s.target.as_deref().unwrap_or("the null engine")
     );
+    if s.files.files.len() > 1 {
+        line.push_str(&format!(" and {} more files", s.files.files.len() - 1));
+    }
     if let Some(e) = &job.replaced_engine {
         line.push_str(&format!(" (ioengine={e} runs on io_uring)"));
     }

@@ -17,6 +17,8 @@ pub struct FileOptions {
     pub open: u32,
     /// `file_service_type`.
     pub service: FileService,
+    /// `filename`'s files, in order.
+    pub list: Vec<String>,
 }
 
 impl Default for FileOptions {
@@ -26,6 +28,7 @@ impl Default for FileOptions {
             nrfiles: 1,
             open: 0,
             service: FileService::default(),
+            list: Vec::new(),
         }
     }
 }
@@ -60,25 +63,68 @@ impl FileOptions {
         Ok(())
     }
 
-    /// Whether the job has several files of its own (not `filename=`'s).
+    /// Whether the job has several files: `filename=`'s list, or
+    /// `nrfiles` of its own without `filename=` (fio then ignores nrfiles).
     pub fn several(&self, filename: Option<&String>) -> bool {
-        self.nrfiles > 1 && filename.is_none()
+        self.list.len() > 1 || (self.nrfiles > 1 && filename.is_none())
     }
 }
 
-/// Gives `spec` the files of clone `clone` of job `name` in `dir`, each of
-/// fio's size (`size` / `nrfiles`, or `filesize`), `size` becoming the job's
-/// I/O as fio's setup_files leaves it (the files' total when not given or
-/// larger). Err: what csdchar lacks for this job, for the refusal.
+/// The names of a `filename=` list as fio's get_next_str splits it: at each
+/// ':' not escaped as '\:' (which stands for ':'), a leading ':' skipped, up
+/// to an empty name.
+pub fn split_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut cur = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                cur.push(':');
+                chars.next();
+            }
+            ':' if cur.is_empty() && names.is_empty() => {}
+            ':' => names.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    names.push(cur);
+    if let Some(k) = names.iter().position(|n| n.is_empty()) {
+        names.truncate(k.max(1));
+    }
+    names
+}
+
+/// Gives `spec` the files of clone `clone` of job `name` in `dir` (`filename=`'s
+/// list, or `nrfiles` named by `filename_format`), each of fio's size (`size`
+/// / files, or `filesize`), `size` becoming the job's I/O as fio's
+/// setup_files leaves it (the files' total when not given or larger). Err:
+/// what csdchar lacks for this job, for the refusal.
 pub fn apply(
     o: &FileOptions,
     spec: &mut BlockSpec,
-    dir: &str,
+    dir: Option<&str>,
     name: &str,
     clone: u32,
     filesize: Option<u64>,
 ) -> Result<(), String> {
-    let n = u64::from(o.nrfiles);
+    let paths: Vec<String> = if o.list.len() > 1 {
+        o.list
+            .iter()
+            .map(|f| dir.map_or(f.clone(), |d| format!("{d}/{f}")))
+            .collect()
+    } else {
+        (0..o.nrfiles)
+            .map(|i| {
+                let f = file_name(o.format.as_deref(), name, clone, i);
+                format!("{}/{f}", dir.unwrap_or("."))
+            })
+            .collect()
+    };
+    if o.list.len() > 1 && spec.rw.trims() {
+        return Err("trims on a filename= list (its files may be devices and files)".into());
+    }
+    let n = paths.len() as u64;
     let with = |what: &str| Err(format!("several files per job with {what}"));
     if !spec.bssplit.is_none() {
         return with("bssplit");
@@ -121,17 +167,15 @@ pub fn apply(
     if spec.size == 0 || spec.size > total {
         spec.size = total;
     }
-    let files: Vec<JobFile> = (0..o.nrfiles)
-        .map(|i| JobFile {
-            path: format!("{dir}/{}", file_name(o.format.as_deref(), name, clone, i)),
-            size: each,
-        })
+    let files: Vec<JobFile> = paths
+        .into_iter()
+        .map(|path| JobFile { path, size: each })
         .collect();
     spec.target = Some(files[0].path.clone());
     spec.files = JobFiles {
         files,
         service: o.service.clone(),
-        open: o.open.min(o.nrfiles),
+        open: o.open.min(n as u32),
     };
     Ok(())
 }
@@ -238,6 +282,15 @@ mod tests {
         assert_eq!(file_name(Some("$jobname$jobnum"), "$jobnum", 1, 0), "11");
         assert!(has_keyword(Some("x$JobNum"), "$jobnum"));
         assert!(!has_keyword(Some("x"), "$jobnum"));
+    }
+
+    #[test]
+    fn filename_lists_split_as_fio_s() {
+        assert_eq!(split_names("a:b"), ["a", "b"]);
+        assert_eq!(split_names(r"a\:b:c"), ["a:b", "c"]);
+        assert_eq!(split_names(":a:b:"), ["a", "b"]);
+        assert_eq!(split_names("a::b"), ["a"]);
+        assert_eq!(split_names("/dev/x"), ["/dev/x"]);
     }
 
     #[test]

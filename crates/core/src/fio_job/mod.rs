@@ -341,10 +341,8 @@ impl Builder {
                     return Err("filename is empty (an unset ${VAR}?)".into());
                 }
                 // fio separates several files with ':' ('\:' escapes one).
-                if f.replace("\\:", "").contains(':') {
-                    return lacks("several files in one job (csdchar runs one target per job)");
-                }
-                self.filename = Some(f.replace("\\:", ":"));
+                self.files.list = files::split_names(f);
+                self.filename = self.files.list.first().cloned();
             }
             "directory" => {
                 let d = need()?;
@@ -1016,10 +1014,17 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
             };
             // fio gives a job with filename= the files it names, whatever nrfiles says.
             if b.files.several(b.filename.as_ref()) && b.engine != EngineKind::Null {
-                let dir = b.directory.as_deref().unwrap_or(".");
+                let dir = b.directory.as_deref();
                 if let Err(why) = files::apply(&b.files, &mut spec, dir, &b.name, clone, b.filesize)
                 {
-                    lacks.push(("nrfiles", why));
+                    lacks.push((
+                        if b.files.list.len() > 1 {
+                            "filename"
+                        } else {
+                            "nrfiles"
+                        },
+                        why,
+                    ));
                 }
             }
             // fio numbers threads from 1 over the file, clones included:
