@@ -329,3 +329,40 @@ fn a_skewed_file_choice_gives_each_file_fio_s_share() {
     // The hot file is the first from center 0 (zipf 943 of 1024 in fio).
     assert!(blocks_per_file(&ours, "zipf")[0] > 800);
 }
+
+/// An I/O error in a job with several files names the file, and the job's
+/// I/O up to it went to the files in turn (the engine is handed each
+/// request's file; a test engine records them).
+#[test]
+fn an_io_error_names_the_file_it_happened_in() {
+    use csdchar_core::fileset::{JobFile, JobFiles};
+    use csdchar_fio_like::{RunControl, run_block_with};
+    use std::sync::{Arc, Mutex};
+    let mut spec = common::block_spec(&[
+        "--engine", "null", "--rw", "write", "--bs", "4k", "--size", "16k",
+    ]);
+    spec.files = JobFiles {
+        files: ["/x/a", "/x/b"]
+            .map(|p| JobFile {
+                path: p.to_string(),
+                size: 8192,
+            })
+            .to_vec(),
+        ..Default::default()
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let r = run_block_with(&spec, RunControl::quiet(), |_, _| {
+        Ok(common::RecordingEngine::new(&seen, Some(4096)))
+    })
+    .unwrap();
+    let e = r.error.expect("the write at 4096 failed");
+    assert!(
+        e.message
+            .contains("write of 4096 bytes at offset 4096 of /x/a failed"),
+        "{}",
+        e.message
+    );
+    let offsets: Vec<u64> = seen.lock().unwrap().iter().map(|(o, _)| *o).collect();
+    // a's first block, b's first, then a's second, which fails.
+    assert_eq!(offsets, [0, 0, 4096]);
+}

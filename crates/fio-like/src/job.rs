@@ -194,6 +194,8 @@ struct Slot {
     len: u32,
     buf: u32,
     dir: Direction,
+    /// The file (fio's nrfiles; 0 with one).
+    file: u32,
 }
 
 /// How a workload picks each I/O's direction.
@@ -398,6 +400,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             len: 0,
             buf: 0,
             dir: Direction::Read,
+            file: 0,
         };
         depth
     ];
@@ -578,6 +581,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     len: len as u32,
                     buf,
                     dir,
+                    file,
                 };
                 engine.queue(&IoRequest {
                     tag,
@@ -678,11 +682,14 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     continue;
                 }
                 if outcome.error.is_none() {
+                    // With several files, which one.
+                    let of = spec.files.files.get(slot.file as usize);
                     let msg = format!(
-                        "{} of {} bytes at offset {} failed: {}",
+                        "{} of {} bytes at offset {}{} failed: {}",
                         dir.name(),
                         len,
                         slot.offset,
+                        of.map_or(String::new(), |f| format!(" of {}", f.path)),
                         io_failure(c.result, len)
                     );
                     record_error(
