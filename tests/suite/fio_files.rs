@@ -37,7 +37,9 @@ const JOBS: &str = "[global]\ndirectory=DIR\nsize=1m\nbs=4k\nrw=write\n\
                     [e]\nfilename=named\nnrfiles=4\nfile_service_type=random\n\
                     [f]\nnrfiles=3\nsize=768k\n\
                     [g]\nnrfiles=2\nfilesize=128k\nsize=64k\nfilename_format=g.$filenum\n\
-                    [l]\nfilename=l1:l\\:2:l3\nsize=768k\n";
+                    [l]\nfilename=l1:l\\:2:l3\nsize=768k\n\
+                    [m]\nnumjobs=2\nnrfiles=2\nsize=128k\n\
+                    [u]\nnrfiles=3\nsize=1m\n";
 
 #[test]
 fn job_files_get_fio_s_names_and_sizes() {
@@ -81,6 +83,14 @@ fn job_files_get_fio_s_names_and_sizes() {
         ("l1", 256 << 10),
         ("l:2", 256 << 10),
         ("l3", 256 << 10),
+        ("m.0.0", 64 << 10),
+        ("m.0.1", 64 << 10),
+        ("m.1.0", 64 << 10),
+        ("m.1.1", 64 << 10),
+        // 1 MiB / 3: fio's files keep the partial block it never writes.
+        ("u.0.0", 349525),
+        ("u.0.1", 349525),
+        ("u.0.2", 349525),
     ]
     .into_iter()
     .map(|(n, s)| (n.to_string(), s))
@@ -98,11 +108,7 @@ fn several_files_per_job_are_refused_by_line() {
             3,
             "several files per job with bssplit",
         ),
-        (
-            "[n]\nsize=1m\nnrfiles=3\n",
-            3,
-            "not a whole number of blocks",
-        ),
+        ("[n]\nsize=8k\nnrfiles=4\n", 3, "smaller than a block"),
         (
             "[n]\nsize=1m\nnrfiles=2\nfile_service_type=zipf:1\n",
             4,

@@ -45,7 +45,7 @@ pub fn prepare_all(spec: &BlockSpec) -> Result<(PreparedTarget, Vec<PreparedTarg
     }
     let mut ready: Vec<PreparedTarget> = Vec::with_capacity(specs.len());
     for s in &specs {
-        match prepare(s) {
+        match prepare(s).and_then(|t| whole_length(t, s.size)) {
             Ok(t) => ready.push(t),
             Err(e) => {
                 for t in ready.iter().filter(|t| t.created) {
@@ -60,6 +60,25 @@ pub fn prepare_all(spec: &BlockSpec) -> Result<(PreparedTarget, Vec<PreparedTarg
     let mut first = ready.remove(0);
     first.size = spec.size;
     Ok((first, ready))
+}
+
+/// A file laid out here holds all of its `len` bytes, as fio makes it, its
+/// last partial block too (the region covers whole blocks only).
+fn whole_length(t: PreparedTarget, len: u64) -> Result<PreparedTarget, BlockError> {
+    let short = t.info.laid_out && t.info.size_bytes < len;
+    if let (true, Some(p)) = (short, &t.info.path) {
+        let grow = std::fs::OpenOptions::new()
+            .write(true)
+            .open(p)
+            .and_then(|f| f.set_len(len));
+        if let Err(e) = grow {
+            if t.created {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(BlockError::Io(format!("laying out {p}: {e}")));
+        }
+    }
+    Ok(t)
 }
 
 /// Where a multi-file job's I/Os go: the file fio's service type picks, and

@@ -156,21 +156,32 @@ pub fn apply(
         }
         None => spec.size / n,
     };
-    if each == 0 || !each.is_multiple_of(spec.bs) {
+    if each < spec.bs {
         return Err(format!(
-            "files of {each} bytes, not a whole number of blocks of bs={} (give size= a multiple \
-             of nrfiles × bs, or filesize=)",
+            "files of {each} bytes, smaller than a block of bs={} (fio: blocksize too large for \
+             data set)",
             spec.bs
         ));
     }
-    let total = each * n;
+    // fio's setup_files: what size leaves beyond whole multiples of the
+    // files goes, a block each, to the first files; a file's last partial
+    // block is in the file but never done.
+    let extra = match filesize {
+        Some(_) => 0,
+        None => (spec.size - each * n) / spec.bs,
+    };
+    let files: Vec<JobFile> = paths
+        .into_iter()
+        .enumerate()
+        .map(|(i, path)| JobFile {
+            path,
+            size: each + if (i as u64) < extra { spec.bs } else { 0 },
+        })
+        .collect();
+    let total: u64 = files.iter().map(|f| f.size).sum();
     if spec.size == 0 || spec.size > total {
         spec.size = total;
     }
-    let files: Vec<JobFile> = paths
-        .into_iter()
-        .map(|path| JobFile { path, size: each })
-        .collect();
     spec.target = Some(files[0].path.clone());
     spec.files = JobFiles {
         files,
