@@ -39,7 +39,9 @@ const JOBS: &str = "[global]\ndirectory=DIR\nsize=1m\nbs=4k\nrw=write\n\
                     [g]\nnrfiles=2\nfilesize=128k\nsize=64k\nfilename_format=g.$filenum\n\
                     [l]\nfilename=l1:l\\:2:l3\nsize=768k\n\
                     [m]\nnumjobs=2\nnrfiles=2\nsize=128k\n\
-                    [u]\nnrfiles=3\nsize=1m\n";
+                    [u]\nnrfiles=3\nsize=1m\n\
+                    [o]\nnrfiles=2\nsize=64k\noffset=16k\n\
+                    [p]\nnrfiles=2\nfilesize=64k\nsize=64k\noffset=16k\n";
 
 #[test]
 fn job_files_get_fio_s_names_and_sizes() {
@@ -91,6 +93,11 @@ fn job_files_get_fio_s_names_and_sizes() {
         ("u.0.0", 349525),
         ("u.0.1", 349525),
         ("u.0.2", 349525),
+        // From offset: size's share (32k) after it, or the rest of filesize.
+        ("o.0.0", 48 << 10),
+        ("o.0.1", 48 << 10),
+        ("p.0.0", 64 << 10),
+        ("p.0.1", 64 << 10),
     ]
     .into_iter()
     .map(|(n, s)| (n.to_string(), s))

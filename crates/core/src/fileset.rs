@@ -18,8 +18,8 @@ const SERVICE_SHIFT: u32 = 10;
 pub struct JobFile {
     /// Path of the file.
     pub path: String,
-    /// Bytes of the file the job works on (fio's per-file size: `size` split evenly over the
-    /// files, or `filesize`).
+    /// Bytes of the file the job works on, from the spec's `offset` (fio's per-file io_size:
+    /// `size` split evenly over the files, or `filesize` less `offset`).
     pub size: u64,
 }
 

@@ -45,7 +45,7 @@ pub fn prepare_all(spec: &BlockSpec) -> Result<(PreparedTarget, Vec<PreparedTarg
     }
     let mut ready: Vec<PreparedTarget> = Vec::with_capacity(specs.len());
     for s in &specs {
-        match prepare(s).and_then(|t| whole_length(t, s.size)) {
+        match prepare(s).and_then(|t| whole_length(t, s.offset + s.size)) {
             Ok(t) => ready.push(t),
             Err(e) => {
                 for t in ready.iter().filter(|t| t.created) {

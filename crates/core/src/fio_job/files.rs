@@ -141,14 +141,18 @@ pub fn apply(
     if spec.verify || spec.verify_only {
         return with("verify");
     }
-    if spec.offset != 0 {
-        return with("offset");
-    }
     if spec.loops > 1 {
         return with("loops");
     }
+    // fio's io_size of a file: from offset, size's share or the rest of filesize.
     let each = match filesize {
-        Some(f) => f,
+        Some(f) if f <= spec.offset => {
+            return Err(format!(
+                "offset={} at or beyond filesize={f} (fio: offset exceeds file size)",
+                spec.offset
+            ));
+        }
+        Some(f) => f - spec.offset,
         None if spec.size == 0 => {
             return Err(
                 "nrfiles without size= or filesize= (fio: you need to specify size=)".into(),
