@@ -379,3 +379,61 @@ fn an_io_error_names_the_file_it_happened_in() {
     // a's first block, b's first, then a's second, which fails.
     assert_eq!(offsets, [0, 0, 4096]);
 }
+
+/// Each job's written I/Os in fio's JSON (fio's own, or csdchar's fio-json).
+fn ios_per_job(json: &str) -> BTreeMap<String, u64> {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let name = j["jobname"].as_str().unwrap().to_string();
+            (name, j["write"]["total_ios"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+/// `loops` with several files: the job's I/O counts over all passes, and a
+/// pass that has done every file starts them all over, as fio's; a size that
+/// does not split into whole blocks leaves each file's partial block undone
+/// in every pass (255 of 256 blocks).
+#[test]
+fn loops_start_every_file_over_as_fio_does() {
+    if fio().is_none() {
+        return;
+    }
+    let jobs = "[global]\ndirectory=DIR\nbs=4k\nrw=write\n\
+                [l]\nnrfiles=3\nsize=1m\nloops=2\n\
+                [k]\nnrfiles=4\nfilesize=16k\nsize=40k\nloops=3\nfile_service_type=roundrobin:3\n";
+    let d = tempfile::tempdir().unwrap();
+    let mut found = Vec::new();
+    for who in ["fio", "csdchar"] {
+        let dir = d.path().join(who);
+        std::fs::create_dir(&dir).unwrap();
+        let job = d.path().join(format!("{who}.fio"));
+        std::fs::write(&job, jobs.replace("DIR", dir.to_str().unwrap())).unwrap();
+        let json = if who == "fio" {
+            let out = std::process::Command::new(fio().unwrap())
+                .args(["--output-format=json", job.to_str().unwrap()])
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            String::from_utf8(out.stdout).unwrap()
+        } else {
+            let r = common::csdchar(&[
+                "block",
+                "--job-file",
+                job.to_str().unwrap(),
+                "--output-format",
+                "fio-json",
+            ]);
+            assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+            r.stdout
+        };
+        found.push(ios_per_job(&json));
+    }
+    let want: BTreeMap<String, u64> = [("l".to_string(), 510), ("k".to_string(), 30)].into();
+    assert_eq!(found[0], want, "fio");
+    assert_eq!(found[1], want, "csdchar");
+}

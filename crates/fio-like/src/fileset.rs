@@ -85,17 +85,24 @@ fn whole_length(t: PreparedTarget, len: u64) -> Result<PreparedTarget, BlockErro
 /// in it the next block (sequential) or a random one. A file is done once
 /// its blocks are used up — a sequential walk at its end, a random job
 /// after as many I/Os as it has blocks (fio's random map, which hands out
-/// each block once) — unless the job is time based or draws its files from a
-/// skewed distribution, which start a file over.
+/// each block once) — unless the job draws its files from a skewed
+/// distribution, or is a time-based random one, which start a file over.
+/// Once every file is done the job is, or with `loops` (and in a time-based
+/// job, always) the next pass starts every file over (fio's clear_io_state
+/// between loops; the job's I/O is counted over all passes, as fio's).
 pub struct FilePlan {
     chooser: FileChooser,
+    /// The chooser as a pass starts.
+    fresh: FileChooser,
+    /// Passes after this one (`loops` - 1; time based: no end).
+    passes_left: u32,
     sizes: Vec<u64>,
     unit: [u64; 3],
     next: Vec<[u64; 3]>,
     ios: Vec<u64>,
     random: bool,
-    /// Files are never done: a time-based job, or fio's skewed file choice
-    /// (which starts a file over instead).
+    /// Files are never done: fio's skewed file choice, or a time-based
+    /// random job (fio starts such a file over instead).
     endless: bool,
 }
 
@@ -108,21 +115,42 @@ impl FilePlan {
             return None;
         }
         let n = files.files.len();
+        let chooser = FileChooser::new(n, &files.service, files.open, seed);
         Some(FilePlan {
-            chooser: FileChooser::new(n, &files.service, files.open, seed),
+            fresh: chooser.clone(),
+            chooser,
+            passes_left: match spec.time_based {
+                true => u32::MAX,
+                false => spec.loops.max(1) - 1,
+            },
             sizes: files.files.iter().map(|f| f.size).collect(),
             unit,
             next: vec![[0; 3]; n],
             ios: vec![0; n],
             random: spec.rw.is_random(),
-            endless: spec.time_based || files.service.nonuniform(),
+            endless: files.service.nonuniform() || (spec.time_based && spec.rw.is_random()),
         })
     }
 
+    /// Every file started over for the next of `loops`' passes.
+    fn new_pass(&mut self) {
+        self.passes_left -= 1;
+        self.chooser = self.fresh.clone();
+        self.next.iter_mut().for_each(|n| *n = [0; 3]);
+        self.ios.iter_mut().for_each(|n| *n = 0);
+    }
+
     /// The file and block (of `dir`'s unit) of the next I/O of `dir`; None
-    /// once every file is done.
+    /// once every file is done in the last pass.
     pub fn next(&mut self, dir: Direction, rng: &mut Xoshiro256PlusPlus) -> Option<(u32, u64)> {
-        let f = self.chooser.next(&mut |n| uniform_below(rng, n))?;
+        let f = match self.chooser.next(&mut |n| uniform_below(rng, n)) {
+            Some(f) => f,
+            None if self.passes_left > 0 => {
+                self.new_pass();
+                self.chooser.next(&mut |n| uniform_below(rng, n))?
+            }
+            None => return None,
+        };
         let d = dir.index();
         let nb = (self.sizes[f] / self.unit[d]).max(1);
         let (block, done) = if self.random {

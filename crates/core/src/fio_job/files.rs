@@ -141,9 +141,6 @@ pub fn apply(
     if spec.verify || spec.verify_only {
         return with("verify");
     }
-    if spec.loops > 1 {
-        return with("loops");
-    }
     // fio's io_size of a file: from offset, size's share or the rest of filesize.
     let each = match filesize {
         Some(f) if f <= spec.offset => {
@@ -185,6 +182,13 @@ pub fn apply(
     let total: u64 = files.iter().map(|f| f.size).sum();
     if spec.size == 0 || spec.size > total {
         spec.size = total;
+    }
+    if spec.io_size > total {
+        return Err(format!(
+            "io_size={} beyond the files' {total} bytes (csdchar does not start the files over \
+             within a loop)",
+            spec.io_size
+        ));
     }
     spec.target = Some(files[0].path.clone());
     spec.files = JobFiles {
