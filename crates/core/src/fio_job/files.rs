@@ -51,13 +51,9 @@ impl FileOptions {
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
         match key {
             "filename_format" => self.format = Some(v.to_string()),
-            "nrfiles" | "nr_files" => {
-                self.nrfiles = super::small(v, "nrfiles", 1, u64::from(u32::MAX))?
-            }
+            "nrfiles" | "nr_files" => self.nrfiles = count(v, "nrfiles", 1)?,
             // fio clamps openfiles to nrfiles (0: all).
-            "openfiles" | "open_files" => {
-                self.open = super::small(v, "openfiles", 0, u64::from(u32::MAX))?
-            }
+            "openfiles" | "open_files" => self.open = count(v, "openfiles", 0)?,
             _ => self.service = check_file_service(v)?,
         }
         Ok(())
@@ -68,6 +64,18 @@ impl FileOptions {
     pub fn several(&self, filename: Option<&String>) -> bool {
         self.list.len() > 1 || (self.nrfiles > 1 && filename.is_none())
     }
+}
+
+/// A count option's value, `min` to `u32::MAX`.
+fn count(t: &str, name: &str, min: u64) -> Result<u32, String> {
+    let n = crate::fio_job::value::int(t).map_err(|e| e.to_string())?;
+    if !(min..=u64::from(u32::MAX)).contains(&n) {
+        return Err(format!(
+            "{name}={t}: must be between {min} and {}",
+            u32::MAX
+        ));
+    }
+    Ok(n as u32)
 }
 
 /// The names of a `filename=` list as fio's get_next_str splits it: at each
