@@ -437,3 +437,31 @@ fn loops_start_every_file_over_as_fio_does() {
     assert_eq!(found[0], want, "fio");
     assert_eq!(found[1], want, "csdchar");
 }
+
+/// The room check counts every file of a job: four files that each fit the
+/// file system but together do not are refused before any is made.
+#[test]
+fn the_files_of_a_job_must_fit_together() {
+    let d = tempfile::tempdir().unwrap();
+    let free = csdchar_devices::free_bytes(d.path()).expect("free space of a temporary directory");
+    // Each file half the free space, the four twice it.
+    let each = (free / 2) >> 20 << 20;
+    let job = d.path().join("big.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\ndirectory={}\nbs=4k\nrw=write\n[big]\nnrfiles=4\nsize={}\n",
+            d.path().display(),
+            each * 4
+        ),
+    )
+    .unwrap();
+    let r = common::csdchar(&["block", "--job-file", job.to_str().unwrap(), "--check-only"]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("would grow"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        1,
+        "nothing made"
+    );
+}
