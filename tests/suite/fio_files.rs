@@ -117,6 +117,11 @@ fn several_files_per_job_are_refused_by_line() {
         ),
         ("[n]\nsize=8k\nnrfiles=4\n", 3, "smaller than a block"),
         (
+            "[n]\nfilesize=64k-128k\n",
+            2,
+            "a range of file sizes with one file",
+        ),
+        (
             "[n]\nsize=1m\nnrfiles=2\nfile_service_type=zipf:1\n",
             4,
             "file_service_type=zipf:1: zipf theta",
@@ -464,4 +469,27 @@ fn the_files_of_a_job_must_fit_together() {
         1,
         "nothing made"
     );
+}
+
+/// A `filesize` range: each file's size drawn in it (fio's and csdchar's
+/// draws differ), a whole number of blocks, and the job writes every file
+/// whole (its I/O is the files' total).
+#[test]
+fn a_filesize_range_gives_each_file_a_size_in_it() {
+    if fio().is_none() {
+        return;
+    }
+    let jobs = "[global]\ndirectory=DIR\nbs=4k\nrw=write\n[r]\nnrfiles=8\nfilesize=64k-256k\n";
+    let d = tempfile::tempdir().unwrap();
+    for (who, files) in ["fio", "csdchar"].into_iter().zip(run_both(d.path(), jobs)) {
+        assert_eq!(files.len(), 8, "{who}");
+        let sizes: Vec<usize> = files.values().map(|f| f.len()).collect();
+        for (name, data) in &files {
+            let len = data.len();
+            assert!((64 << 10..=256 << 10).contains(&len), "{who}: {name} {len}");
+            assert_eq!(len % 4096, 0, "{who}: {name} {len}");
+            assert_eq!(written_blocks(name, data), len / 4096, "{who}: {name}");
+        }
+        assert!(sizes.iter().any(|s| *s != sizes[0]), "{who}: {sizes:?}");
+    }
 }

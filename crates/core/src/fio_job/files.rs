@@ -19,6 +19,8 @@ pub struct FileOptions {
     pub service: FileService,
     /// `filename`'s files, in order.
     pub list: Vec<String>,
+    /// The top of a `filesize` range (its bottom is the job's filesize).
+    pub filesize_high: u64,
 }
 
 impl Default for FileOptions {
@@ -29,6 +31,7 @@ impl Default for FileOptions {
             open: 0,
             service: FileService::default(),
             list: Vec::new(),
+            filesize_high: 0,
         }
     }
 }
@@ -149,6 +152,17 @@ pub fn apply(
     if spec.verify || spec.verify_only {
         return with("verify");
     }
+    // A filesize range: each file's size drawn in it, as fio's
+    // get_rand_file_size (uniform, rounded down to a block), from the job's seed.
+    let drawn = |i: usize| match filesize {
+        Some(lo) if o.filesize_high != lo => {
+            let (lo, hi) = (lo.min(o.filesize_high), lo.max(o.filesize_high));
+            let r = crate::pattern::mix64(spec.seed ^ 0x4653_495A ^ i as u64) >> 11;
+            let size = lo + ((hi - lo) as f64 * (r as f64 / (1u64 << 53) as f64)) as u64;
+            Some(size - size % spec.bs)
+        }
+        f => f,
+    };
     // fio's io_size of a file: from offset, size's share or the rest of filesize.
     let each = match filesize {
         Some(f) if f <= spec.offset => {
@@ -179,14 +193,20 @@ pub fn apply(
         Some(_) => 0,
         None => (spec.size - each * n) / spec.bs,
     };
-    let files: Vec<JobFile> = paths
-        .into_iter()
-        .enumerate()
-        .map(|(i, path)| JobFile {
-            path,
-            size: each + if (i as u64) < extra { spec.bs } else { 0 },
-        })
-        .collect();
+    let mut files = Vec::with_capacity(paths.len());
+    for (i, path) in paths.into_iter().enumerate() {
+        let size = match drawn(i) {
+            Some(f) if f <= spec.offset || f - spec.offset < spec.bs => {
+                return Err(format!(
+                    "a file of {f} bytes drawn from filesize, without a block after offset={}",
+                    spec.offset
+                ));
+            }
+            Some(f) => f - spec.offset,
+            None => each + if (i as u64) < extra { spec.bs } else { 0 },
+        };
+        files.push(JobFile { path, size });
+    }
     let total: u64 = files.iter().map(|f| f.size).sum();
     if spec.size == 0 || spec.size > total {
         spec.size = total;

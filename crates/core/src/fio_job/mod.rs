@@ -501,13 +501,12 @@ impl Builder {
                 }
             }
             "filesize" => {
-                // The file's size; with one file and no other size, the
-                // region and amount of I/O, as size= is.
+                // The file's size (LOW-HIGH: each of several files drawn in
+                // it); with one file and no other size, the region and I/O.
                 let t = need()?;
-                if t.contains('-') {
-                    return lacks("a range of file sizes");
-                }
-                self.filesize = Some(value::bytes(t, self.kb_base).map_err(wrap)?);
+                let (lo, hi) = t.split_once('-').unwrap_or((t, t));
+                self.filesize = Some(value::bytes(lo, self.kb_base).map_err(wrap)?);
+                self.files.filesize_high = value::bytes(hi, self.kb_base).map_err(wrap)?;
             }
             "startdelay" => {
                 let t = need()?;
@@ -682,6 +681,10 @@ impl Builder {
         let size = match (self.size, self.filesize) {
             // Several files: files::apply splits size over them.
             (s, _) if self.files.several(self.filename.as_ref()) => s,
+            (s, Some(f)) if self.files.filesize_high != f => {
+                lacks.push(("filesize", "a range of file sizes with one file".into()));
+                s
+            }
             (0, Some(f)) => f,
             (s, Some(f)) if s != f => {
                 lacks.push((
