@@ -472,6 +472,7 @@ impl BlockOpts {
             logs: Default::default(),
             steady_state: Default::default(),
             rw_seq_add: 0,
+            files: Default::default(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

@@ -353,6 +353,9 @@ impl Taus88 {
 pub struct BlockPicker {
     nblocks: u64,
     kind: Picker,
+    /// Ranks scattered by fio's hash (off for fio's file choice, which
+    /// disables it: `zipf_disable_hash`).
+    hash: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -457,7 +460,19 @@ impl BlockPicker {
                 Picker::Zoned { table, has, rng }
             }
         };
-        BlockPicker { nblocks: n, kind }
+        BlockPicker {
+            nblocks: n,
+            kind,
+            hash: true,
+        }
+    }
+
+    /// The same picker with ranks not hashed (fio's `zipf_disable_hash` and
+    /// `gauss_disable_hash`, as its file choice sets them): rank r is block
+    /// `(r + offset) % nblocks`.
+    pub fn unhashed(mut self) -> Self {
+        self.hash = false;
+        self
     }
 
     /// Whether blocks are uniform (the caller's own generator then draws them).
@@ -469,6 +484,7 @@ impl BlockPicker {
     /// `uniform(k)` draws a uniform number below k (fio's offset generator).
     pub fn next(&mut self, dir: usize, uniform: &mut dyn FnMut(u64) -> u64) -> u64 {
         let n = self.nblocks;
+        let hash = self.hash;
         match &mut self.kind {
             Picker::Uniform => uniform(n),
             Picker::Zipf {
@@ -490,13 +506,13 @@ impl BlockPicker {
                 } else {
                     1 + (n as f64 * (eta * rand_uni - eta + 1.0).powf(alpha)) as u64
                 };
-                scatter(val - 1, *rand_off, n)
+                scatter(val - 1, *rand_off, n, hash)
             }
             Picker::Pareto { pow, rand_off, rng } => {
                 // lib/zipf.c pareto_next.
                 let r = f64::from(rng.next_u32()) / FRAND32_MAX;
                 let v = ((n - 1) as f64 * r.powf(*pow)) as u64;
-                scatter(v, *rand_off, n)
+                scatter(v, *rand_off, n, hash)
             }
             Picker::Normal {
                 stddev,
@@ -518,7 +534,7 @@ impl BlockPicker {
                     }
                     sum = (sum as i64 + dev) as u64;
                 }
-                scatter(sum, *rand_off, n)
+                scatter(sum, *rand_off, n, hash)
             }
             Picker::Zoned { table, has, rng } => {
                 let d = dir.min(2);
@@ -535,10 +551,16 @@ impl BlockPicker {
     }
 }
 
-/// fio's `(__hash_u64(v) + rand_off) % nranges`: ranks to scattered blocks.
+/// fio's `(__hash_u64(v) + rand_off) % nranges`: ranks to scattered blocks
+/// (without the hash when it is disabled).
 #[inline]
-fn scatter(v: u64, rand_off: u64, n: u64) -> u64 {
-    v.wrapping_mul(GOLDEN_RATIO_64).wrapping_add(rand_off) % n
+fn scatter(v: u64, rand_off: u64, n: u64, hash: bool) -> u64 {
+    let v = if hash {
+        v.wrapping_mul(GOLDEN_RATIO_64)
+    } else {
+        v
+    };
+    v.wrapping_add(rand_off) % n
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod counters;
 pub mod dedupe;
 pub mod distribution;
 pub mod estimate;
+pub mod fileset;
 pub mod fio_job;
 pub mod hdr;
 pub mod heap_page;

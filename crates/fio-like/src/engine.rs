@@ -58,6 +58,9 @@ pub struct IoRequest {
     pub len: u32,
     /// Byte offset in the target.
     pub offset: u64,
+    /// The file: an index into [`IoEngine::set_files`]' list (0: the
+    /// engine's own file when it was given none).
+    pub file: u32,
     /// Read or write.
     pub dir: Direction,
 }
@@ -92,6 +95,13 @@ pub trait IoEngine {
     /// Registers the buffers requests will point into (index = position).
     /// Engines that cannot register them fall back to plain addresses.
     fn register_buffers(&mut self, buffers: &[(*mut u8, usize)]) -> Result<(), EngineError>;
+    /// The job's files when it has several (fio's `nrfiles`), in the order
+    /// requests' `file` index them; the engine's own file is then not used.
+    /// Engines that touch no file ignore them.
+    fn set_files(&mut self, fds: &[std::os::fd::RawFd]) -> Result<(), EngineError> {
+        let _ = fds;
+        Ok(())
+    }
     /// Queues a request; nothing reaches the kernel before [`IoEngine::submit`].
     /// The caller never queues more than the depth it asked for.
     fn queue(&mut self, req: &IoRequest);

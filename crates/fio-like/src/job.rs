@@ -195,6 +195,8 @@ struct Slot {
     len: u32,
     buf: u32,
     dir: Direction,
+    /// The file (fio's nrfiles; 0 with one).
+    file: u32,
 }
 
 /// How a workload picks each I/O's direction.
@@ -409,6 +411,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             len: 0,
             buf: 0,
             dir: Direction::Read,
+            file: 0,
         };
         depth
     ];
@@ -439,6 +442,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let mut seq_end = false;
     // An I/O planned but not yet due under the rate.
     let mut planned: Option<(Direction, u64, u64)> = None;
+    // fio's nrfiles: each I/O's file (the planned one's until it is issued).
+    let mut files = match cfg.phase {
+        Phase::Workload => crate::fileset::FilePlan::new(spec, unit, seed as u32 ^ 0x4649_4C45),
+        _ => None,
+    };
+    let mut file = 0u32;
     // Blocks of the next I/O of `dir` at block `b` (1 without bssplit).
     let mut units = |dir: Direction, b: u64| {
         let d = dir.index();
@@ -472,6 +481,21 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 }
                 let (dir, block, k) = match planned.take() {
                     Some(p) => p,
+                    None if files.is_some() => {
+                        let dir = pick_dir(&mut rng, mix);
+                        match files.as_mut().and_then(|f| f.next(dir, &mut rng)) {
+                            Some((f, b)) => {
+                                file = f;
+                                (dir, b, 1)
+                            }
+                            None => {
+                                // Every file is done, as fio's job then is.
+                                free.push(tag);
+                                budget = issued;
+                                break;
+                            }
+                        }
+                    }
                     None => match &mut planner {
                         Planner::Random { skew } => match &mut mix {
                             Mix::TrimThenWrite(pending) => match pending.take() {
@@ -571,6 +595,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     len: len as u32,
                     buf,
                     dir,
+                    file,
                 };
                 engine.queue(&IoRequest {
                     tag,
@@ -582,6 +607,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     },
                     len: len as u32,
                     offset,
+                    file,
                     dir,
                 });
                 queued_tags.push(tag);
@@ -670,11 +696,14 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     continue;
                 }
                 if outcome.error.is_none() {
+                    // With several files, which one.
+                    let of = spec.files.files.get(slot.file as usize);
                     let msg = format!(
-                        "{} of {} bytes at offset {} failed: {}",
+                        "{} of {} bytes at offset {}{} failed: {}",
                         dir.name(),
                         len,
                         slot.offset,
+                        of.map_or(String::new(), |f| format!(" of {}", f.path)),
                         io_failure(c.result, len)
                     );
                     record_error(

@@ -86,11 +86,17 @@ pub fn run_job_file(
 pub fn precheck_jobs(plan: &JobFilePlan, force: bool) -> Result<(), BlockError> {
     // File -> the end the jobs so far give it, and its growth.
     let mut files: Vec<crate::target::Growth> = Vec::new();
-    for job in &plan.jobs {
+    // A job with several files (fio's nrfiles): each file as a job's one.
+    let specs = plan.jobs.iter().flat_map(|job| {
         let spec = csdchar_core::result::block::BlockSpec {
             force,
             ..job.spec.clone()
         };
+        crate::fileset::file_specs(&spec)
+            .into_iter()
+            .map(move |s| (job, s))
+    });
+    for (job, spec) in specs {
         let planned = spec.target.as_deref().and_then(|t| {
             let key = crate::target::file_key(std::path::Path::new(t));
             files.iter().find(|g| g.file == key).map(|g| g.end)
@@ -396,6 +402,9 @@ pub fn start_line(job: &JobPlan) -> String {
         s.numjobs,
         s.target.as_deref().unwrap_or("the null engine")
     );
+    if s.files.files.len() > 1 {
+        line.push_str(&format!(" and {} more files", s.files.files.len() - 1));
+    }
     if let Some(e) = &job.replaced_engine {
         line.push_str(&format!(" (ioengine={e} runs on io_uring)"));
     }
@@ -513,9 +522,12 @@ pub fn load_job_file(
 }
 
 /// The files a job file's run reads or writes: the job file and every
-/// job's target (what a result must never be written over).
+/// job's target and other files (what a result must never be written over).
 pub fn files<'a>(job_file: &'a std::path::Path, plan: &'a JobFilePlan) -> Vec<&'a std::path::Path> {
-    let targets = plan.jobs.iter().filter_map(|j| j.spec.target.as_deref());
+    let targets = plan.jobs.iter().flat_map(|j| {
+        let more = j.spec.files.files.iter().skip(1).map(|f| f.path.as_str());
+        j.spec.target.as_deref().into_iter().chain(more)
+    });
     std::iter::once(job_file)
         .chain(targets.map(std::path::Path::new))
         .collect()

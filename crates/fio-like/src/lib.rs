@@ -10,6 +10,7 @@ pub mod buffers;
 pub mod dedupe;
 pub mod engine;
 pub mod error;
+pub mod fileset;
 pub mod job;
 pub mod jobfile;
 pub mod offsets;

@@ -27,7 +27,7 @@ use crate::job::{
     DirTotals, IntervalDir, JobConfig, JobEvent, JobOutcome, Phase, Shared, engine_error, run_job,
 };
 use crate::sysinfo::{cores, machine_jiffies, now_rfc3339, process_cpu};
-use crate::target::{PreparedTarget, prepare};
+use crate::target::PreparedTarget;
 use crate::uring::UringEngine;
 
 /// Outside control of a run.
@@ -90,7 +90,16 @@ where
         ),
         None => None,
     };
-    let target = prepare(spec)?;
+    // fio's nrfiles: the job's other files beside the first, every one's
+    // descriptor handed to the engines.
+    let (target, others) = crate::fileset::prepare_all(spec)?;
+    let fds: Vec<RawFd> = match others.is_empty() {
+        true => Vec::new(),
+        false => std::iter::once(&target)
+            .chain(&others)
+            .map(|t| t.fd())
+            .collect(),
+    };
     let sysfs = csdchar_devices::Sysfs::from_env();
     // A file on ZFS has no block device of its own: its dataset's figures,
     // once the pool has committed what was written.
@@ -125,7 +134,7 @@ where
     for (i, &phase) in phases.iter().enumerate() {
         // Only the first phase waits for --start-at.
         let not_before = if i == 0 { start_at } else { None };
-        let out = run_phase(spec, &target, phase, not_before, &mut ctl, &factory);
+        let out = run_phase(spec, &target, &fds, phase, not_before, &mut ctl, &factory);
         if i == 0 {
             // The recorded start is the measured one, after set-up and any wait.
             started_at = csdchar_core::start_at::format_rfc3339_millis(out.began);
@@ -181,11 +190,13 @@ where
         spec, started_at, &target, main, verify, capacity, diskstats, &ctl,
     );
     result.start = start;
-    if target.created && result.status == RunStatus::IoError && !any_io_completed(&result) {
+    if result.status == RunStatus::IoError && !any_io_completed(&result) {
         // The run failed before its first I/O: a file it created holds nothing
         // of value and must not be left behind (a pre-existing one is kept).
-        if let Some(p) = &target.info.path {
-            let _ = std::fs::remove_file(p);
+        for t in std::iter::once(&target).chain(&others) {
+            if let Some(p) = t.info.path.as_ref().filter(|_| t.created) {
+                let _ = std::fs::remove_file(p);
+            }
         }
     }
     Ok(result)
@@ -226,9 +237,11 @@ pub fn wait_until(at: SystemTime, interrupt: &AtomicBool) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_phase<E, F>(
     spec: &BlockSpec,
     target: &PreparedTarget,
+    fds: &[RawFd],
     phase: Phase,
     not_before: Option<SystemTime>,
     ctl: &mut RunControl<'_>,
@@ -272,7 +285,7 @@ where
                     lbs: target.info.logical_block_size,
                     phase,
                 };
-                match factory(fd, spec.iodepth) {
+                match factory(fd, spec.iodepth).and_then(|mut e| e.set_files(fds).map(|()| e)) {
                     Ok(engine) => run_job(engine, &cfg, &shared),
                     Err(e) => {
                         shared.start();

@@ -36,6 +36,8 @@ enum TrimVia {
 pub struct UringEngine {
     ring: IoUring,
     fd: RawFd,
+    /// The job's files when it has several (index = a request's `file`).
+    fds: Vec<RawFd>,
     fixed_file: bool,
     fixed_buffers: bool,
     setup_flags: Vec<String>,
@@ -111,6 +113,7 @@ impl UringEngine {
         Ok(UringEngine {
             ring,
             fd,
+            fds: vec![fd],
             fixed_file,
             fixed_buffers: false,
             setup_flags: names.iter().map(|s| s.to_string()).collect(),
@@ -125,9 +128,9 @@ impl UringEngine {
         macro_rules! with_fd {
             ($build:expr) => {
                 if self.fixed_file {
-                    $build(types::Fixed(0))
+                    $build(types::Fixed(req.file))
                 } else {
-                    $build(types::Fd(self.fd))
+                    $build(types::Fd(self.fds[req.file as usize]))
                 }
             };
         }
@@ -181,11 +184,12 @@ impl UringEngine {
         if req.dir == Direction::Trim {
             return self.trim_entry(req).user_data(u64::from(req.tag));
         }
+        let fd = self.fds[req.file as usize];
         let e = match (req.dir, self.fixed_file) {
-            (Direction::Read, true) => build!(ReadFixed, Read, types::Fixed(0)),
-            (Direction::Read, false) => build!(ReadFixed, Read, types::Fd(self.fd)),
-            (Direction::Write, true) => build!(WriteFixed, Write, types::Fixed(0)),
-            (Direction::Write, false) => build!(WriteFixed, Write, types::Fd(self.fd)),
+            (Direction::Read, true) => build!(ReadFixed, Read, types::Fixed(req.file)),
+            (Direction::Read, false) => build!(ReadFixed, Read, types::Fd(fd)),
+            (Direction::Write, true) => build!(WriteFixed, Write, types::Fixed(req.file)),
+            (Direction::Write, false) => build!(WriteFixed, Write, types::Fd(fd)),
             (Direction::Trim, _) => unreachable!("trims are built above"),
         };
         e.user_data(u64::from(req.tag))
@@ -234,6 +238,22 @@ impl IoEngine for UringEngine {
         Ok(())
     }
 
+    fn set_files(&mut self, fds: &[RawFd]) -> Result<(), EngineError> {
+        if fds.is_empty() {
+            return Ok(());
+        }
+        let submitter = self.ring.submitter();
+        if self.fixed_file {
+            let _ = submitter.unregister_files();
+        }
+        // Registered files are indexed as the requests' `file`; without
+        // registration, the descriptors themselves.
+        self.fixed_file = submitter.register_files(fds).is_ok();
+        self.fds = fds.to_vec();
+        self.fd = fds[0];
+        Ok(())
+    }
+
     #[inline]
     fn queue(&mut self, req: &IoRequest) {
         if req.dir == Direction::Trim {
@@ -255,7 +275,8 @@ impl IoEngine for UringEngine {
         let entry = self.entry(req);
         // Safety: the buffer stays valid and untouched until this request's
         // completion is reaped (the job loop owns it until then), and the
-        // entry's fd is either registered index 0 or the open target fd.
+        // entry's fd is either a registered index (`set_files`' position, 0 by
+        // default) or an open descriptor of the job's.
         while unsafe { self.ring.submission().push(&entry) }.is_err() {
             // SQ full: cannot happen with entries >= depth, but never drop a request.
             let _ = self.ring.submit();

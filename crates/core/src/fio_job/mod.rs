@@ -245,8 +245,7 @@ struct Builder {
     rw_seq_add: i64,
     verify_only: bool,
     do_verify: bool,
-    filename_format: Option<String>,
-    nrfiles: u32,
+    files: files::FileOptions,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -302,8 +301,7 @@ impl Builder {
             rw_seq_add: 0,
             verify_only: false,
             do_verify: true,
-            filename_format: None,
-            nrfiles: 1,
+            files: files::FileOptions::default(),
             set_at: Vec::new(),
         }
     }
@@ -345,10 +343,8 @@ impl Builder {
                     return Err("filename is empty (an unset ${VAR}?)".into());
                 }
                 // fio separates several files with ':' ('\:' escapes one).
-                if f.replace("\\:", "").contains(':') {
-                    return lacks("several files in one job (csdchar runs one target per job)");
-                }
-                self.filename = Some(f.replace("\\:", ":"));
+                self.files.list = files::split_names(f);
+                self.filename = self.files.list.first().cloned();
             }
             "directory" => {
                 let d = need()?;
@@ -516,13 +512,12 @@ impl Builder {
                 }
             }
             "filesize" => {
-                // The file's size; with one file and no other size, the
-                // region and amount of I/O, as size= is.
+                // The file's size (LOW-HIGH: each of several files drawn in
+                // it); with one file and no other size, the region and I/O.
                 let t = need()?;
-                if t.contains('-') {
-                    return lacks("a range of file sizes");
-                }
-                self.filesize = Some(value::bytes(t, self.kb_base).map_err(wrap)?);
+                let (lo, hi) = t.split_once('-').unwrap_or((t, t));
+                self.filesize = Some(value::bytes(lo, self.kb_base).map_err(wrap)?);
+                self.files.filesize_high = value::bytes(hi, self.kb_base).map_err(wrap)?;
             }
             "startdelay" => {
                 let t = need()?;
@@ -621,16 +616,7 @@ impl Builder {
             }
             "verify_only" => self.verify_only = value::boolean(v).map_err(wrap)?,
             "do_verify" => self.do_verify = value::boolean(v).map_err(wrap)?,
-            "filename_format" => self.filename_format = Some(need()?.to_string()),
-            "nrfiles" | "nr_files" => {
-                self.nrfiles = small(need()?, "nrfiles", 1, u64::from(u32::MAX))?
-            }
-            // With one file per job these change nothing (fio clamps openfiles
-            // to nrfiles); nrfiles above 1 is refused where the job is planned.
-            "openfiles" | "open_files" => {
-                small(need()?, "openfiles", 0, u64::from(u32::MAX))?;
-            }
-            "file_service_type" => files::check_file_service(need()?)?,
+            k if files::FileOptions::takes(k) => self.files.set(k, need()?)?,
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -709,6 +695,12 @@ impl Builder {
             return bad("buffer_compress_chunk", "must be positive");
         }
         let size = match (self.size, self.filesize) {
+            // Several files: files::apply splits size over them.
+            (s, _) if self.files.several(self.filename.as_ref()) => s,
+            (s, Some(f)) if self.files.filesize_high != f => {
+                lacks.push(("filesize", "a range of file sizes with one file".into()));
+                s
+            }
             (0, Some(f)) => f,
             (s, Some(f)) if s != f => {
                 lacks.push((
@@ -801,14 +793,6 @@ impl Builder {
             ));
             rw_seq_add = 0;
         }
-        // fio gives a job with filename= the files it names, whatever nrfiles says.
-        if self.nrfiles > 1 && self.filename.is_none() {
-            lacks.push((
-                "nrfiles",
-                "several files per job (csdchar runs one file per job; give each file a job)"
-                    .into(),
-            ));
-        }
         // The dedupe writer copies whole buffers of one size.
         if !self.dedupe.is_none() && !bssplit.is_none() {
             lacks.push((
@@ -863,6 +847,7 @@ impl Builder {
             random_distribution: self.random_distribution.clone(),
             logs: self.logs.clone(),
             rw_seq_add,
+            files: Default::default(),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {
@@ -1019,7 +1004,7 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                 // fio writes `directory/NAME.CLONE.0` (filename_format's
                 // default) whatever NAME holds; a name with '/' would put the
                 // file outside the directory.
-                let format = b.filename_format.as_deref();
+                let format = b.files.format.as_deref();
                 if b.name.contains(['/', '\0']) && files::has_keyword(format, "$jobname") {
                     let (written, place) = b.where_set("name", section);
                     return Err(PlanError::Invalid(format!(
@@ -1058,6 +1043,21 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                     continue;
                 }
             };
+            // fio gives a job with filename= the files it names, whatever nrfiles says.
+            if b.files.several(b.filename.as_ref()) && b.engine != EngineKind::Null {
+                let dir = b.directory.as_deref();
+                if let Err(why) = files::apply(&b.files, &mut spec, dir, &b.name, clone, b.filesize)
+                {
+                    lacks.push((
+                        if b.files.list.len() > 1 {
+                            "filename"
+                        } else {
+                            "nrfiles"
+                        },
+                        why,
+                    ));
+                }
+            }
             // fio numbers threads from 1 over the file, clones included:
             // the logs are named after it.
             if !spec.logs.is_none() {

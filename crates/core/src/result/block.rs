@@ -10,6 +10,7 @@ use crate::compressibility::PageTally;
 use crate::counters::DiskStats;
 use crate::dedupe::DedupeSpec;
 use crate::distribution::Distribution;
+use crate::fileset::JobFiles;
 use crate::iolog::LogSpec;
 use crate::pattern::Fill;
 use crate::rate::RateLimit;
@@ -229,6 +230,10 @@ pub struct BlockSpec {
     /// Stop once IOPS or bandwidth settle (fio's steadystate, ss_dur, ss_ramp); absent: no check.
     #[serde(default, skip_serializing_if = "SteadySpec::is_none")]
     pub steady_state: SteadySpec,
+    /// fio's `nrfiles` above 1: the job's files, how each I/O's file is chosen and how many are
+    /// open at once; absent: one file, `target`.
+    #[serde(default, skip_serializing_if = "JobFiles::is_none")]
+    pub files: JobFiles,
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -288,6 +293,7 @@ impl Default for BlockSpec {
             logs: LogSpec::default(),
             steady_state: SteadySpec::default(),
             rw_seq_add: 0,
+            files: JobFiles::default(),
         }
     }
 }
