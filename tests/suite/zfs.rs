@@ -412,8 +412,9 @@ fn daemons() -> Vec<i32> {
 /// The tests below start and kill the daemon a campaign starts: none may
 /// run before (another's would be theirs). Skips, unless zfs is required.
 fn no_daemon_or_skip(test: &str) -> bool {
-    // Another test's daemon may still be exiting (seconds after SIGTERM).
-    for _ in 0..600 {
+    // Another test's daemon may still be exiting: seconds after SIGTERM, and on a loaded
+    // machine over a minute (a CI run saw one outlive a 60 s wait, gone soon after).
+    for _ in 0..1800 {
         if daemons().is_empty() {
             break;
         }
@@ -423,9 +424,20 @@ fn no_daemon_or_skip(test: &str) -> bool {
     if running.is_empty() {
         return true;
     }
+    let states: Vec<String> = running
+        .iter()
+        .map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit_once(')').map_or("?", |(_, r)| r.trim_start());
+            format!(
+                "{pid}: {}",
+                state.split(' ').take(3).collect::<Vec<_>>().join(" ")
+            )
+        })
+        .collect();
     assert!(
         std::env::var_os("CSDCHAR_REQUIRE_ZFS").is_none(),
-        "{test}: a zfs-fuse daemon runs already ({running:?})"
+        "{test}: a zfs-fuse daemon runs already, 180 s after the test before ended (state, ppid, pgrp: {states:?})"
     );
     eprintln!("skipped {test}: a zfs-fuse daemon runs already");
     false
