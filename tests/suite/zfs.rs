@@ -410,37 +410,55 @@ fn daemons() -> Vec<i32> {
 }
 
 /// The tests below start and kill the daemon a campaign starts: none may
-/// run before (another's would be theirs). Skips, unless zfs is required.
+/// run before (another's would be theirs). Skips, unless zfs is required: then
+/// a daemon that serves no pool 60 s after the test before ended (seen twice
+/// in loaded CI runs, gone minutes later) is killed, with its state printed:
+/// the machine's zfs-fuse belongs to the tests there.
 fn no_daemon_or_skip(test: &str) -> bool {
-    // Another test's daemon may still be exiting: seconds after SIGTERM, and on a loaded
-    // machine over a minute (a CI run saw one outlive a 60 s wait, gone soon after).
-    for _ in 0..1800 {
+    // Another test's daemon may still be exiting: seconds after SIGTERM, more on a loaded machine.
+    for _ in 0..600 {
         if daemons().is_empty() {
-            break;
+            return true;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let running = daemons();
-    if running.is_empty() {
-        return true;
-    }
     let states: Vec<String> = running
         .iter()
         .map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let state = stat.rsplit_once(')').map_or("?", |(_, r)| r.trim_start());
+            let state = stat
+                .rsplit_once(')')
+                .map_or("gone", |(_, r)| r.trim_start());
             format!(
                 "{pid}: {}",
                 state.split(' ').take(3).collect::<Vec<_>>().join(" ")
             )
         })
         .collect();
+    if std::env::var_os("CSDCHAR_REQUIRE_ZFS").is_none() {
+        eprintln!("skipped {test}: a zfs-fuse daemon runs already ({states:?})");
+        return false;
+    }
+    let pools = pools();
     assert!(
-        std::env::var_os("CSDCHAR_REQUIRE_ZFS").is_none(),
-        "{test}: a zfs-fuse daemon runs already, 180 s after the test before ended (state, ppid, pgrp: {states:?})"
+        pools.trim().is_empty(),
+        "{test}: a zfs-fuse daemon runs already and serves pools ({states:?}): {pools}"
     );
-    eprintln!("skipped {test}: a zfs-fuse daemon runs already");
-    false
+    eprintln!(
+        "{test}: killing a zfs-fuse daemon that serves no pool, 60 s on (state, ppid, pgrp: {states:?})"
+    );
+    for pid in running {
+        // Safety: kill has no memory preconditions; the pid is a zfs-fuse daemon seen just now.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    for _ in 0..300 {
+        if daemons().is_empty() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("{test}: a zfs-fuse daemon outlived SIGKILL by 30 s ({states:?})");
 }
 
 /// A campaign's pool directories: `/var/tmp/csdchar-campaign-<name>-*`.
