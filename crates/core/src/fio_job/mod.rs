@@ -201,11 +201,13 @@ pub const VERIFY_TYPES: [&str; 13] = [
 /// `fixedbufs` and `registerfiles` (csdchar always registers both),
 /// `group_reporting`
 /// and ordering options, read in [`plan`].
-const NEUTRAL: [&str; 11] = [
+const NEUTRAL: [&str; 12] = [
     "gtod_reduce",
     "fixedbufs",
     "registerfiles",
     "thread",
+    // fio 3.33's parser takes `threads=1` (examples/steadystate.fio) too.
+    "threads",
     "norandommap",
     "clat_percentiles",
     "lat_percentiles",
