@@ -194,7 +194,7 @@ pub const VERIFY_TYPES: [&str; 13] = [
 /// Options that change nothing csdchar measures or does differently:
 /// `thread` (csdchar's jobs are threads), `norandommap` (csdchar's random
 /// offsets are always drawn independently, which is what it means),
-/// `randrepeat=1` (csdchar's seeds are fixed), the percentile switches
+/// the percentile switches
 /// (csdchar keeps slat, clat and lat percentiles always), `refill_buffers`
 /// (every write's data is fresh), `gtod_reduce` (fewer clock reads in fio;
 /// csdchar takes its timestamps once per batch anyway), io_uring's
@@ -267,6 +267,7 @@ struct Builder {
     think: crate::think::ThinkTime,
     exitall: bool,
     exit_what: ExitWhat,
+    randrepeat: bool,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -326,6 +327,7 @@ impl Builder {
             think: Default::default(),
             exitall: false,
             exit_what: ExitWhat::Group,
+            randrepeat: true,
             set_at: Vec::new(),
         }
     }
@@ -455,11 +457,8 @@ impl Builder {
             "buffered" => self.direct = !value::boolean(v).map_err(wrap)?,
             "randseed" => self.seed = value::int(need()?).map_err(wrap)?,
             "randrepeat" => {
-                if !value::boolean(v).map_err(wrap)? {
-                    return lacks(
-                        "randrepeat=0 (csdchar's random sequence always repeats from randseed)",
-                    );
-                }
+                // fio: without randseed, each run draws new seeds.
+                self.randrepeat = value::boolean(v).map_err(wrap)?
             }
             "ioengine" => {
                 let e = need()?;
@@ -1071,7 +1070,17 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
         let apart = runs.len() > 1;
         for (clone, target, threads) in runs {
             // fio seeds each job from randseed and its number.
-            let seed = b.seed.wrapping_add(u64::from(clone));
+            // randrepeat=0 without randseed: fresh seeds per run (fio's
+            // setup_random_seeds draws them from the OS).
+            let base = if b.randrepeat || b.set_at.iter().any(|(n, _, _)| n == "randseed") {
+                b.seed
+            } else {
+                std::hash::BuildHasher::hash_one(
+                    &std::collections::hash_map::RandomState::new(),
+                    0u8,
+                )
+            };
+            let seed = base.wrapping_add(u64::from(clone));
             let mut lacks = Vec::new();
             let mut spec = match b.spec(target, threads, seed, section, &mut lacks) {
                 Ok(s) => s,

@@ -469,3 +469,15 @@ fn dedupe_options_are_fio_s_whole_buffers() {
     );
     assert_eq!(plan_of(&text).jobs[0].spec.dedupe.pct, 10);
 }
+
+#[test]
+fn randrepeat_0_draws_new_seeds_unless_randseed_is_set() {
+    let seed = |t: &str| plan_of(t).jobs[0].spec.seed;
+    let fresh = "[global]\nfilename=/tmp/x\nsize=1m\nrw=randread\n[a]\nrandrepeat=0\n";
+    assert_ne!(seed(fresh), seed(fresh));
+    assert_eq!(seed(&format!("{fresh}randseed=7\n")), 7);
+    assert_eq!(
+        seed("[a]\nfilename=/tmp/x\nsize=1m\nrandrepeat=1\n"),
+        FIO_RANDSEED
+    );
+}
