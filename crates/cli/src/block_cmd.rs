@@ -473,7 +473,6 @@ impl BlockOpts {
             steady_state: Default::default(),
             rw_seq_add: 0,
             files: Default::default(),
-            think: Default::default(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {
@@ -689,7 +688,6 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
     };
     let ctl = RunControl {
         interrupt: Arc::clone(&io.interrupt),
-        terminate: Arc::default(),
         on_interval: if live {
             Some(&mut print_interval)
         } else {

@@ -37,7 +37,6 @@ pub mod result;
 pub mod start_at;
 pub mod stats;
 pub mod steady;
-pub mod think;
 pub mod tpcb;
 pub mod tpcc;
 pub mod units;
