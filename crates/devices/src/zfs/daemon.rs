@@ -23,13 +23,18 @@ pub(super) fn start_time(pid: i32) -> Option<u64> {
     rest.get(19)?.parse().ok()
 }
 
-/// Pids of running `zfs-fuse` daemons (not the zombie of one that exited).
-pub(super) fn zfs_fuse_pids() -> Vec<i32> {
+/// Every process's pid, as `/proc` lists them.
+pub(super) fn all_pids() -> impl Iterator<Item = i32> {
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+}
+
+/// Pids of running `zfs-fuse` daemons (not the zombie of one that exited).
+pub(super) fn zfs_fuse_pids() -> Vec<i32> {
+    all_pids()
         .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/comm"))
                 .is_ok_and(|c| c.trim() == "zfs-fuse")

@@ -246,11 +246,7 @@ pub(super) fn destroy_pool(
 fn processes_holding(dir: &Path) -> Vec<String> {
     let under =
         |link: std::path::PathBuf| std::fs::read_link(link).is_ok_and(|t| t.starts_with(dir));
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    super::daemon::all_pids()
         .filter(|pid| {
             let p = std::path::PathBuf::from(format!("/proc/{pid}"));
             under(p.join("cwd"))
