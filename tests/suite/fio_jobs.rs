@@ -83,7 +83,7 @@ fn ignored_options_are_recorded_and_the_jobs_run_in_fios_order() {
         d.path(),
         "two.fio",
         &format!(
-            "[global]\nioengine=libaio\nfilename={}\nsize=2m\nbs=4k\nbuffer_compress_percentage=75\nbuffer_compress_chunk=4k\nexitall\n\n[fill]\nrw=write\n\n[check]\nstonewall\nrw=randread\niodepth=4\nruntime=300ms\ntime_based\n",
+            "[global]\nioengine=libaio\nfilename={}\nsize=2m\nbs=4k\nbuffer_compress_percentage=75\nbuffer_compress_chunk=4k\nexitall_on_error\n\n[fill]\nrw=write\n\n[check]\nstonewall\nrw=randread\niodepth=4\nruntime=300ms\ntime_based\n",
             target.display()
         ),
     );
@@ -96,7 +96,11 @@ fn ignored_options_are_recorded_and_the_jobs_run_in_fios_order() {
         "json",
     ]);
     assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("note: ignored exitall"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("note: ignored exitall_on_error"),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr.contains("ioengine=libaio runs on io_uring"),
         "{}",

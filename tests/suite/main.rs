@@ -24,6 +24,7 @@ mod fio_hist_log;
 mod fio_jobs;
 mod fio_latency;
 mod fio_parity;
+mod fio_pauses;
 mod fio_verify;
 mod libpq;
 mod libpq_matrix;

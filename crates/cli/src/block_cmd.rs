@@ -473,6 +473,7 @@ impl BlockOpts {
             steady_state: Default::default(),
             rw_seq_add: 0,
             files: Default::default(),
+            think: Default::default(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {
@@ -688,6 +689,7 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
     };
     let ctl = RunControl {
         interrupt: Arc::clone(&io.interrupt),
+        terminate: Arc::default(),
         on_interval: if live {
             Some(&mut print_interval)
         } else {

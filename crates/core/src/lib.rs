@@ -37,6 +37,7 @@ pub mod result;
 pub mod start_at;
 pub mod stats;
 pub mod steady;
+pub mod think;
 pub mod tpcb;
 pub mod tpcc;
 pub mod units;

@@ -56,6 +56,8 @@ pub struct JobConfig<'a> {
 pub struct Shared<'a> {
     /// Set by SIGINT/SIGTERM.
     pub interrupt: &'a AtomicBool,
+    /// Set when another job ended this one (fio's `exitall`).
+    pub terminate: &'a AtomicBool,
     /// Set when a job hit an error: everyone stops.
     pub halt: &'a AtomicBool,
     /// Jobs and the run meet here twice: setup done, then clock set.
@@ -448,6 +450,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         _ => None,
     };
     let mut file = 0u32;
+    // fio's thinktime: the count at the last pause, the count a pause is due
+    // at (everything in flight completes first), and whether an I/O went out
+    // since the last one (fio checks after each I/O it issues).
+    let think = Some(&spec.think).filter(|t| cfg.phase == Phase::Workload && !t.is_none());
+    let (mut think_last, mut thinking, mut completed_all) = (0u64, None::<u64>, 0u64);
+    let mut issued_since_pause = false;
     // Blocks of the next I/O of `dir` at block `b` (1 without bssplit).
     let mut units = |dir: Direction, b: u64| {
         let d = dir.index();
@@ -456,13 +464,14 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
 
     loop {
         let stopping = shared.interrupt.load(Ordering::Relaxed)
+            || shared.terminate.load(Ordering::Relaxed)
             || shared.halt.load(Ordering::Relaxed)
             || now_ns >= deadline_ns
             || issued >= budget
             || issued_bytes >= byte_budget;
         // When the next I/O is due, if it is not yet.
         let mut gated: Option<u64> = None;
-        if !stopping && !free.is_empty() {
+        if !stopping && !free.is_empty() && thinking.is_none() {
             let start = now_ns;
             while issued < budget && issued_bytes < byte_budget {
                 let Some(tag) = free.pop() else { break };
@@ -617,10 +626,27 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     // fio's file is done: no I/O after this one.
                     budget = issued;
                 }
+                issued_since_pause = true;
+                if let Some(t) = think {
+                    let b = think_count(t, completed_all, issued);
+                    if t.due(b, think_last) {
+                        thinking = Some(b);
+                        break;
+                    }
+                }
             }
             inflight += queued_tags.len();
         }
         if inflight == 0 {
+            if let (Some(t), Some(b)) = (think, thinking.take()) {
+                // Everything in flight is done: spin, then sleep (cut to
+                // the run time left), as fio's handle_thinktime.
+                let now = ns(Instant::now());
+                let left_us = deadline_ns.saturating_sub(now) / 1000;
+                think_pause(t, left_us, shared);
+                think_last = b;
+                issued_since_pause = false;
+            }
             if stopping || issued >= budget || issued_bytes >= byte_budget {
                 break;
             }
@@ -651,7 +677,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         queued_tags.clear();
         // Ahead of the rate, fio first completes everything in flight
         // (io_u_quiesce), then sleeps.
-        let want = if gated.is_some() {
+        let want = if gated.is_some() || thinking.is_some() {
             inflight
         } else {
             batch_complete.min(inflight)
@@ -669,6 +695,16 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         }
         now_ns = ns(Instant::now());
         let done = now_ns;
+        completed_all += completions.len() as u64;
+        if let Some(t) = think
+            && thinking.is_none()
+            && issued_since_pause
+        {
+            let b = think_count(t, completed_all, issued);
+            if t.due(b, think_last) {
+                thinking = Some(b);
+            }
+        }
         // Close intervals the clock has passed.
         if done >= ramp_ns {
             while done >= ramp_ns + (cur_interval + 1) * interval_ns {
@@ -970,4 +1006,38 @@ fn measure_written(buffers: &mut JobBuffers) -> (PageTally, PageTally) {
         c_def.tally(data, &mut deflate);
     });
     (lz4, deflate)
+}
+
+/// The count `thinktime_blocks` is compared with (fio's
+/// `thinktime_blocks_counter`): I/Os completed or issued.
+fn think_count(t: &csdchar_core::think::ThinkTime, completed: u64, issued: u64) -> u64 {
+    match t.count {
+        csdchar_core::think::ThinkCount::Complete => completed,
+        csdchar_core::think::ThinkCount::Issue => issued,
+    }
+}
+
+/// One think-time pause: `thinktime_spin` on the CPU, the rest asleep in
+/// short steps so an interrupt or a halt ends it (fio's usec_spin, usec_sleep).
+fn think_pause(t: &csdchar_core::think::ThinkTime, left_us: u64, shared: &Shared) {
+    let (spin, sleep) = t.split(left_us);
+    let t0 = Instant::now();
+    let spin_end = t0 + std::time::Duration::from_micros(spin);
+    while Instant::now() < spin_end {
+        std::hint::spin_loop();
+    }
+    let end = spin_end + std::time::Duration::from_micros(sleep);
+    loop {
+        if shared.interrupt.load(Ordering::Relaxed)
+            || shared.terminate.load(Ordering::Relaxed)
+            || shared.halt.load(Ordering::Relaxed)
+        {
+            return;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return;
+        }
+        std::thread::sleep((end - now).min(std::time::Duration::from_millis(10)));
+    }
 }

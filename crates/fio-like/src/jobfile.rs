@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use csdchar_core::fio_job::{JobFilePlan, JobPlan};
+use csdchar_core::fio_job::{ExitWhat, JobFilePlan, JobPlan};
 use csdchar_core::result::RunStatus;
 use csdchar_core::result::block::{BlockResult, JobFileJob, JobOptionValue};
 
@@ -283,6 +283,8 @@ fn run_jobs(
     let mut outcomes: Vec<Option<JobOutcome>> = (0..n).map(|_| None).collect();
     // Set when a job could not start: the jobs not yet started do not start.
     let halt = AtomicBool::new(false);
+    // Set when another job's end ends this one (fio's exitall, exit_what).
+    let ends: Vec<Arc<AtomicBool>> = (0..n).map(|_| Arc::default()).collect();
     let (tx, rx) = std::sync::mpsc::channel::<Event>();
     std::thread::scope(|s| {
         let mut handles: Vec<Option<std::thread::ScopedJoinHandle<'_, ()>>> =
@@ -305,10 +307,13 @@ fn run_jobs(
                         continue;
                     }
                     states[i] = State::Running;
-                    let (tx, halt) = (tx.clone(), &halt);
+                    let (tx, halt, end) = (tx.clone(), &halt, Arc::clone(&ends[i]));
                     handles[i] = Some(s.spawn(move || {
-                        let stop =
-                            || halt.load(Ordering::Relaxed) || interrupt.load(Ordering::Relaxed);
+                        let stop = || {
+                            halt.load(Ordering::Relaxed)
+                                || interrupt.load(Ordering::Relaxed)
+                                || end.load(Ordering::Relaxed)
+                        };
                         // startdelay: counted from when the job could start, Ctrl-C ends it.
                         let until = std::time::Instant::now()
                             + std::time::Duration::from_millis(job.start_delay_ms);
@@ -330,6 +335,7 @@ fn run_jobs(
                         };
                         let ctl = RunControl {
                             interrupt: Arc::clone(interrupt),
+                            terminate: Arc::clone(&end),
                             on_interval: None,
                             start_late_limit: crate::run::DEFAULT_START_LATE_LIMIT,
                         };
@@ -366,6 +372,21 @@ fn run_jobs(
                 Event::Ended(i, outcome) => {
                     join(i);
                     states[i] = State::Done;
+                    // fio's exitall: a job that ends ends others
+                    // (fio_terminate_threads with the job's exit_what).
+                    if let Some(what) = plan.jobs[i].exit_what {
+                        let group = plan.jobs[i].group_id;
+                        for (j, other) in plan.jobs.iter().enumerate() {
+                            let hit = match what {
+                                ExitWhat::Group => other.group_id == group,
+                                ExitWhat::Stonewall => states[j] == State::Running,
+                                ExitWhat::All => true,
+                            };
+                            if hit {
+                                ends[j].store(true, Ordering::Relaxed);
+                            }
+                        }
+                    }
                     // Between runs (not while jobs run side by side, where
                     // each trim would stall the others' allocations).
                     if !states.contains(&State::Running) {

@@ -34,6 +34,9 @@ use crate::uring::UringEngine;
 pub struct RunControl<'a> {
     /// Set by SIGINT/SIGTERM: stop submitting, reap, report.
     pub interrupt: Arc<AtomicBool>,
+    /// Set when another job of a job file ended this one (fio's `exitall`):
+    /// stop as on an interrupt, but the run completed.
+    pub terminate: Arc<AtomicBool>,
     /// Called with each interval sample as it completes (live output).
     pub on_interval: Option<&'a mut dyn FnMut(&IntervalSample)>,
     /// How late after `--start-at` the run may begin before its [`StartRecord`] says it
@@ -49,6 +52,7 @@ impl RunControl<'_> {
     pub fn quiet() -> Self {
         RunControl {
             interrupt: Arc::new(AtomicBool::new(false)),
+            terminate: Arc::new(AtomicBool::new(false)),
             on_interval: None,
             start_late_limit: DEFAULT_START_LATE_LIMIT,
         }
@@ -140,8 +144,9 @@ where
             started_at = csdchar_core::start_at::format_rfc3339_millis(out.began);
             start = start_at.map(|at| StartRecord::new(at, out.began, ctl.start_late_limit));
         }
-        let stop =
-            out.jobs.iter().any(|j| j.error.is_some()) || ctl.interrupt.load(Ordering::Relaxed);
+        let stop = out.jobs.iter().any(|j| j.error.is_some())
+            || ctl.interrupt.load(Ordering::Relaxed)
+            || ctl.terminate.load(Ordering::Relaxed);
         if phase == Phase::VerifyRead {
             let mut bad: Vec<_> = out
                 .jobs
@@ -264,15 +269,18 @@ where
     };
     let interval_ns = spec.log_interval_ms.max(1) * 1_000_000;
     let interrupt = Arc::clone(&ctl.interrupt);
+    let terminate = Arc::clone(&ctl.terminate);
 
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(numjobs);
         for j in 0..numjobs as u32 {
             let tx = tx.clone();
             let (halt, gate, base_cell, interrupt) = (&halt, &gate, &base_cell, &*interrupt);
+            let terminate = &*terminate;
             handles.push(scope.spawn(move || {
                 let shared = Shared {
                     interrupt,
+                    terminate,
                     halt,
                     gate,
                     base: base_cell,

@@ -24,6 +24,7 @@ mod bs_split;
 pub mod files;
 pub mod ini;
 pub mod print;
+mod think;
 pub mod value;
 
 use crate::bssplit::BsSplit;
@@ -81,6 +82,21 @@ pub struct JobPlan {
     /// `[global]` line): name as fio spells it, `FILE:LINE`. Refusals of a
     /// job name the line of the option at fault.
     pub option_places: Vec<(String, String)>,
+    /// What this job ends when it ends, when a job of the file has `exitall`
+    /// (fio's flag is the run's); None: nothing.
+    pub exit_what: Option<ExitWhat>,
+}
+
+/// Which jobs a job ends when it ends under `exitall` (fio's `exit_what`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExitWhat {
+    /// The jobs of its reporting group (fio's default).
+    #[default]
+    Group,
+    /// Every job running.
+    Stonewall,
+    /// Every job, running or still to start.
+    All,
 }
 
 impl JobPlan {
@@ -178,18 +194,20 @@ pub const VERIFY_TYPES: [&str; 13] = [
 /// Options that change nothing csdchar measures or does differently:
 /// `thread` (csdchar's jobs are threads), `norandommap` (csdchar's random
 /// offsets are always drawn independently, which is what it means),
-/// `randrepeat=1` (csdchar's seeds are fixed), the percentile switches
+/// the percentile switches
 /// (csdchar keeps slat, clat and lat percentiles always), `refill_buffers`
 /// (every write's data is fresh), `gtod_reduce` (fewer clock reads in fio;
 /// csdchar takes its timestamps once per batch anyway), io_uring's
 /// `fixedbufs` and `registerfiles` (csdchar always registers both),
 /// `group_reporting`
 /// and ordering options, read in [`plan`].
-const NEUTRAL: [&str; 11] = [
+const NEUTRAL: [&str; 12] = [
     "gtod_reduce",
     "fixedbufs",
     "registerfiles",
     "thread",
+    // fio 3.33's parser takes `threads=1` (examples/steadystate.fio) too.
+    "threads",
     "norandommap",
     "clat_percentiles",
     "lat_percentiles",
@@ -246,6 +264,10 @@ struct Builder {
     verify_only: bool,
     do_verify: bool,
     files: files::FileOptions,
+    think: crate::think::ThinkTime,
+    exitall: bool,
+    exit_what: ExitWhat,
+    randrepeat: bool,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -302,6 +324,10 @@ impl Builder {
             verify_only: false,
             do_verify: true,
             files: files::FileOptions::default(),
+            think: Default::default(),
+            exitall: false,
+            exit_what: ExitWhat::Group,
+            randrepeat: true,
             set_at: Vec::new(),
         }
     }
@@ -431,11 +457,8 @@ impl Builder {
             "buffered" => self.direct = !value::boolean(v).map_err(wrap)?,
             "randseed" => self.seed = value::int(need()?).map_err(wrap)?,
             "randrepeat" => {
-                if !value::boolean(v).map_err(wrap)? {
-                    return lacks(
-                        "randrepeat=0 (csdchar's random sequence always repeats from randseed)",
-                    );
-                }
+                // fio: without randseed, each run draws new seeds.
+                self.randrepeat = value::boolean(v).map_err(wrap)?
             }
             "ioengine" => {
                 let e = need()?;
@@ -617,6 +640,16 @@ impl Builder {
             "verify_only" => self.verify_only = value::boolean(v).map_err(wrap)?,
             "do_verify" => self.do_verify = value::boolean(v).map_err(wrap)?,
             k if files::FileOptions::takes(k) => self.files.set(k, need()?)?,
+            "exitall" => self.exitall = value::boolean(v).map_err(wrap)?,
+            "exit_what" => {
+                self.exit_what = match need()? {
+                    "group" => ExitWhat::Group,
+                    "stonewall" => ExitWhat::Stonewall,
+                    "all" => ExitWhat::All,
+                    other => return Err(format!("exit_what={other}: group, stonewall or all")),
+                }
+            }
+            k if think::takes(k) => return think::set(&mut self.think, k, need()?),
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -848,6 +881,7 @@ impl Builder {
             logs: self.logs.clone(),
             rw_seq_add,
             files: Default::default(),
+            think: self.think.clone(),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {
@@ -900,6 +934,8 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
     let mut jobs_in_group = 0u32;
     let mut barrier_before: usize = 0;
     let mut fio_jobs = 0u64;
+    // Whether a job has exitall (fio: then every job ends others as it ends).
+    let mut exitall = false;
     // The first value fio would refuse too; reported only when nothing is
     // unsupported (a skipped option can make a job look wrong).
     let mut invalid: Option<String> = None;
@@ -1034,7 +1070,17 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
         let apart = runs.len() > 1;
         for (clone, target, threads) in runs {
             // fio seeds each job from randseed and its number.
-            let seed = b.seed.wrapping_add(u64::from(clone));
+            // randrepeat=0 without randseed: fresh seeds per run (fio's
+            // setup_random_seeds draws them from the OS).
+            let base = if b.randrepeat || b.set_at.iter().any(|(n, _, _)| n == "randseed") {
+                b.seed
+            } else {
+                std::hash::BuildHasher::hash_one(
+                    &std::collections::hash_map::RandomState::new(),
+                    0u8,
+                )
+            };
+            let seed = base.wrapping_add(u64::from(clone));
             let mut lacks = Vec::new();
             let mut spec = match b.spec(target, threads, seed, section, &mut lacks) {
                 Ok(s) => s,
@@ -1088,7 +1134,9 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                 start_delay_ms: b.start_delay_us.div_ceil(1000),
                 place: format!("{}:{}", section.file, section.line),
                 option_places: last_places(&b.set_at),
+                exit_what: Some(b.exit_what),
             });
+            exitall |= b.exitall;
         }
         jobs_in_group += 1;
         by_name.push((b.name.clone(), (first..jobs.len()).collect()));
@@ -1103,6 +1151,9 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
         return Err(PlanError::Invalid(
             "the job file has no job section (only [global])".into(),
         ));
+    }
+    if !exitall {
+        jobs.iter_mut().for_each(|j| j.exit_what = None);
     }
     for j in jobs.iter_mut().filter(|j| !j.spec.dedupe.is_none()) {
         j.spec.dedupe.threads = fio_jobs as u32;

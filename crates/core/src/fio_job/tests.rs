@@ -83,7 +83,8 @@ fn clones_share_a_named_file_and_get_their_own_without_one() {
 
 #[test]
 fn every_unsupported_option_is_named_with_its_place() {
-    let text = "[global]\nfilename=/tmp/x\nlockmem=1g\n[a]\nzonemode=zbd\nsize=1m\nexitall\n";
+    let text =
+        "[global]\nfilename=/tmp/x\nlockmem=1g\n[a]\nzonemode=zbd\nsize=1m\nexitall_on_error\n";
     let e = plan(&sections(text), false).unwrap_err();
     let PlanError::Unsupported(list) = &e else {
         panic!("{e}")
@@ -467,4 +468,16 @@ fn dedupe_options_are_fio_s_whole_buffers() {
         "{text}"
     );
     assert_eq!(plan_of(&text).jobs[0].spec.dedupe.pct, 10);
+}
+
+#[test]
+fn randrepeat_0_draws_new_seeds_unless_randseed_is_set() {
+    let seed = |t: &str| plan_of(t).jobs[0].spec.seed;
+    let fresh = "[global]\nfilename=/tmp/x\nsize=1m\nrw=randread\n[a]\nrandrepeat=0\n";
+    assert_ne!(seed(fresh), seed(fresh));
+    assert_eq!(seed(&format!("{fresh}randseed=7\n")), 7);
+    assert_eq!(
+        seed("[a]\nfilename=/tmp/x\nsize=1m\nrandrepeat=1\n"),
+        FIO_RANDSEED
+    );
 }

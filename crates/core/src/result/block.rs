@@ -16,6 +16,7 @@ use crate::pattern::Fill;
 use crate::rate::RateLimit;
 use crate::stats::LatencyStats;
 use crate::steady::{SteadySpec, SteadyStateReport};
+use crate::think::ThinkTime;
 
 /// Schema identifier of block results.
 pub const BLOCK_SCHEMA: &str = "csdchar.block/1";
@@ -234,6 +235,9 @@ pub struct BlockSpec {
     /// open at once; absent: one file, `target`.
     #[serde(default, skip_serializing_if = "JobFiles::is_none")]
     pub files: JobFiles,
+    /// fio's think time: a pause after every so many I/Os; absent: none.
+    #[serde(default, skip_serializing_if = "ThinkTime::is_none")]
+    pub think: ThinkTime,
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -294,6 +298,7 @@ impl Default for BlockSpec {
             steady_state: SteadySpec::default(),
             rw_seq_add: 0,
             files: JobFiles::default(),
+            think: ThinkTime::default(),
         }
     }
 }
