@@ -49,6 +49,19 @@ pub struct UringEngine {
     done_now: Vec<Completion>,
 }
 
+impl Drop for UringEngine {
+    fn drop(&mut self) {
+        // Closing a ring tears it down in a kernel workqueue, after this
+        // process may have exited, and a registered file stays open until
+        // then: a block device opened O_EXCL would stay claimed, and the next
+        // run on it be refused as busy. Unregistering drops the ring's
+        // reference now.
+        if self.fixed_file {
+            let _ = self.ring.submitter().unregister_files();
+        }
+    }
+}
+
 impl UringEngine {
     /// A ring for `depth` requests on `fd`, with the cheapest setup the kernel
     /// accepts (single issuer + deferred task work, else cooperative task run,
