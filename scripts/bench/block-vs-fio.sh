@@ -15,14 +15,8 @@ command -v fio >/dev/null || { apt-get update -qq && apt-get install -y -qq fio 
 [ -n "${CSDCHAR:-}" ] || cargo build --release -q -p csdchar-cli
 CSD=${CSDCHAR:-$PWD/target/release/csdchar}
 
-[ -e /sys/class/zram-control/hot_add ] || modprobe zram
-ID=$(cat /sys/class/zram-control/hot_add)
-DEV=/dev/zram$ID
-SYS=/sys/block/zram$ID
-retry() { for _ in $(seq 100); do "$@" 2>/dev/null && return 0; sleep 0.05; done; echo "warning: $* failed" >&2; }
-cleanup() { retry sh -c "echo 1 > $SYS/reset"; retry sh -c "echo $ID > /sys/class/zram-control/hot_remove"; }
-trap cleanup EXIT
-setup() { retry sh -c "echo 1 > $SYS/reset"; echo lz4 > "$SYS/comp_algorithm"; echo "$1" > "$SYS/disksize"; }
+source scripts/bench/zram.sh
+zram_add 1G
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 csd_iops() { "$CSD" block "$@" --output-format json | python3 -c 'import json,sys; r=json.load(sys.stdin); print((r["read"] or {"iops":0})["iops"] + (r["write"] or {"iops":0})["iops"])'; }
@@ -41,7 +35,7 @@ compare() { # label, csdchar args, fio args
 ONLY=${ONLY:-}
 if [ "$ONLY" != fidelity ]; then
 echo "== setup: $DEV lz4 2G, prefilled with 50%-compressible data"
-setup 2G
+zram_reset 2G
 "$CSD" block --rw write --bs 128k --iodepth 16 --compress 50 "$DEV" --output-format json >/dev/null
 F="--filename=$DEV --direct=1 --bs=4k --runtime=$RUNTIME --time_based --ioengine=io_uring --rw=randread"
 C="$DEV --bs 4k --runtime ${RUNTIME}s --time-based --rw randread"
@@ -78,12 +72,12 @@ printf '%-8s %-6s %-9s %12s %12s %10s %8s %8s\n' tool fill p% orig compr same ra
 for p in 0 25 50 75 90; do
   ideal=$(python3 -c "print(100/(100-$p))")
   for fill in zeros repeat; do
-    setup 1G
+    zram_reset 1G
     "$CSD" block --rw write --bs 128k --iodepth 16 --size 512m --compress "$p" --compress-chunk 4k --compress-fill $fill "$DEV" --output-format json >/dev/null
     read -r orig compr _ _ _ same _ <"$SYS/mm_stat"
     python3 -c "r=$orig/max($compr,1); print(f'%-8s %-6s %-9s %12d %12d %10d %8.3f %+7.1f%%' % ('csdchar','$fill',$p,$orig,$compr,$same,r,(r/$ideal-1)*100))"
   done
-  setup 1G
+  zram_reset 1G
   fio --name=f --filename="$DEV" --direct=1 --rw=write --bs=128k --iodepth=16 --ioengine=io_uring --size=512m \
       --buffer_compress_percentage="$p" --buffer_compress_chunk=4k --refill_buffers --output-format=terse >/dev/null
   read -r orig compr _ _ _ same _ <"$SYS/mm_stat"

@@ -15,15 +15,10 @@ FILL=${FILL:-zeros}
 [ "$(id -u)" = 0 ] || { echo "randwrite-cpu-per-io: needs root (zram)" >&2; exit 2; }
 [ -n "${CSDCHAR:-}" ] || cargo build --release -q -p csdchar-cli
 CSD=${CSDCHAR:-$PWD/target/release/csdchar}
-[ -e /sys/class/zram-control/hot_add ] || modprobe zram
-ID=$(cat /sys/class/zram-control/hot_add)
-DEV=/dev/zram$ID
-SYS=/sys/block/zram$ID
+source scripts/bench/zram.sh
 TMP=$(mktemp -d)
-retry() { for _ in $(seq 100); do "$@" 2>/dev/null && return 0; sleep 0.05; done; echo "warning: $* failed" >&2; }
-cleanup() { retry sh -c "echo 1 > $SYS/reset"; retry sh -c "echo $ID > /sys/class/zram-control/hot_remove"; rm -rf "$TMP"; }
-trap cleanup EXIT
-echo lz4 > "$SYS/comp_algorithm"; echo 2G > "$SYS/disksize"
+extra_cleanup() { rm -rf "$TMP"; }
+zram_add 2G
 "$CSD" block --rw write --bs 128k --iodepth 16 --compress 50 "$DEV" --output-format json >/dev/null
 
 run() { # name, command...

@@ -6,12 +6,10 @@
 # enter that submits and waits, so the same work falls into its clat. lat is the same span in both.
 set -e
 bin=$(realpath "${CSDCHAR:-target/release/csdchar}")
+source "$(dirname "$0")/zram.sh"
+zram_add 1G
+dev=$DEV
 cd "$(mktemp -d)"
-id=$(cat /sys/class/zram-control/hot_add)
-trap 'echo 1 > /sys/block/zram$id/reset; echo $id > /sys/class/zram-control/hot_remove' EXIT
-echo lz4 > /sys/block/zram$id/comp_algorithm
-echo 1G > /sys/block/zram$id/disksize
-dev=/dev/zram$id
 "$bin" block --rw write --bs 1m --size 1g --compress 50 --iodepth 8 $dev >/dev/null
 cat > rate30.fio <<EOT
 [global]

@@ -15,19 +15,14 @@ P=${P:-75}
 [ "$(id -u)" = 0 ] || { echo "zram-filler-cost: needs root (zram)" >&2; exit 2; }
 [ -n "${CSDCHAR:-}" ] || cargo build --release -q -p csdchar-cli
 CSD=${CSDCHAR:-$PWD/target/release/csdchar}
-[ -e /sys/class/zram-control/hot_add ] || modprobe zram
-ID=$(cat /sys/class/zram-control/hot_add)
-DEV=/dev/zram$ID
-SYS=/sys/block/zram$ID
+source scripts/bench/zram.sh
 TMP=$(mktemp -d /dev/shm/zram-filler-cost.XXXXXX)
-retry() { for _ in $(seq 100); do "$@" 2>/dev/null && return 0; sleep 0.05; done; echo "warning: $* failed" >&2; }
-cleanup() { retry sh -c "echo 1 > $SYS/reset"; retry sh -c "echo $ID > /sys/class/zram-control/hot_remove"; rm -rf "$TMP"; }
-trap cleanup EXIT
-setup() { retry sh -c "echo 1 > $SYS/reset"; echo lz4 > "$SYS/comp_algorithm"; echo 1G > "$SYS/disksize"; }
+extra_cleanup() { rm -rf "$TMP"; }
+zram_add 1G
 
 FILLS="zeros repeat"
 for f in $FILLS; do
-  setup
+  zram_reset 1G
   "$CSD" block --rw write --bs 128k --iodepth 16 --size 64m --compress "$P" --compress-chunk 4k --compress-fill "$f" \
     "$DEV" --output-format json >/dev/null
   dd if="$DEV" of="$TMP/$f" bs=1M count=64 status=none
@@ -35,7 +30,7 @@ done
 for r in $(seq "$ROUNDS"); do
   line="round $r:"
   for f in $FILLS; do
-    setup
+    zram_reset 1G
     dd if="$TMP/$f" of="$DEV" bs=1M oflag=direct status=none
     ms=$(perf stat -x, -e task-clock -- sh -c \
       "for k in 1 2 3 4 5 6 7 8; do dd if=$TMP/$f of=$DEV bs=1M oflag=direct status=none; done" 2>&1 | cut -d, -f1)
