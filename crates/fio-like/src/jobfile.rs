@@ -36,6 +36,8 @@ pub fn run_job_file(
     interrupt: &Arc<AtomicBool>,
     on_line: &mut dyn FnMut(&str),
 ) -> JobFileRun {
+    // A run starts with every emulated zone empty, as a fio process does.
+    crate::zones::forget_all();
     let outcomes = match precheck_jobs(plan, force) {
         Err(e) => {
             on_line(&format!("error: {e}"));
@@ -101,6 +103,17 @@ pub fn precheck_jobs(plan: &JobFilePlan, force: bool) -> Result<(), BlockError> 
             let key = crate::target::file_key(std::path::Path::new(t));
             files.iter().find(|g| g.file == key).map(|g| g.end)
         });
+        if let (false, Some(t), None) = (job.allow_file_create, spec.target.as_deref(), planned)
+            && !std::path::Path::new(t).exists()
+        {
+            return Err(in_job_terms(
+                BlockError::Usage(format!(
+                    "allow_file_create: filename {t} does not exist and allow_file_create=0 \
+                     forbids creating it (fio: file creation disallowed by allow_file_create=0)"
+                )),
+                job,
+            ));
+        }
         let grows = crate::target::precheck(&spec, planned).map_err(|e| in_job_terms(e, job))?;
         if let Some(g) = grows {
             let fs_dev = g.fs_dev;

@@ -1,0 +1,218 @@
+//! fio's zone options in a job (`zonemode`, `zonesize`, `zonerange`,
+//! `zoneskip`, `zonecapacity`, `max_open_zones`, `job_max_open_zones`,
+//! `read_beyond_wp`, `zone_reset_threshold`, `zone_reset_frequency`) and the
+//! `z` suffix of sizes (`size=8z`: eight zones), kept apart from the option
+//! table in `mod.rs`. Checks are fio's (init.c `fixup_options`, zbd.c).
+
+use super::value;
+use crate::zones::{MAX_OPEN_ZONES, ZoneMode, ZoneSpec};
+
+/// The zone options as written; sizes in zones (`z`) resolved at the end.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ZoneOptions {
+    mode: Option<ZoneMode>,
+    size: u64,
+    range: u64,
+    skip: u64,
+    skip_nz: u64,
+    capacity: u64,
+    max_open: u32,
+    job_max_open: u32,
+    read_beyond_wp: bool,
+    reset_threshold: f64,
+    reset_frequency: f64,
+    /// `size=Nz`, `offset=Nz`, `io_size=Nz`: counts of zones.
+    pub(super) size_nz: u64,
+    pub(super) offset_nz: u64,
+    pub(super) io_size_nz: u64,
+}
+
+/// Whether `name` is one of the zone options.
+pub(super) fn takes(name: &str) -> bool {
+    matches!(
+        name,
+        "zonemode"
+            | "zonesize"
+            | "zonerange"
+            | "zoneskip"
+            | "zonecapacity"
+            | "max_open_zones"
+            | "zbd_max_open_zones"
+            | "job_max_open_zones"
+            | "read_beyond_wp"
+            | "zone_reset_threshold"
+            | "zone_reset_frequency"
+            | "ignore_zone_limits"
+    )
+}
+
+/// `Nz`: a count of zones (fio's `str_size_cb`), else None.
+pub(super) fn zone_count(v: Option<&str>) -> Option<u64> {
+    let t = v?.trim();
+    let n = t.strip_suffix('z').or_else(|| t.strip_suffix('Z'))?;
+    n.trim().parse().ok()
+}
+
+fn share(name: &str, v: &str) -> Result<f64, String> {
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|f| (0.0..=1.0).contains(f))
+        .ok_or_else(|| format!("{name}={v}: a fraction between 0 and 1"))
+}
+
+/// Sets one zone option. Ok(Err(why)): a value csdchar lacks.
+pub(super) fn set(
+    z: &mut ZoneOptions,
+    name: &str,
+    v: Option<&str>,
+    kb_base: u64,
+) -> Result<Result<(), String>, String> {
+    let need = || v.ok_or_else(|| format!("{name} needs a value"));
+    let wrap = |e: value::ValueError| e.to_string();
+    let bytes = |t: &str| value::bytes(t, kb_base).map_err(wrap);
+    match name {
+        "zonemode" => {
+            z.mode = Some(match need()? {
+                "none" => ZoneMode::None,
+                "strided" => ZoneMode::Strided,
+                "zbd" => ZoneMode::Zbd,
+                other => return Err(format!("zonemode={other}: none, strided or zbd")),
+            })
+        }
+        "zonesize" => z.size = bytes(need()?)?,
+        "zonerange" => z.range = bytes(need()?)?,
+        "zoneskip" => match zone_count(v) {
+            Some(n) => (z.skip, z.skip_nz) = (0, n),
+            None => (z.skip, z.skip_nz) = (bytes(need()?)?, 0),
+        },
+        "zonecapacity" => z.capacity = bytes(need()?)?,
+        "max_open_zones" | "zbd_max_open_zones" | "job_max_open_zones" => {
+            let n = value::int(need()?).map_err(wrap)?;
+            if n > u64::from(MAX_OPEN_ZONES) {
+                return Err(format!("{name}={n}: at most {MAX_OPEN_ZONES}"));
+            }
+            if name == "job_max_open_zones" {
+                z.job_max_open = n as u32;
+            } else {
+                z.max_open = n as u32;
+            }
+        }
+        "read_beyond_wp" => z.read_beyond_wp = value::boolean(v).map_err(wrap)?,
+        "zone_reset_threshold" => z.reset_threshold = share(name, need()?)?,
+        "zone_reset_frequency" => z.reset_frequency = share(name, need()?)?,
+        // Only the device's own limits are ignored: an emulated device has none.
+        _ => {
+            let _ = value::boolean(v).map_err(wrap)?;
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// The job's zone spec, with `size`, `offset` and `io_size` given in zones
+/// turned into bytes. Err: fio's refusal.
+pub(super) fn resolve(
+    z: &ZoneOptions,
+    size: &mut u64,
+    offset: &mut u64,
+    io_size: &mut u64,
+) -> Result<ZoneSpec, String> {
+    let mode = match z.mode {
+        Some(m) => m,
+        // fio: zonesize without zonemode is the strided mode.
+        None if z.size > 0 => ZoneMode::Strided,
+        None => ZoneMode::None,
+    };
+    if mode == ZoneMode::None && z.size > 0 {
+        return Err("zonemode=none and zonesize are not compatible".into());
+    }
+    if mode == ZoneMode::Strided && z.size == 0 {
+        return Err("zonesize must be given with zonemode=strided".into());
+    }
+    if mode == ZoneMode::Zbd && z.size == 0 {
+        return Err(
+            "zonesize is required for zonemode=zbd on a regular file or a block device \
+             that is not zoned"
+                .into(),
+        );
+    }
+    let nz = |n: u64| n.saturating_mul(z.size);
+    if z.size > 0 {
+        if z.size_nz > 0 {
+            *size = nz(z.size_nz);
+        }
+        if z.offset_nz > 0 {
+            *offset = nz(z.offset_nz);
+        }
+        if z.io_size_nz > 0 {
+            *io_size = nz(z.io_size_nz);
+        }
+    } else if z.size_nz + z.offset_nz + z.io_size_nz > 0 {
+        return Err("a size in zones (Nz) needs zonesize".into());
+    }
+    let skip = if z.skip_nz > 0 { nz(z.skip_nz) } else { z.skip };
+    if mode == ZoneMode::Zbd {
+        if z.capacity > z.size {
+            return Err(format!(
+                "zonecapacity {} is larger than zonesize {}",
+                z.capacity, z.size
+            ));
+        }
+        if skip % z.size != 0 {
+            return Err(format!(
+                "zoneskip {skip} is not a multiple of the zone size {}",
+                z.size
+            ));
+        }
+        if z.job_max_open > 0 && z.max_open == 0 {
+            return Err("job_max_open_zones cannot be used without max_open_zones".into());
+        }
+    }
+    if mode == ZoneMode::None {
+        return Ok(ZoneSpec::default());
+    }
+    Ok(ZoneSpec {
+        mode,
+        size: z.size,
+        range: if mode == ZoneMode::Strided && z.range == 0 {
+            z.size
+        } else {
+            z.range
+        },
+        skip,
+        capacity: z.capacity,
+        max_open: z.max_open,
+        job_max_open: z.job_max_open,
+        read_beyond_wp: z.read_beyond_wp,
+        reset_threshold: z.reset_threshold,
+        reset_frequency: z.reset_frequency,
+    })
+}
+
+/// What csdchar does not run of a zone spec (option, why), or fio's refusal
+/// of a trim size.
+pub(super) fn lacks(
+    z: &ZoneSpec,
+    rw: crate::result::block::RwMode,
+    bs: u64,
+) -> Option<(&'static str, String)> {
+    if z.mode != ZoneMode::Zbd {
+        return None;
+    }
+    if z.skip > 0 {
+        return Some((
+            "zoneskip",
+            "zoneskip with zonemode=zbd (csdchar skips zones only in zonemode=strided)".into(),
+        ));
+    }
+    if rw.trims() && bs != z.size {
+        return Some((
+            "bs",
+            format!(
+                "with zonemode=zbd a trim resets a zone: fio takes only bs equal to the zone size ({})",
+                z.size
+            ),
+        ));
+    }
+    None
+}
