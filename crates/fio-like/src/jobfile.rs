@@ -37,7 +37,8 @@ pub fn run_job_file(
     on_line: &mut dyn FnMut(&str),
 ) -> JobFileRun {
     // A run starts with every emulated zone empty, as a fio process does.
-    crate::zones::forget_all();
+    let targets = || plan.jobs.iter().filter_map(|j| j.spec.target.as_deref());
+    crate::zones::forget(targets());
     let outcomes = match precheck_jobs(plan, force) {
         Err(e) => {
             on_line(&format!("error: {e}"));
@@ -48,6 +49,7 @@ pub fn run_job_file(
         }
         Ok(()) => run_jobs(plan, file, force, interrupt, on_line),
     };
+    crate::zones::forget(targets());
     let mut run = JobFileRun {
         results: Vec::new(),
         exit_code: 0,

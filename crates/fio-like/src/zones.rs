@@ -19,10 +19,18 @@ type Tables = Vec<(std::path::PathBuf, Arc<Mutex<ZoneTable>>)>;
 
 static TABLES: Mutex<Tables> = Mutex::new(Vec::new());
 
-/// Forgets every file's zones: a new run starts with empty zones, as a new
-/// fio process does.
-pub fn forget_all() {
-    TABLES.lock().unwrap_or_else(|e| e.into_inner()).clear();
+/// Forgets the zones of these files: a run of a job file starts with empty
+/// zones, as a new fio process does (other runs in this process, on other
+/// files, keep theirs).
+pub fn forget<'a>(paths: impl IntoIterator<Item = &'a str>) {
+    let keys: Vec<_> = paths
+        .into_iter()
+        .map(|p| crate::target::file_key(std::path::Path::new(p)))
+        .collect();
+    TABLES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|(k, _)| !keys.contains(k));
 }
 
 fn table_for(path: &str, spec: &ZoneSpec, real_size: u64) -> Result<Arc<Mutex<ZoneTable>>, String> {

@@ -86,8 +86,7 @@ pub struct JobPlan {
     /// What this job ends when it ends, when a job of the file has `exitall`
     /// (fio's flag is the run's); None: nothing.
     pub exit_what: Option<ExitWhat>,
-    /// fio's `allow_file_create`: false refuses a job whose file does not
-    /// exist (and no earlier job of the file creates it).
+    /// fio's `allow_file_create`: false refuses a job whose file does not exist.
     pub allow_file_create: bool,
 }
 
@@ -449,12 +448,7 @@ impl Builder {
             "iodepth" => self.iodepth = small(need()?, "iodepth", 1, 4096)?,
             "numjobs" => self.numjobs = small(need()?, "numjobs", 1, 1024)?,
             "size" | "offset" | "io_size" if zones::zone_count(v).is_some() => {
-                let n = zones::zone_count(v).unwrap_or(0);
-                match o.name.as_str() {
-                    "size" => self.zones.size_nz = n,
-                    "offset" => self.zones.offset_nz = n,
-                    _ => self.zones.io_size_nz = n,
-                }
+                self.zones.set_count(&o.name, v)
             }
             "size" => match value::size(need()?, self.kb_base).map_err(wrap)? {
                 value::Size::Bytes(b) => (self.size, self.zones.size_nz) = (b, 0),
@@ -746,13 +740,11 @@ impl Builder {
             return bad("buffer_compress_chunk", "must be positive");
         }
         let (mut size, mut offset, mut io_size) = (self.size, self.offset, self.io_size);
-        let zones = match zones::resolve(&self.zones, &mut size, &mut offset, &mut io_size) {
+        let sizes = [&mut size, &mut offset, &mut io_size];
+        let zones = match zones::resolve(&self.zones, sizes, (self.rw, bs), lacks) {
             Ok(z) => z,
             Err(m) => return bad("zonemode", &m),
         };
-        if let Some(m) = zones::lacks(&zones, self.rw, bs) {
-            lacks.push(m);
-        }
         let size = match (size, self.filesize) {
             // Several files: files::apply splits size over them.
             (s, _) if self.files.several(self.filename.as_ref()) => s,

@@ -27,6 +27,18 @@ pub(super) struct ZoneOptions {
     pub(super) io_size_nz: u64,
 }
 
+impl ZoneOptions {
+    /// `size`, `offset` or `io_size` given as a count of zones (`Nz`).
+    pub(super) fn set_count(&mut self, name: &str, v: Option<&str>) {
+        let n = zone_count(v).unwrap_or(0);
+        match name {
+            "size" => self.size_nz = n,
+            "offset" => self.offset_nz = n,
+            _ => self.io_size_nz = n,
+        }
+    }
+}
+
 /// Whether `name` is one of the zone options.
 pub(super) fn takes(name: &str) -> bool {
     matches!(
@@ -113,9 +125,9 @@ pub(super) fn set(
 /// turned into bytes. Err: fio's refusal.
 pub(super) fn resolve(
     z: &ZoneOptions,
-    size: &mut u64,
-    offset: &mut u64,
-    io_size: &mut u64,
+    [size, offset, io_size]: [&mut u64; 3],
+    (rw, bs): (crate::result::block::RwMode, u64),
+    lacking: &mut Vec<(&'static str, String)>,
 ) -> Result<ZoneSpec, String> {
     let mode = match z.mode {
         Some(m) => m,
@@ -171,7 +183,7 @@ pub(super) fn resolve(
     if mode == ZoneMode::None {
         return Ok(ZoneSpec::default());
     }
-    Ok(ZoneSpec {
+    let spec = ZoneSpec {
         mode,
         size: z.size,
         range: if mode == ZoneMode::Strided && z.range == 0 {
@@ -186,12 +198,14 @@ pub(super) fn resolve(
         read_beyond_wp: z.read_beyond_wp,
         reset_threshold: z.reset_threshold,
         reset_frequency: z.reset_frequency,
-    })
+    };
+    lacking.extend(lacks(&spec, rw, bs));
+    Ok(spec)
 }
 
 /// What csdchar does not run of a zone spec (option, why), or fio's refusal
 /// of a trim size.
-pub(super) fn lacks(
+fn lacks(
     z: &ZoneSpec,
     rw: crate::result::block::RwMode,
     bs: u64,

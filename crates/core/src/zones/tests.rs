@@ -151,3 +151,28 @@ fn a_trim_resets_its_zone() {
         "not at a zone's start"
     );
 }
+
+#[test]
+fn a_sequential_writer_skips_past_the_zone_capacity() {
+    let spec = ZoneSpec {
+        capacity: 3072,
+        ..zbd(4096)
+    };
+    let mut t = ZoneTable::new(&spec, 2 * 4096).unwrap();
+    let mut j = t.job(0, 2 * 4096, false, [1024; 3]);
+    let offs: Vec<u64> = (0..6u64)
+        .map(|i| {
+            // The job's next offset follows the last I/O's end.
+            let planned = if i == 3 {
+                3072
+            } else {
+                [0, 1024, 2048, 0, 5120, 6144][i as usize]
+            };
+            match t.adjust(&mut j, 1, planned, 1024).unwrap() {
+                Placed::Io { offset, .. } => offset,
+                Placed::End => panic!("end"),
+            }
+        })
+        .collect();
+    assert_eq!(offs, [0, 1024, 2048, 4096, 5120, 6144]);
+}
