@@ -465,7 +465,10 @@ impl ZoneTable {
                 let mut z = zb;
                 // A sequential writer at a zone's capacity goes on at the
                 // next zone's start (fio's setup_zbd_zone_mode).
-                if !job.random && offset >= self.cap_end(z) && z + 1 < job.max_zone {
+                if !job.random && offset >= self.cap_end(z) {
+                    if z + 1 >= job.max_zone {
+                        return Ok(Placed::End);
+                    }
                     z += 1;
                 }
                 if !self.open_zone(job, z) {
