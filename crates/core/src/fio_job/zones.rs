@@ -230,3 +230,100 @@ fn lacks(
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::ini::{Expansion, parse};
+    use super::super::value::Keywords;
+    use super::super::{JobFilePlan, PlanError, plan};
+    use crate::zones::ZoneMode;
+
+    fn plan_of(text: &str) -> Result<JobFilePlan, PlanError> {
+        let exp = Expansion {
+            var: &|_| None,
+            keywords: Keywords {
+                pagesize: 4096,
+                mb_memory: 1024,
+                ncpus: 2,
+            },
+        };
+        let s = parse("t.fio", text, &exp, &mut |n, _| Err(format!("{n}: none"))).unwrap();
+        plan(&s, false)
+    }
+
+    #[test]
+    fn sizes_in_zones_are_zonesize_multiples() {
+        let p = plan_of(
+            "[a]\nfilename=/tmp/x\nzonemode=zbd\nzonesize=256M\nsize=8z\noffset=524z\n\
+             zone_reset_threshold=0.7\nzone_reset_frequency=0.125\nmax_open_zones=32\n",
+        )
+        .unwrap();
+        let s = &p.jobs[0].spec;
+        assert_eq!((s.size, s.offset), (8 << 28, 524 << 28));
+        assert_eq!(s.zones.mode, ZoneMode::Zbd);
+        assert_eq!((s.zones.max_open, s.zones.reset_frequency), (32, 0.125));
+        // A later size in bytes wins over the count of zones.
+        let p =
+            plan_of("[a]\nfilename=/tmp/x\nzonemode=zbd\nzonesize=1m\nsize=8z\nsize=2m\n").unwrap();
+        assert_eq!(p.jobs[0].spec.size, 2 << 20);
+    }
+
+    #[test]
+    fn zonesize_alone_is_strided_and_zonerange_defaults_to_it() {
+        let p = plan_of("[a]\nfilename=/tmp/x\nsize=1g\nzonesize=256m\nzoneskip=2g\n").unwrap();
+        let z = &p.jobs[0].spec.zones;
+        assert_eq!(z.mode, ZoneMode::Strided);
+        assert_eq!((z.size, z.range, z.skip), (256 << 20, 256 << 20, 2 << 30));
+    }
+
+    #[test]
+    fn fio_s_refusals_name_the_option() {
+        for (text, says) in [
+            ("zonemode=zbd\n", "zonesize is required"),
+            ("zonemode=strided\n", "zonesize must be given"),
+            ("zonemode=none\nzonesize=1m\n", "not compatible"),
+            (
+                "zonemode=zbd\nzonesize=1m\nzonecapacity=2m\n",
+                "larger than zonesize",
+            ),
+            (
+                "zonemode=zbd\nzonesize=1m\njob_max_open_zones=2\n",
+                "without max_open_zones",
+            ),
+            (
+                "zonemode=zbd\nzonesize=1m\nzone_reset_threshold=2\n",
+                "between 0 and 1",
+            ),
+            (
+                "zonemode=zbd\nzonesize=1m\nmax_open_zones=5000\n",
+                "at most 4096",
+            ),
+            ("zonemode=sideways\n", "none, strided or zbd"),
+        ] {
+            let e = plan_of(&format!("[a]\nfilename=/tmp/x\nsize=4m\n{text}")).unwrap_err();
+            assert!(e.to_string().contains(says), "{text}: {e}");
+        }
+        // Trims in zbd mode reset whole zones: bs must be the zone size.
+        let e = plan_of("[a]\nfilename=/tmp/x\nsize=4m\nrw=trim\nzonemode=zbd\nzonesize=1m\n")
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("bs=") || e.to_string().contains("[a]"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("zone size"), "{e}");
+        assert!(
+            plan_of("[a]\nfilename=/tmp/x\nsize=4m\nrw=trim\nbs=1m\nzonemode=zbd\nzonesize=1m\n")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn allow_file_create_is_kept_per_job() {
+        let p = plan_of(
+            "[global]\nfilename=/tmp/x\nsize=1m\nallow_file_create=0\n[a]\n[b]\nallow_file_create=1\n",
+        )
+        .unwrap();
+        let got: Vec<bool> = p.jobs.iter().map(|j| j.allow_file_create).collect();
+        assert_eq!(got, [false, true]);
+    }
+}
