@@ -116,6 +116,10 @@ pub fn precheck_jobs(plan: &JobFilePlan, force: bool) -> Result<(), BlockError> 
                 job,
             ));
         }
+        if let (csdchar_core::zones::ZoneMode::Zbd, Some(t)) = (spec.zones.mode, &spec.target) {
+            crate::zones::refuse_real_zoned(t)
+                .map_err(|m| in_job_terms(BlockError::Refused(m), job))?;
+        }
         let grows = crate::target::precheck(&spec, planned).map_err(|e| in_job_terms(e, job))?;
         if let Some(g) = grows {
             let fs_dev = g.fs_dev;

@@ -52,24 +52,21 @@ fn table_for(path: &str, spec: &ZoneSpec, real_size: u64) -> Result<Arc<Mutex<Zo
     Ok(t)
 }
 
-/// Refuses a target that is a zoned block device (its sysfs
-/// `queue/zoned` is not `none`): csdchar emulates zones only.
+/// Refuses a target that is a zoned block device (sysfs `queue/zoned` of
+/// its disk is not `none`): csdchar emulates zones only.
 pub fn refuse_real_zoned(path: &str) -> Result<(), String> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let Ok(m) = std::fs::metadata(path) else {
-        return Ok(());
-    };
-    if !m.file_type().is_block_device() {
+    zoned_refusal(&csdchar_devices::Sysfs::from_env(), path)
+}
+
+fn zoned_refusal(sys: &csdchar_devices::Sysfs, path: &str) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let p = std::path::Path::new(path);
+    if !std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device()) {
         return Ok(());
     }
-    let (major, minor) = (rustix::fs::major(m.rdev()), rustix::fs::minor(m.rdev()));
-    let sys = format!("/sys/dev/block/{major}:{minor}");
-    let zoned = std::fs::read_to_string(format!("{sys}/queue/zoned"))
-        .or_else(|_| std::fs::read_to_string(format!("{sys}/../queue/zoned")))
-        .unwrap_or_default();
-    match zoned.trim() {
-        "" | "none" => Ok(()),
-        model => Err(format!(
+    match sys.resolve(p).ok().and_then(|d| sys.zoned_model(&d)) {
+        None => Ok(()),
+        Some(model) => Err(format!(
             "zonemode=zbd: {path} is a zoned block device ({model}); csdchar emulates zones on \
              files and devices that are not zoned and does not report or reset real zones"
         )),
@@ -165,5 +162,52 @@ impl JobZones {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+
+    #[test]
+    fn a_zoned_block_device_is_refused_and_a_file_is_not() {
+        // Any block device node of this machine, described by a fixture sysfs.
+        let Some((node, rdev)) = std::fs::read_dir("/dev").ok().and_then(|d| {
+            d.flatten().find_map(|e| {
+                let m = e.metadata().ok()?;
+                m.file_type()
+                    .is_block_device()
+                    .then(|| (e.path().display().to_string(), m.rdev()))
+            })
+        }) else {
+            eprintln!("skipped: no block device node in /dev");
+            return;
+        };
+        let (ma, mi) = (rustix::fs::major(rdev), rustix::fs::minor(rdev));
+        for (model, refused) in [
+            ("host-managed", true),
+            ("host-aware", true),
+            ("none", false),
+        ] {
+            let d = tempfile::tempdir().unwrap();
+            let dev = d.path().join("devices/virtual/block/zd0");
+            std::fs::create_dir_all(dev.join("queue")).unwrap();
+            std::fs::write(dev.join("queue/zoned"), format!("{model}\n")).unwrap();
+            std::fs::create_dir_all(d.path().join("dev/block")).unwrap();
+            std::fs::create_dir_all(d.path().join("block")).unwrap();
+            std::os::unix::fs::symlink(&dev, d.path().join(format!("dev/block/{ma}:{mi}")))
+                .unwrap();
+            std::os::unix::fs::symlink(&dev, d.path().join("block/zd0")).unwrap();
+            let sys = csdchar_devices::Sysfs::at(d.path());
+            let r = zoned_refusal(&sys, &node);
+            assert_eq!(r.is_err(), refused, "{model}: {r:?}");
+            if let Err(m) = r {
+                assert!(m.contains(model) && m.contains("zoned block device"), "{m}");
+            }
+        }
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let sys = csdchar_devices::Sysfs::at("/nonexistent");
+        assert!(zoned_refusal(&sys, f.path().to_str().unwrap()).is_ok());
     }
 }
