@@ -183,6 +183,20 @@ pub(super) fn resolve(
     if mode == ZoneMode::None {
         return Ok(ZoneSpec::default());
     }
+    // fio's zbd_zone_align_file_sizes: a job that writes or trims starts at
+    // a zone's start and covers whole zones.
+    if mode == ZoneMode::Zbd && rw != crate::result::block::RwMode::Read && *size > 0 {
+        let zs = z.size;
+        let start = offset.next_multiple_of(zs);
+        let end = (*offset + *size) / zs * zs;
+        if end <= start {
+            return Err(format!(
+                "the region ({size} bytes at {offset}) holds no whole zone of {zs} bytes: \
+                 io_size must be at least one zone"
+            ));
+        }
+        (*offset, *size) = (start, end - start);
+    }
     let spec = ZoneSpec {
         mode,
         size: z.size,
@@ -266,6 +280,26 @@ mod tests {
         let p =
             plan_of("[a]\nfilename=/tmp/x\nzonemode=zbd\nzonesize=1m\nsize=8z\nsize=2m\n").unwrap();
         assert_eq!(p.jobs[0].spec.size, 2 << 20);
+    }
+
+    #[test]
+    fn a_zbd_writer_s_region_is_whole_zones() {
+        let p = plan_of(
+            "[a]\nfilename=/tmp/x\nzonemode=zbd\nzonesize=1m\nrw=write\noffset=512k\nsize=3m\n",
+        )
+        .unwrap();
+        let s = &p.jobs[0].spec;
+        assert_eq!((s.offset, s.size), (1 << 20, 2 << 20));
+        // A reader keeps its region.
+        let p = plan_of("[a]\nfilename=/tmp/x\nzonemode=zbd\nzonesize=1m\noffset=512k\nsize=3m\n")
+            .unwrap();
+        assert_eq!(
+            (p.jobs[0].spec.offset, p.jobs[0].spec.size),
+            (512 << 10, 3 << 20)
+        );
+        let e = plan_of("[a]\nfilename=/tmp/x\nzonemode=zbd\nzonesize=1m\nrw=write\nsize=512k\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("at least one zone"), "{e}");
     }
 
     #[test]
