@@ -63,6 +63,22 @@ fn strided_zones_visit_fio_s_offsets_in_fio_s_order() {
     assert_eq!(fio_offsets.len(), 384);
     assert_eq!(fio_offsets[16].0, 5 << 20);
     assert_eq!(ours, fio_offsets, "csdchar's offsets, then fio's");
+    // Random reads: offsets drawn inside the window, which moves as fio's.
+    let d = tempfile::tempdir().unwrap();
+    let dirs = both(d.path(), &job.replace("rw=read", "rw=randread"), 24 << 20);
+    let windows: Vec<Vec<u64>> = dirs
+        .iter()
+        .map(|dir| {
+            let offs = logged(&dir.join("z_bw.1.log"));
+            assert!(
+                offs.iter().all(|(o, _)| o % (5 << 20) < 1 << 20),
+                "{offs:?}"
+            );
+            offs.iter().map(|(o, _)| o / (5 << 20)).collect()
+        })
+        .collect();
+    assert_eq!(windows[0].len(), 384);
+    assert_eq!(windows[1], windows[0], "csdchar's windows, then fio's");
 }
 
 /// Replays writes (offset, len) on zones of `zone` bytes: the zones written
