@@ -741,7 +741,8 @@ impl Builder {
         }
         let (mut size, mut offset, mut io_size) = (self.size, self.offset, self.io_size);
         let sizes = [&mut size, &mut offset, &mut io_size];
-        let zones = match zones::resolve(&self.zones, sizes, (self.rw, bs), lacks) {
+        let job = (self.rw, bs, self.files.several(self.filename.as_ref()));
+        let zones = match zones::resolve(&self.zones, sizes, job, lacks) {
             Ok(z) => z,
             Err(m) => return bad("zonemode", &m),
         };

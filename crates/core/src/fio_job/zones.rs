@@ -126,7 +126,7 @@ pub(super) fn set(
 pub(super) fn resolve(
     z: &ZoneOptions,
     [size, offset, io_size]: [&mut u64; 3],
-    (rw, bs): (crate::result::block::RwMode, u64),
+    (rw, bs, several_files): (crate::result::block::RwMode, u64, bool),
     lacking: &mut Vec<(&'static str, String)>,
 ) -> Result<ZoneSpec, String> {
     let mode = match z.mode {
@@ -214,6 +214,12 @@ pub(super) fn resolve(
         reset_frequency: z.reset_frequency,
     };
     lacking.extend(lacks(&spec, rw, bs));
+    if several_files {
+        lacking.push((
+            "zonemode",
+            "zones with several files per job (csdchar's zones are those of one file)".into(),
+        ));
+    }
     Ok(spec)
 }
 
@@ -349,6 +355,12 @@ mod tests {
             plan_of("[a]\nfilename=/tmp/x\nsize=4m\nrw=trim\nbs=1m\nzonemode=zbd\nzonesize=1m\n")
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn zones_with_several_files_are_refused_by_line() {
+        let e = plan_of("[a]\nnrfiles=2\nsize=8m\nzonemode=zbd\nzonesize=1m\n").unwrap_err();
+        assert!(e.to_string().contains("zonemode=zbd (t.fio:4)"), "{e}");
     }
 
     #[test]
