@@ -304,3 +304,52 @@ fn zbd_reset_threshold_and_frequency_reset_as_many_zones_as_fio() {
         );
     }
 }
+
+#[test]
+fn zbd_trims_reset_zones_without_touching_the_target() {
+    use std::os::unix::fs::MetadataExt;
+    if fio().is_none() {
+        return;
+    }
+    // Four zones written, then every zone trimmed (bs is the zone size): each
+    // trim resets its zone's write pointer; fio sends nothing to the file.
+    let job = "[global]\nfilename=TARGET\nzonemode=zbd\nzonesize=1m\n[w]\nrw=write\nsize=4m\n\
+               bs=256k\n[t]\nstonewall\nrw=trim\nbs=1m\nsize=8m\n";
+    let d = tempfile::tempdir().unwrap();
+    let dirs = both(d.path(), job, 8 << 20);
+    let blocks: Vec<u64> = dirs
+        .iter()
+        .map(|dir| std::fs::metadata(dir.join("target")).unwrap().blocks())
+        .collect();
+    assert_eq!(
+        blocks[1], blocks[0],
+        "allocated blocks: fio's, then csdchar's"
+    );
+    assert!(
+        blocks[0] >= 8 * 1024,
+        "the written 4 MiB are still there: {blocks:?}"
+    );
+    let r = common::csdchar(&[
+        "block",
+        "--job-file",
+        dirs[1].join("job.fio").to_str().unwrap(),
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+    // Two results, one per job: the trim job reset the four zones holding data.
+    let resets: Vec<u64> = r
+        .stdout
+        .match_indices("\"zone_resets\"")
+        .map(|(i, _)| {
+            let rest = &r.stdout[i + 14..];
+            let digits: String = rest
+                .chars()
+                .skip_while(|c| !c.is_ascii_digit())
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().unwrap()
+        })
+        .collect();
+    assert_eq!(resets, [0, 4], "{}", r.stdout);
+}

@@ -670,7 +670,13 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     } else {
                         buffers.addr(buf)
                     },
-                    len: len as u32,
+                    // A zbd trim is a zone reset: nothing reaches the target
+                    // (an empty trim completes at once), as in fio.
+                    len: if dir == Direction::Trim && zones.as_ref().is_some_and(|z| z.is_zbd()) {
+                        0
+                    } else {
+                        len as u32
+                    },
                     offset,
                     file,
                     dir,

@@ -121,6 +121,11 @@ impl JobZones {
         }
     }
 
+    /// Whether these are `zonemode=zbd` zones (trims reset zones, no I/O).
+    pub fn is_zbd(&self) -> bool {
+        matches!(self, JobZones::Zbd { .. })
+    }
+
     /// Where the I/O of direction `dir` (0 read, 1 write, 2 trim) planned at
     /// `offset` for `len` bytes goes: (direction, offset, length, whether a
     /// zone was reset for it); None: the job ends. `random`: the job's
