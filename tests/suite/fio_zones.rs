@@ -262,6 +262,26 @@ fn zone_examples_parse_as_fio_takes_them() {
     let r = check("[a]\nfilename=/tmp/x\nsize=1m\nzonemode=zbd\n");
     assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("zonesize"), "{}", r.stderr);
+    // With verify the block size must divide the zone size (fio's zbd_verify_bs).
+    let p = d.path().join("v.fio");
+    let target = d.path().join("v.dat");
+    std::fs::write(
+        &p,
+        format!(
+            "[a]\nfilename={}\nsize=4m\nzonemode=zbd\nzonesize=1m\nbs=3k\nverify=crc32c\n\
+             rw=write\n",
+            target.display()
+        ),
+    )
+    .unwrap();
+    let r = common::csdchar(&["block", "--job-file", p.to_str().unwrap()]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("must divide the zone size"),
+        "{}",
+        r.stderr
+    );
+    assert!(!target.exists(), "nothing created");
     // zbd-rand-write-trim-gc: only flow is left (another family).
     if let Ok(text) = std::fs::read_to_string(ex.join("zbd-rand-write-trim-gc.fio")) {
         let r = check(&text);

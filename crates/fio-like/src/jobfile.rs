@@ -119,6 +119,17 @@ pub fn precheck_jobs(plan: &JobFilePlan, force: bool) -> Result<(), BlockError> 
         if let (csdchar_core::zones::ZoneMode::Zbd, Some(t)) = (spec.zones.mode, &spec.target) {
             crate::zones::refuse_real_zoned(t)
                 .map_err(|m| in_job_terms(BlockError::Refused(m), job))?;
+            // fio's zbd_verify_bs.
+            if (spec.verify || spec.verify_only) && spec.zones.size % spec.bs != 0 {
+                return Err(in_job_terms(
+                    BlockError::Usage(format!(
+                        "bs: with verify and zonemode=zbd the block size {} must divide the zone \
+                         size {}",
+                        spec.bs, spec.zones.size
+                    )),
+                    job,
+                ));
+            }
         }
         let grows = crate::target::precheck(&spec, planned).map_err(|e| in_job_terms(e, job))?;
         if let Some(g) = grows {
