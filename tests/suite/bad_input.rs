@@ -775,7 +775,7 @@ const SWEEP: &[Case] = &[
     Case {
         args: &["block", "--job-file", "{dir}/jobs/unsupported.fio"],
         option: "unsupported.fio:4",
-        says: "zonemode=zbd",
+        says: "exec_prerun=true",
     },
     Case {
         args: &["block", "--job-file", "{dir}/jobs/unset.fio"],
@@ -882,7 +882,7 @@ const JOB_FILES: &[(&str, &str)] = &[
     ("value.fio", "[j]\nfilename={d}/new.dat\nsize=1m\nbs=abc\n"),
     (
         "unsupported.fio",
-        "[j]\nfilename={d}/new.dat\nsize=1m\nzonemode=zbd\n",
+        "[j]\nfilename={d}/new.dat\nsize=1m\nexec_prerun=true\n",
     ),
     ("unset.fio", "[j]\nfilename=${CSDCHAR_TEST_NEVER_SET}\n"),
     (

@@ -30,7 +30,7 @@ fn unsupported_options_are_all_named_and_nothing_is_created() {
         d.path(),
         "bad.fio",
         &format!(
-            "[global]\nfilename={}\nsize=1m\nlockmem=64m\n[a]\nrw=randwrite\nzonemode=zbd\n",
+            "[global]\nfilename={}\nsize=1m\nlockmem=64m\n[a]\nrw=randwrite\nexec_prerun=true\n",
             target.display()
         ),
     );
@@ -50,7 +50,7 @@ fn unsupported_options_are_all_named_and_nothing_is_created() {
         r.stderr
     );
     assert!(
-        r.stderr.contains("zonemode=zbd (") && r.stderr.contains("bad.fio:7"),
+        r.stderr.contains("exec_prerun=true (") && r.stderr.contains("bad.fio:7"),
         "{}",
         r.stderr
     );

@@ -42,3 +42,4 @@ pub mod tpcb;
 pub mod tpcc;
 pub mod units;
 pub mod zfs;
+pub mod zones;

@@ -51,6 +51,14 @@ impl Sysfs {
         }
     }
 
+    /// The zoned model of `dev`'s disk (`queue/zoned`: `host-managed`,
+    /// `host-aware`); None for a disk that is not zoned (`none`) or unknown.
+    pub fn zoned_model(&self, dev: &BlockDevice) -> Option<String> {
+        self.read(format!("block/{}/queue/zoned", dev.disk))
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty() && t != "none")
+    }
+
     /// The compressor zram disk `disk` uses: `comp_algorithm`'s bracketed choice.
     pub fn zram_algorithm(&self, disk: &str) -> Option<String> {
         self.read(format!("block/{disk}/comp_algorithm"))
@@ -101,6 +109,8 @@ mod tests {
             "U5400610\n",
         );
         mk("devices/pci/block/nvme0n1/queue/rotational", "0\n");
+        mk("devices/pci/block/nvme0n1/queue/zoned", "host-managed\n");
+        mk("devices/virtual/block/zram3/queue/zoned", "none\n");
         mk("devices/virtual/block/zram3/dev", "252:3\n");
         mk(
             "devices/virtual/block/zram3/comp_algorithm",
@@ -126,5 +136,8 @@ mod tests {
         let z = sys.identity(&sys.by_name("zram3").unwrap());
         assert_eq!(z.zram_algorithm.as_deref(), Some("lz4"));
         assert_eq!((z.model, z.firmware_rev), (None, None));
+        let zoned = |name: &str| sys.zoned_model(&sys.by_name(name).unwrap());
+        assert_eq!(zoned("nvme0n1").as_deref(), Some("host-managed"));
+        assert_eq!(zoned("zram3"), None);
     }
 }

@@ -48,6 +48,8 @@ pub struct JobConfig<'a> {
     pub size: u64,
     /// Logical block size of the target, for LBAs.
     pub lbs: u32,
+    /// The target's size in bytes (fio's real_file_size: where zones end).
+    pub real_size: u64,
     /// What to do.
     pub phase: Phase,
 }
@@ -145,6 +147,8 @@ pub enum JobEvent {
 pub struct JobOutcome {
     /// Job number.
     pub job: u32,
+    /// Zones reset under `zonemode=zbd` (fio's `nr_zone_resets`).
+    pub zone_resets: u64,
     /// [read, write, trim] totals.
     pub dirs: [DirTotals; 3],
     /// End of the job's measured period, ns since `base`.
@@ -174,6 +178,7 @@ impl JobOutcome {
     pub fn failed(job: u32, error: RunError) -> Self {
         JobOutcome {
             job,
+            zone_resets: 0,
             dirs: [DirTotals::new(), DirTotals::new(), DirTotals::new()],
             end_ns: 0,
             error: Some(error),
@@ -296,6 +301,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         .flatten();
     let mut outcome = JobOutcome {
         job: cfg.job,
+        zone_resets: 0,
         dirs: [DirTotals::new(), DirTotals::new(), DirTotals::new()],
         end_ns: 0,
         error: None,
@@ -346,6 +352,22 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             stride: numjobs,
             nblocks,
         },
+    };
+    // fio's zonemode: where each planned I/O really goes.
+    let mut zones = match crate::zones::JobZones::new(spec, cfg.size, cfg.real_size) {
+        Ok(z) => z,
+        Err(message) => {
+            let err = RunError {
+                message,
+                errno: None,
+                offset: None,
+                direction: None,
+                job: Some(cfg.job),
+            };
+            record_error(&mut outcome, shared, err);
+            let _ = shared.events.send(JobEvent::Done(cfg.job));
+            return outcome;
+        }
     };
     // Budget: fio's `size` per job; verify phases cover the job's share once.
     // fio's offset modifier (rw=read:-8k), in blocks.
@@ -577,6 +599,40 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     p.issued(dir.index(), len);
                 }
                 let offset = region + block * unit[dir.index()];
+                let (dir, offset, len) = match zones.as_mut().map(|z| {
+                    let d = dir.index();
+                    z.place(d, offset, len, region, unit[d], spec.rw.is_random())
+                }) {
+                    None => (dir, offset, len),
+                    Some(Ok(Some((d, o, l, reset)))) => {
+                        outcome.zone_resets += u64::from(reset);
+                        if let Planner::Sequential { next } = &mut planner {
+                            // The next sequential I/O follows this one (fio's last_pos).
+                            next[d] = (o + l).saturating_sub(region) / unit[d];
+                        }
+                        (
+                            [Direction::Read, Direction::Write, Direction::Trim][d],
+                            o,
+                            l,
+                        )
+                    }
+                    Some(r) => {
+                        if let Err(message) = r {
+                            let err = RunError {
+                                message,
+                                errno: None,
+                                offset: Some(offset),
+                                direction: None,
+                                job: Some(cfg.job),
+                            };
+                            record_error(&mut outcome, shared, err);
+                        }
+                        // No zone takes it: the job ends (fio's io_u_eof).
+                        free.push(tag);
+                        budget = issued;
+                        break;
+                    }
+                };
                 let buf = match dir {
                     Direction::Trim => 0,
                     Direction::Read => buffers.read_buffer(tag),
@@ -614,7 +670,13 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     } else {
                         buffers.addr(buf)
                     },
-                    len: len as u32,
+                    // A zbd trim is a zone reset: nothing reaches the target
+                    // (an empty trim completes at once), as in fio.
+                    len: if dir == Direction::Trim && zones.as_ref().is_some_and(|z| z.is_zbd()) {
+                        0
+                    } else {
+                        len as u32
+                    },
                     offset,
                     file,
                     dir,

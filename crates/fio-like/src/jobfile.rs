@@ -36,6 +36,9 @@ pub fn run_job_file(
     interrupt: &Arc<AtomicBool>,
     on_line: &mut dyn FnMut(&str),
 ) -> JobFileRun {
+    // A run starts with every emulated zone empty, as a fio process does.
+    let targets = || plan.jobs.iter().filter_map(|j| j.spec.target.as_deref());
+    crate::zones::forget(targets());
     let outcomes = match precheck_jobs(plan, force) {
         Err(e) => {
             on_line(&format!("error: {e}"));
@@ -46,6 +49,7 @@ pub fn run_job_file(
         }
         Ok(()) => run_jobs(plan, file, force, interrupt, on_line),
     };
+    crate::zones::forget(targets());
     let mut run = JobFileRun {
         results: Vec::new(),
         exit_code: 0,
@@ -101,6 +105,32 @@ pub fn precheck_jobs(plan: &JobFilePlan, force: bool) -> Result<(), BlockError> 
             let key = crate::target::file_key(std::path::Path::new(t));
             files.iter().find(|g| g.file == key).map(|g| g.end)
         });
+        if let (false, Some(t), None) = (job.allow_file_create, spec.target.as_deref(), planned)
+            && !std::path::Path::new(t).exists()
+        {
+            return Err(in_job_terms(
+                BlockError::Usage(format!(
+                    "allow_file_create: filename {t} does not exist and allow_file_create=0 \
+                     forbids creating it (fio: file creation disallowed by allow_file_create=0)"
+                )),
+                job,
+            ));
+        }
+        if let (csdchar_core::zones::ZoneMode::Zbd, Some(t)) = (spec.zones.mode, &spec.target) {
+            crate::zones::refuse_real_zoned(t)
+                .map_err(|m| in_job_terms(BlockError::Refused(m), job))?;
+            // fio's zbd_verify_bs.
+            if (spec.verify || spec.verify_only) && spec.zones.size % spec.bs != 0 {
+                return Err(in_job_terms(
+                    BlockError::Usage(format!(
+                        "bs: with verify and zonemode=zbd the block size {} must divide the zone \
+                         size {}",
+                        spec.bs, spec.zones.size
+                    )),
+                    job,
+                ));
+            }
+        }
         let grows = crate::target::precheck(&spec, planned).map_err(|e| in_job_terms(e, job))?;
         if let Some(g) = grows {
             let fs_dev = g.fs_dev;

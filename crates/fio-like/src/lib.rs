@@ -20,6 +20,7 @@ pub mod sysinfo;
 pub mod target;
 pub mod uring;
 pub mod verify;
+pub mod zones;
 
 pub use engine::{Completion, Direction, EngineError, IoEngine, IoRequest, NullEngine};
 pub use error::BlockError;

@@ -291,6 +291,7 @@ where
                     spec,
                     size: target.size,
                     lbs: target.info.logical_block_size,
+                    real_size: target.info.size_bytes,
                     phase,
                 };
                 match factory(fd, spec.iodepth).and_then(|mut e| e.set_files(fds).map(|()| e)) {
@@ -743,6 +744,8 @@ fn assemble(
             a.merge(&j.batches);
             a
         })),
+        zone_resets: (spec.zones.mode == csdchar_core::zones::ZoneMode::Zbd)
+            .then(|| main.jobs.iter().map(|j| j.zone_resets).sum()),
         job_file: None,
         start: None,
     }

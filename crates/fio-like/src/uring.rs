@@ -271,8 +271,13 @@ impl IoEngine for UringEngine {
     fn queue(&mut self, req: &IoRequest) {
         if req.dir == Direction::Trim {
             let len = u64::from(req.len);
-            if self.trim_via == TrimVia::Ioctl {
-                let result = self.discard_now(req.offset, len);
+            // An empty trim (a zbd zone reset) is done: nothing to send.
+            if self.trim_via == TrimVia::Ioctl || len == 0 {
+                let result = if len == 0 {
+                    0
+                } else {
+                    self.discard_now(req.offset, len)
+                };
                 self.done_now.push(Completion {
                     tag: req.tag,
                     result,

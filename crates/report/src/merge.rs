@@ -510,6 +510,7 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
                 Some(a)
             },
         ),
+        zone_resets: parts.iter().try_fold(0u64, |a, p| Some(a + p.zone_resets?)),
         job_file: None,
         // Each host began at its own moment: their records stay in the parts.
         start: None,

@@ -163,6 +163,10 @@ pub fn block_text(r: &BlockResult) -> Vec<u8> {
     if let Some(d) = &r.trim {
         direction(&mut out, "trim", d, r.elapsed_ns);
     }
+    if let Some(n) = r.zone_resets {
+        // fio: "; N zone resets" after the write line.
+        let _ = writeln!(out, "  zbd: {n} zone resets");
+    }
     let c = &r.cpu;
     let _ = writeln!(
         out,

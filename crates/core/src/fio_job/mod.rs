@@ -26,6 +26,7 @@ pub mod ini;
 pub mod print;
 mod think;
 pub mod value;
+mod zones;
 
 use crate::bssplit::BsSplit;
 use crate::dedupe::{DedupeMode, DedupeSpec};
@@ -85,6 +86,8 @@ pub struct JobPlan {
     /// What this job ends when it ends, when a job of the file has `exitall`
     /// (fio's flag is the run's); None: nothing.
     pub exit_what: Option<ExitWhat>,
+    /// fio's `allow_file_create`: false refuses a job whose file does not exist.
+    pub allow_file_create: bool,
 }
 
 /// Which jobs a job ends when it ends under `exitall` (fio's `exit_what`).
@@ -268,6 +271,8 @@ struct Builder {
     exitall: bool,
     exit_what: ExitWhat,
     randrepeat: bool,
+    allow_file_create: bool,
+    zones: zones::ZoneOptions,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -328,6 +333,8 @@ impl Builder {
             exitall: false,
             exit_what: ExitWhat::Group,
             randrepeat: true,
+            allow_file_create: true,
+            zones: Default::default(),
             set_at: Vec::new(),
         }
     }
@@ -440,12 +447,15 @@ impl Builder {
             }
             "iodepth" => self.iodepth = small(need()?, "iodepth", 1, 4096)?,
             "numjobs" => self.numjobs = small(need()?, "numjobs", 1, 1024)?,
+            "size" | "offset" | "io_size" if zones::zone_count(v).is_some() => {
+                self.zones.set_count(&o.name, v)
+            }
             "size" => match value::size(need()?, self.kb_base).map_err(wrap)? {
-                value::Size::Bytes(b) => self.size = b,
+                value::Size::Bytes(b) => (self.size, self.zones.size_nz) = (b, 0),
                 value::Size::Percent(_) => return lacks("a size as a percentage of the target"),
             },
             "offset" => match value::size(need()?, self.kb_base).map_err(wrap)? {
-                value::Size::Bytes(b) => self.offset = b,
+                value::Size::Bytes(b) => (self.offset, self.zones.offset_nz) = (b, 0),
                 value::Size::Percent(_) => return lacks("an offset as a percentage of the target"),
             },
             "runtime" | "timeout" => {
@@ -605,7 +615,7 @@ impl Builder {
                 }
             }
             "io_size" | "io_limit" => match value::size(need()?, self.kb_base).map_err(wrap)? {
-                value::Size::Bytes(b) => self.io_size = b,
+                value::Size::Bytes(b) => (self.io_size, self.zones.io_size_nz) = (b, 0),
                 value::Size::Percent(_) => return lacks("io_size as a percentage"),
             },
             "number_ios" => self.number_ios = value::int(need()?).map_err(wrap)?,
@@ -650,6 +660,8 @@ impl Builder {
                 }
             }
             k if think::takes(k) => return think::set(&mut self.think, k, need()?),
+            "allow_file_create" => self.allow_file_create = value::boolean(v).map_err(wrap)?,
+            k if zones::takes(k) => return zones::set(&mut self.zones, k, v, self.kb_base),
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -727,7 +739,14 @@ impl Builder {
         if self.compress_chunk == 0 && self.compress_pct > 0 {
             return bad("buffer_compress_chunk", "must be positive");
         }
-        let size = match (self.size, self.filesize) {
+        let (mut size, mut offset, mut io_size) = (self.size, self.offset, self.io_size);
+        let sizes = [&mut size, &mut offset, &mut io_size];
+        let job = (self.rw, bs, self.files.several(self.filename.as_ref()));
+        let zones = match zones::resolve(&self.zones, sizes, job, lacks) {
+            Ok(z) => z,
+            Err(m) => return bad("zonemode", &m),
+        };
+        let size = match (size, self.filesize) {
             // Several files: files::apply splits size over them.
             (s, _) if self.files.several(self.filename.as_ref()) => s,
             (s, Some(f)) if self.files.filesize_high != f => {
@@ -856,7 +875,7 @@ impl Builder {
             iodepth: self.iodepth,
             numjobs,
             size,
-            offset: self.offset,
+            offset,
             runtime_ms: self.runtime_us.map(ms).filter(|&m| m > 0),
             time_based,
             ramp_time_ms: ms(self.ramp_us),
@@ -882,12 +901,13 @@ impl Builder {
             rw_seq_add,
             files: Default::default(),
             think: self.think.clone(),
+            zones,
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {
                 SteadySpec::default()
             },
-            io_size: self.io_size,
+            io_size,
             number_ios: self.number_ios,
             loops: self.loops,
             rate: if self.rate.is_none() {
@@ -1135,6 +1155,7 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                 place: format!("{}:{}", section.file, section.line),
                 option_places: last_places(&b.set_at),
                 exit_what: Some(b.exit_what),
+                allow_file_create: b.allow_file_create,
             });
             exitall |= b.exitall;
         }

@@ -84,7 +84,7 @@ fn clones_share_a_named_file_and_get_their_own_without_one() {
 #[test]
 fn every_unsupported_option_is_named_with_its_place() {
     let text =
-        "[global]\nfilename=/tmp/x\nlockmem=1g\n[a]\nzonemode=zbd\nsize=1m\nexitall_on_error\n";
+        "[global]\nfilename=/tmp/x\nlockmem=1g\n[a]\nexec_prerun=true\nsize=1m\nexitall_on_error\n";
     let e = plan(&sections(text), false).unwrap_err();
     let PlanError::Unsupported(list) = &e else {
         panic!("{e}")

@@ -17,6 +17,7 @@ use crate::rate::RateLimit;
 use crate::stats::LatencyStats;
 use crate::steady::{SteadySpec, SteadyStateReport};
 use crate::think::ThinkTime;
+use crate::zones::ZoneSpec;
 
 /// Schema identifier of block results.
 pub const BLOCK_SCHEMA: &str = "csdchar.block/1";
@@ -238,6 +239,9 @@ pub struct BlockSpec {
     /// fio's think time: a pause after every so many I/Os; absent: none.
     #[serde(default, skip_serializing_if = "ThinkTime::is_none")]
     pub think: ThinkTime,
+    /// fio's zone mode (`zonemode=strided|zbd` and its options); absent: none.
+    #[serde(default, skip_serializing_if = "ZoneSpec::is_none")]
+    pub zones: ZoneSpec,
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -299,6 +303,7 @@ impl Default for BlockSpec {
             rw_seq_add: 0,
             files: JobFiles::default(),
             think: ThinkTime::default(),
+            zones: ZoneSpec::default(),
         }
     }
 }
@@ -648,6 +653,10 @@ pub struct BlockResult {
     /// iodepth_complete); absent in results written before csdchar counted them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_batches: Option<BatchCounts>,
+    /// Zones reset under `zonemode=zbd`, all jobs together (fio's "zone resets"); absent without
+    /// zonemode=zbd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_resets: Option<u64>,
     /// Steady-state outcome (fio's `steadystate`); absent when the job asked for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<SteadyStateReport>,
