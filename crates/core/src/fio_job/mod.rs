@@ -24,6 +24,7 @@ mod bs_split;
 pub mod files;
 pub mod ini;
 pub mod print;
+mod share;
 mod think;
 pub mod value;
 
@@ -265,6 +266,7 @@ struct Builder {
     do_verify: bool,
     files: files::FileOptions,
     think: crate::think::ThinkTime,
+    share: crate::share::JobShare,
     exitall: bool,
     exit_what: ExitWhat,
     randrepeat: bool,
@@ -325,6 +327,7 @@ impl Builder {
             do_verify: true,
             files: files::FileOptions::default(),
             think: Default::default(),
+            share: Default::default(),
             exitall: false,
             exit_what: ExitWhat::Group,
             randrepeat: true,
@@ -650,6 +653,7 @@ impl Builder {
                 }
             }
             k if think::takes(k) => return think::set(&mut self.think, k, need()?),
+            k if share::takes(k) => return share::set(&mut self.share, k, need()?),
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -882,6 +886,7 @@ impl Builder {
             rw_seq_add,
             files: Default::default(),
             think: self.think.clone(),
+            share: self.share.clone(),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {

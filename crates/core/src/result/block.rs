@@ -14,6 +14,7 @@ use crate::fileset::JobFiles;
 use crate::iolog::LogSpec;
 use crate::pattern::Fill;
 use crate::rate::RateLimit;
+use crate::share::JobShare;
 use crate::stats::LatencyStats;
 use crate::steady::{SteadySpec, SteadyStateReport};
 use crate::think::ThinkTime;
@@ -238,6 +239,10 @@ pub struct BlockSpec {
     /// fio's think time: a pause after every so many I/Os; absent: none.
     #[serde(default, skip_serializing_if = "ThinkTime::is_none")]
     pub think: ThinkTime,
+    /// How the job shares the machine: fio's flow and NUMA placement;
+    /// absent: it does not.
+    #[serde(default, skip_serializing_if = "JobShare::is_none")]
+    pub share: JobShare,
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -299,6 +304,7 @@ impl Default for BlockSpec {
             rw_seq_add: 0,
             files: JobFiles::default(),
             think: ThinkTime::default(),
+            share: JobShare::default(),
         }
     }
 }

@@ -1,0 +1,221 @@
+//! Jobs that share the machine, beside fio's runs of the same job files:
+//! flows (`flow`, `flow_sleep`: the I/O counts of a flow's jobs in the ratio
+//! of their weights) and NUMA placement (`numa_cpu_nodes`, `numa_mem_policy`:
+//! nodes the machine lacks refused as fio's run refuses them).
+
+use crate::common;
+use crate::fio_parity::fio;
+
+use std::path::Path;
+
+/// fio's (limited to a minute, then killed) or csdchar's fio-json for the
+/// job file at `path`, and the exit code and stderr when it failed.
+fn fio_json(who: &str, path: &Path) -> Result<serde_json::Value, (i32, String)> {
+    let (code, stdout, stderr) = if who == "fio" {
+        let mut child = std::process::Command::new(fio().unwrap())
+            .args(["--output-format=json", path.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("fio ran {} for over 60 s", path.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    } else {
+        let r = common::csdchar(&[
+            "block",
+            "--job-file",
+            path.to_str().unwrap(),
+            "--output-format",
+            "fio-json",
+        ]);
+        (r.outcome.exit_code, r.stdout, r.stderr)
+    };
+    if code != 0 {
+        return Err((code, stderr));
+    }
+    Ok(serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap())
+}
+
+/// Each job's name and read I/Os.
+fn reads(v: &serde_json::Value) -> Vec<(String, u64)> {
+    v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["jobname"].as_str().unwrap().to_string(),
+                j["read"]["total_ios"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_flow_keeps_its_jobs_in_the_ratio_of_their_weights_as_fio() {
+    if fio().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // flow.fio's weights (1 and 8, flow_sleep=1000) on the null engine, 1 s.
+    // Without the flow both would do about as many; with it, 1:8.
+    let path = dir.path().join("flow.fio");
+    std::fs::write(
+        &path,
+        "[global]\nioengine=null\nsize=1g\nbs=8k\niodepth=16\ntime_based\nruntime=1\n\
+         flow_sleep=1000\n[slow]\nrw=read\nflow=1\n[fast]\nrw=randread\nflow=8\n",
+    )
+    .unwrap();
+    for who in ["fio", "csdchar"] {
+        let v = fio_json(who, &path).unwrap_or_else(|e| panic!("{who}: {e:?}"));
+        let r = reads(&v);
+        assert_eq!(r[0].0, "slow");
+        let ratio = r[1].1 as f64 / r[0].1.max(1) as f64;
+        assert!(r[0].1 >= 50, "{who}: {r:?}");
+        assert!(
+            (6.5..=9.5).contains(&ratio),
+            "{who}: {r:?} (ratio {ratio:.2})"
+        );
+    }
+}
+
+#[test]
+fn butterfly_runs_both_ends_in_step_as_fio() {
+    if fio().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // butterfly.fio: forward and backward reads of one file, flow=2 each
+    // (no flow_sleep: a job ahead waits for the other). On 16 MiB, each
+    // reads the whole file; with the flow neither gets more than a few I/Os
+    // ahead, so they end together.
+    let file = dir.path().join("testfile");
+    std::fs::write(&file, vec![0u8; 16 << 20]).unwrap();
+    let path = dir.path().join("butterfly.fio");
+    std::fs::write(
+        &path,
+        format!(
+            "[global]\nfilename={}\nbs=4k\ndirect=1\n[forward]\nrw=read\nflow=2\n\
+             [backward]\nrw=read:-8k\nflow=2\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    for who in ["fio", "csdchar"] {
+        let v = match fio_json(who, &path) {
+            Ok(v) => v,
+            // direct=1 where the temporary directory does not take it.
+            Err((_, e)) if e.contains("Invalid argument") => return,
+            Err(e) => panic!("{who}: {e:?}"),
+        };
+        let r = reads(&v);
+        assert_eq!(r, [("forward".into(), 4096), ("backward".into(), 4096)]);
+        let runtimes: Vec<f64> = v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["job_runtime"].as_f64().unwrap())
+            .collect();
+        // In step: one job's end is the other's (a job ahead would finish
+        // first and leave the other alone; a few ms of slack for the clock).
+        assert!(
+            (runtimes[0] - runtimes[1]).abs() <= 5.0 + runtimes[0] * 0.05,
+            "{who}: {runtimes:?}"
+        );
+    }
+    // The same shape for 1 s with the backward job held to 2,000 IOPS: the
+    // forward one, free to go a hundred times faster on the null engine, is
+    // kept to the same count by the flow.
+    let paced = dir.path().join("paced.fio");
+    std::fs::write(
+        &paced,
+        "[global]\nioengine=null\nsize=64m\nbs=4k\ntime_based\nruntime=1\n\
+         [forward]\nrw=read\nflow=2\n[backward]\nrw=read:-8k\nflow=2\nrate_iops=2000\n",
+    )
+    .unwrap();
+    for who in ["fio", "csdchar"] {
+        let r = reads(&fio_json(who, &paced).unwrap_or_else(|e| panic!("{who}: {e:?}")));
+        assert!(r[1].1 >= 1000, "{who}: {r:?}");
+        assert!(r[0].1.abs_diff(r[1].1) <= 20, "{who}: {r:?}");
+    }
+}
+
+/// The machine's highest NUMA node.
+fn last_node() -> u32 {
+    std::fs::read_to_string("/sys/devices/system/node/online")
+        .ok()
+        .and_then(|s| s.trim().rsplit(['-', ',']).next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn numa_placement_runs_on_nodes_that_exist_and_refuses_others_as_fio() {
+    if fio().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("target");
+    std::fs::write(&file, vec![0u8; 8 << 20]).unwrap();
+    let job = |cpu: &str, mem: &str| {
+        format!(
+            "[global]\nioengine=libaio\nrw=randread\nbs=512K\niodepth=16\nsize=8m\n\
+             filename={}\n[job1]\nnuma_cpu_nodes=0\nnuma_mem_policy=bind:0\n\
+             [job2]\nnuma_cpu_nodes={cpu}\nnuma_mem_policy={mem}\n",
+            file.display()
+        )
+    };
+    // numa.fio's jobs on node 0: both run, each reading the 8 MiB.
+    let ok = dir.path().join("ok.fio");
+    std::fs::write(&ok, job("0", "interleave:0")).unwrap();
+    for who in ["fio", "csdchar"] {
+        let v = fio_json(who, &ok).unwrap_or_else(|e| panic!("{who}: {e:?}"));
+        assert_eq!(
+            reads(&v),
+            [("job1".into(), 16), ("job2".into(), 16)],
+            "{who}"
+        );
+    }
+    // numa.fio as written names node 1: refused where the machine lacks it.
+    let missing = last_node() + 1;
+    let bad = dir.path().join("bad.fio");
+    std::fs::write(
+        &bad,
+        job(&format!("0-{missing}"), &format!("interleave:0-{missing}")),
+    )
+    .unwrap();
+    let (code, e) = fio_json("fio", &bad).unwrap_err();
+    assert_ne!(code, 0);
+    assert!(e.contains(&format!("numa_cpu_nodes=0-{missing}")), "{e}");
+    let (code, e) = fio_json("csdchar", &bad).unwrap_err();
+    assert_eq!(code, 2, "{e}");
+    assert!(
+        e.contains(&format!(
+            "numa_cpu_nodes: node {missing} does not exist (this machine's nodes: 0"
+        )) && e.contains("bad.fio:"),
+        "{e}"
+    );
+    let r = common::csdchar(&["block", "--job-file", bad.to_str().unwrap(), "--parse-only"]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    // A policy fio's parser refuses is refused by line, as a usage error.
+    let wrong = dir.path().join("wrong.fio");
+    std::fs::write(&wrong, job("0", "prefer:0-1")).unwrap();
+    let (code, e) = fio_json("csdchar", &wrong).unwrap_err();
+    assert_eq!(code, 2, "{e}");
+    assert!(
+        e.contains("numa_mem_policy=prefer:0-1") && e.contains("one node"),
+        "{e}"
+    );
+}
