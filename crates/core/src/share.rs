@@ -2,7 +2,10 @@
 //! `flow`, `flow_sleep`: jobs of one flow keep their I/O counts in the ratio
 //! of their weights, flow.c) and NUMA placement (`numa_cpu_nodes`,
 //! `numa_mem_policy`: the CPUs of some nodes, a memory policy, as libnuma
-//! sets them in fio's thread_main). Pure: which nodes exist is the engine's
+//! sets them in fio's thread_main) and I/O priorities (`prio`, `prioclass`:
+//! the job's, set with ioprio_set and on every io_uring SQE; `cmdprio_percentage`,
+//! `cmdprio_class`, `cmdprio`: a share of each direction's I/Os with another,
+//! as fio's engines/cmdprio.c). Pure: which nodes exist is the engine's
 //! question.
 
 use serde::{Deserialize, Serialize};
@@ -152,6 +155,108 @@ impl Numa {
     }
 }
 
+/// Linux's ioprio value of `class` and `level` (`IOPRIO_PRIO_VALUE`).
+pub fn ioprio_value(class: u8, level: u8) -> u16 {
+    (u16::from(class) << 13) | u16::from(level)
+}
+
+/// A job's I/O priorities.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IoPrio {
+    /// The job's priority class (`prioclass`, 0 to 3; 0 is taken as best
+    /// effort, as fio's ioprio_value does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<u8>,
+    /// The job's level in it (`prio`, 0 to 7). Neither set: the thread's
+    /// priority is left alone and SQEs carry 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u8>,
+    /// Percent of reads and of writes that carry `cmd` instead (`cmdprio_percentage`).
+    #[serde(default)]
+    pub cmd_percentage: [u8; 2],
+    /// The class of those I/Os per direction (`cmdprio_class`; 0: real time, fio's default).
+    #[serde(default)]
+    pub cmd_class: [u8; 2],
+    /// Their level per direction (`cmdprio`, 0 to 7).
+    #[serde(default)]
+    pub cmd_level: [u8; 2],
+    /// Whether latency logs carry each I/O's priority (`log_prio`) rather
+    /// than 1 for a real-time one and 0 otherwise.
+    #[serde(default)]
+    pub log_prio: bool,
+}
+
+impl IoPrio {
+    /// Whether the job asks for nothing.
+    pub fn is_none(&self) -> bool {
+        self.job().is_none() && self.cmd_percentage == [0, 0] && !self.log_prio
+    }
+
+    /// The value every I/O carries unless cmdprio picks another (fio's
+    /// `td->ioprio`): 0 without `prio`/`prioclass`.
+    pub fn default_value(&self) -> u16 {
+        self.job().unwrap_or(0)
+    }
+
+    /// The job's own priority, when `prio` or `prioclass` is set.
+    pub fn job(&self) -> Option<u16> {
+        if self.class.is_none() && self.level.is_none() {
+            return None;
+        }
+        let class = match self.class.unwrap_or(0) {
+            0 => 2,
+            c => c,
+        };
+        Some(ioprio_value(class, self.level.unwrap_or(0)))
+    }
+
+    /// The cmdprio value of direction `d` (0 read, 1 write).
+    pub fn cmd_value(&self, d: usize) -> u16 {
+        let class = match self.cmd_class[d] {
+            0 => 1,
+            c => c,
+        };
+        ioprio_value(class, self.cmd_level[d])
+    }
+
+    /// Whether direction `d` draws per-I/O priorities (fio then keeps
+    /// latencies per priority for it).
+    pub fn draws(&self, d: usize) -> bool {
+        d < 2 && self.cmd_percentage[d] > 0
+    }
+
+    /// The priority of an I/O of direction `d`, given fio's draw of 0 to 99
+    /// (`rand_between(prio_state, 0, 99)`, drawn only when the direction
+    /// has a percentage).
+    pub fn pick(&self, d: usize, draw: u32) -> u16 {
+        if self.draws(d) && draw < u32::from(self.cmd_percentage[d]) {
+            self.cmd_value(d)
+        } else {
+            self.default_value()
+        }
+    }
+
+    /// The lat logs' last column for an I/O of priority `value`.
+    pub fn log_value(&self, value: u16) -> String {
+        if self.log_prio {
+            format!("0x{value:04x}")
+        } else {
+            u8::from(value >> 13 == 1).to_string()
+        }
+    }
+}
+
+/// Completion latency of one priority's I/Os (fio's `prios` entries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PrioLatency {
+    /// The priority class (1 real time, 2 best effort, 3 idle, 0 none).
+    pub prioclass: u8,
+    /// The level in the class (0 to 7).
+    pub prio: u8,
+    /// Completion latency of the I/Os with it, ns.
+    pub clat: crate::stats::LatencyStats,
+}
+
 /// How a job shares the machine with the others.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobShare {
@@ -161,6 +266,9 @@ pub struct JobShare {
     /// Its NUMA placement.
     #[serde(default, skip_serializing_if = "Numa::is_none")]
     pub numa: Numa,
+    /// Its I/O priorities.
+    #[serde(default, skip_serializing_if = "IoPrio::is_none")]
+    pub prio: IoPrio,
 }
 
 impl Flow {
@@ -182,7 +290,7 @@ impl Flow {
 impl JobShare {
     /// Whether the job asks for nothing.
     pub fn is_none(&self) -> bool {
-        self.flow.is_none() && self.numa.is_none()
+        self.flow.is_none() && self.numa.is_none() && self.prio.is_none()
     }
 }
 
@@ -217,6 +325,26 @@ mod tests {
         assert!(MemPolicy::parse("local:0").is_err());
         assert_eq!(MemPolicy::parse("default").unwrap(), MemPolicy::Default);
         assert!(MemPolicy::parse("spread:0").is_err());
+    }
+
+    #[test]
+    fn priorities_are_fios_values() {
+        let p = IoPrio {
+            class: Some(3),
+            cmd_percentage: [20, 0],
+            ..IoPrio::default()
+        };
+        // cmdprio_class unset: real time, level 0.
+        assert_eq!(p.pick(0, 19), 0x2000);
+        assert_eq!(p.pick(0, 20), 0x6000);
+        assert_eq!(p.pick(1, 0), 0x6000);
+        assert_eq!(p.log_value(0x2000), "1");
+        assert_eq!(p.log_value(0x6000), "0");
+        let logged = IoPrio {
+            log_prio: true,
+            ..p
+        };
+        assert_eq!(logged.log_value(0x6000), "0x6000");
     }
 
     #[test]

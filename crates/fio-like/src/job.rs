@@ -96,17 +96,28 @@ pub struct DirTotals {
     pub clat: LatencyRecorder,
     /// Total latency.
     pub lat: LatencyRecorder,
+    /// Completion latency per I/O priority, when cmdprio draws them (fio's
+    /// clat_prio): `(ioprio, latencies)`.
+    pub prios: Vec<(u16, LatencyRecorder)>,
 }
 
 impl DirTotals {
-    fn new() -> Self {
+    /// Nothing recorded yet.
+    pub fn new() -> Self {
         DirTotals {
             ios: 0,
             bytes: 0,
             slat: LatencyRecorder::precise(),
             clat: LatencyRecorder::precise(),
             lat: LatencyRecorder::precise(),
+            prios: Vec::new(),
         }
+    }
+}
+
+impl Default for DirTotals {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -201,6 +212,8 @@ struct Slot {
     dir: Direction,
     /// The file (fio's nrfiles; 0 with one).
     file: u32,
+    /// The I/O's priority (fio's io_u->ioprio).
+    prio: u16,
 }
 
 /// How a workload picks each I/O's direction.
@@ -274,8 +287,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         (Phase::Workload, true, false) => Mix::Trim,
         _ => Mix::Share(read_share),
     };
-    // fio's NUMA placement, before the buffers are allocated.
-    let placed = crate::share::place_thread(&spec.share.numa);
+    // fio's NUMA placement, before the buffers are allocated, and the job's
+    // I/O priority (ioprio_set, as fio's thread_main).
+    let placed = crate::share::place_thread(&spec.share.numa)
+        .and_then(|()| crate::share::set_thread_prio(&spec.share.prio));
+    // fio's prio_state: which I/Os carry cmdprio's priority.
+    let mut prio_rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5052_494F);
     let data = writes.then(|| {
         (
             DataSpec {
@@ -326,7 +343,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     };
     let registered = placed
         .map_err(|source| EngineError::Sys {
-            what: "numa_cpu_nodes/numa_mem_policy",
+            what: "numa_cpu_nodes/numa_mem_policy/prio/prioclass",
             source,
         })
         .and_then(|()| engine.register_buffers(&buffers.regions()));
@@ -423,6 +440,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             buf: 0,
             dir: Direction::Read,
             file: 0,
+            prio: 0,
         };
         depth
     ];
@@ -631,6 +649,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     buf,
                     dir,
                     file,
+                    prio: crate::share::pick_prio(&spec.share.prio, dir.index(), &mut prio_rng),
                 };
                 engine.queue(&IoRequest {
                     tag,
@@ -644,6 +663,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     offset,
                     file,
                     dir,
+                    ioprio: slots[tag as usize].prio,
                 });
                 queued_tags.push(tag);
                 issued += 1;
@@ -818,9 +838,13 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             t.slat.record(slat);
             t.clat.record(clat);
             t.lat.record(lat);
+            if spec.share.prio.draws(dir.index()) {
+                crate::share::record_prio(&mut t.prios, slot.prio, clat);
+            }
             if let Some(l) = &mut logger {
                 let t_ms = (done - ramp_ns) / 1_000_000;
-                l.record(
+                l.record_prio(
+                    &spec.share.prio.log_value(slot.prio),
                     t_ms,
                     dir.index(),
                     len as u64,

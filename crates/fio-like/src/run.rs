@@ -629,13 +629,7 @@ fn assemble(
         main.intervals.iter().collect()
     };
     let summary = |d: usize| {
-        let mut t = DirTotals {
-            ios: 0,
-            bytes: 0,
-            slat: LatencyRecorder::precise(),
-            clat: LatencyRecorder::precise(),
-            lat: LatencyRecorder::precise(),
-        };
+        let mut t = DirTotals::new();
         for j in &main.jobs {
             let s = &j.dirs[d];
             t.ios += s.ios;
@@ -643,6 +637,7 @@ fn assemble(
             t.slat.merge(&s.slat);
             t.clat.merge(&s.clat);
             t.lat.merge(&s.lat);
+            crate::share::merge_prios(&mut t.prios, &s.prios);
         }
         let series: Vec<f64> = full
             .iter()
@@ -661,6 +656,7 @@ fn assemble(
             slat: t.slat.summary(&spec.percentiles),
             clat: t.clat.summary(&spec.percentiles),
             lat: t.lat.summary(&spec.percentiles),
+            prios: crate::share::prio_latencies(spec, d, &t.prios),
             interval_iops: SeriesStats::of(&series),
         }
     };
@@ -685,6 +681,7 @@ fn assemble(
                     hdr_histogram: None,
                     ..j.dirs[d].lat.summary(&spec.percentiles)
                 }),
+                prios: crate::share::prio_latencies(spec, d, &j.dirs[d].prios),
             };
             JobSummary {
                 job: j.job,

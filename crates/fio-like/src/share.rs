@@ -9,7 +9,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use csdchar_core::share::{Flow, MemPolicy, Numa};
+use csdchar_core::share::{Flow, IoPrio, MemPolicy, Numa};
+use csdchar_core::stats::LatencyRecorder;
 
 /// One flow's shared counts (fio's `struct fio_flow`).
 #[derive(Debug)]
@@ -203,6 +204,86 @@ pub fn pause(us: u64, stop: &dyn Fn() -> bool) {
         }
         std::thread::sleep((end - now).min(std::time::Duration::from_millis(10)));
     }
+}
+
+/// The priority of the next I/O of direction `d` (fio's
+/// fio_cmdprio_set_ioprio: a draw of 0 to 99 against the percentage).
+pub fn pick_prio(p: &IoPrio, d: usize, rng: &mut rand_xoshiro::Xoshiro256PlusPlus) -> u16 {
+    if !p.draws(d) {
+        return p.default_value();
+    }
+    p.pick(d, crate::offsets::uniform_below(rng, 100) as u32)
+}
+
+/// Adds an I/O's completion latency to its priority's (fio's clat_prio:
+/// the job's own priority first).
+pub fn record_prio(prios: &mut Vec<(u16, LatencyRecorder)>, prio: u16, clat_ns: u64) {
+    match prios.iter_mut().find(|(p, _)| *p == prio) {
+        Some((_, r)) => r.record(clat_ns),
+        None => {
+            let mut r = LatencyRecorder::precise();
+            r.record(clat_ns);
+            prios.push((prio, r));
+        }
+    }
+}
+
+/// Adds `from`'s per-priority latencies to `into`'s.
+pub fn merge_prios(into: &mut Vec<(u16, LatencyRecorder)>, from: &[(u16, LatencyRecorder)]) {
+    for (p, r) in from {
+        match into.iter_mut().find(|(q, _)| q == p) {
+            Some((_, mine)) => mine.merge(r),
+            None => into.push((*p, r.clone())),
+        }
+    }
+}
+
+/// fio's `prios` of direction `d`: the job's priority first, then the
+/// others as drawn, each with samples, and only when two or more have them
+/// (stat.c, get_nr_prios_with_samples).
+pub fn prio_latencies(
+    spec: &csdchar_core::result::block::BlockSpec,
+    d: usize,
+    prios: &[(u16, LatencyRecorder)],
+) -> Vec<csdchar_core::share::PrioLatency> {
+    let with: Vec<&(u16, LatencyRecorder)> = prios.iter().filter(|(_, r)| r.count() > 0).collect();
+    if with.len() < 2 || !spec.share.prio.draws(d) {
+        return Vec::new();
+    }
+    let first = spec.share.prio.default_value();
+    let mut ordered: Vec<&(u16, LatencyRecorder)> =
+        with.iter().copied().filter(|(p, _)| *p == first).collect();
+    ordered.extend(with.iter().copied().filter(|(p, _)| *p != first));
+    ordered
+        .into_iter()
+        .map(|(p, r)| csdchar_core::share::PrioLatency {
+            prioclass: (p >> 13) as u8,
+            prio: (p & 7) as u8,
+            clat: r.summary(&spec.percentiles),
+        })
+        .collect()
+}
+
+/// ioprio_set(2) for the calling thread with the job's priority, when
+/// `prio` or `prioclass` is set (fio's thread_main).
+pub fn set_thread_prio(p: &IoPrio) -> std::io::Result<()> {
+    let Some(value) = p.job() else {
+        return Ok(());
+    };
+    // IOPRIO_WHO_PROCESS with 0: the calling thread.
+    // Safety: ioprio_set takes three integers and touches no memory of ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            1 as libc::c_long,
+            0 as libc::c_long,
+            libc::c_long::from(value),
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Where this machine's NUMA nodes are described.

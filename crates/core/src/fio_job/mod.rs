@@ -654,6 +654,7 @@ impl Builder {
             }
             k if think::takes(k) => return think::set(&mut self.think, k, need()?),
             k if share::takes(k) => return share::set(&mut self.share, k, need()?),
+            k if share::takes_prio(k) => share::set_prio(&mut self.share, k, v)?,
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {

@@ -41,3 +41,45 @@ pub(super) fn set(s: &mut JobShare, name: &str, v: &str) -> Result<Result<(), St
     }
     Ok(Ok(()))
 }
+
+/// Whether `name` is one of the priority options.
+pub(super) fn takes_prio(name: &str) -> bool {
+    matches!(
+        name,
+        "prio" | "prioclass" | "cmdprio_percentage" | "cmdprio_class" | "cmdprio" | "log_prio"
+    )
+}
+
+/// Sets one priority option (a bare `log_prio` is 1).
+pub(super) fn set_prio(s: &mut JobShare, name: &str, v: Option<&str>) -> Result<(), String> {
+    let wrap = |e: value::ValueError| e.to_string();
+    if name == "log_prio" {
+        s.prio.log_prio = value::boolean(v).map_err(wrap)?;
+        return Ok(());
+    }
+    let v = v.ok_or_else(|| format!("{name} needs a value"))?;
+    let ranged = |t: &str, lo: u64, hi: u64| -> Result<u8, String> {
+        value::int(t)
+            .ok()
+            .filter(|n| (lo..=hi).contains(n))
+            .map(|n| n as u8)
+            .ok_or_else(|| format!("{name}={v}: {lo} to {hi}"))
+    };
+    // Read and write values, "R,W" or one for both (fio's per-direction options).
+    let per_dir = |slots: &mut [u8; 2], lo: u64, hi: u64| -> Result<(), String> {
+        for (slot, part) in slots.iter_mut().zip(value::per_direction(v)) {
+            if let Some(p) = part {
+                *slot = ranged(p, lo, hi)?;
+            }
+        }
+        Ok(())
+    };
+    match name {
+        "prio" => s.prio.level = Some(ranged(v, 0, 7)?),
+        "prioclass" => s.prio.class = Some(ranged(v, 0, 3)?),
+        "cmdprio_percentage" => per_dir(&mut s.prio.cmd_percentage, 0, 100)?,
+        "cmdprio_class" => per_dir(&mut s.prio.cmd_class, 1, 3)?,
+        _ => per_dir(&mut s.prio.cmd_level, 0, 7)?,
+    }
+    Ok(())
+}

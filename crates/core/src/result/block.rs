@@ -362,6 +362,10 @@ pub struct DirectionSummary {
     pub iops: f64,
     /// Bytes per second over the measured period.
     pub bw_bytes_per_s: f64,
+    /// Completion latency per I/O priority, when cmdprio gives the
+    /// direction's I/Os several (fio's `prios`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prios: Vec<crate::share::PrioLatency>,
     /// Submission latency: from preparing the I/O until io_uring_enter was called to submit it, ns.
     pub slat: LatencyStats,
     /// Completion latency: from that io_uring_enter call (the kernel's submission work included) until the completion was reaped, ns.
@@ -494,6 +498,10 @@ pub struct JobDirection {
     /// This job's total latency (no histogram).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lat: Option<LatencyStats>,
+    /// This job's completion latency per I/O priority, when cmdprio gives
+    /// the direction's I/Os several (fio's `prios`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prios: Vec<crate::share::PrioLatency>,
 }
 
 /// The data the job wrote and how compressible it turned out.
