@@ -180,6 +180,10 @@ pub struct IoPrio {
     /// Their level per direction (`cmdprio`, 0 to 7).
     #[serde(default)]
     pub cmd_level: [u8; 2],
+    /// Per block size, shares of reads and of writes with given priorities
+    /// (`cmdprio_bssplit`), sorted by block size; empty: none.
+    #[serde(default, skip_serializing_if = "is_empty_pair")]
+    pub cmd_bssplit: [Vec<BsPrio>; 2],
     /// Whether latency logs carry each I/O's priority (`log_prio`) rather
     /// than 1 for a real-time one and 0 otherwise.
     #[serde(default)]
@@ -222,18 +226,63 @@ impl IoPrio {
     /// Whether direction `d` draws per-I/O priorities (fio then keeps
     /// latencies per priority for it).
     pub fn draws(&self, d: usize) -> bool {
-        d < 2 && self.cmd_percentage[d] > 0
+        d < 2 && (self.cmd_percentage[d] > 0 || !self.cmd_bssplit[d].is_empty())
     }
 
-    /// The priority of an I/O of direction `d`, given fio's draw of 0 to 99
-    /// (`rand_between(prio_state, 0, 99)`, drawn only when the direction
-    /// has a percentage).
-    pub fn pick(&self, d: usize, draw: u32) -> u16 {
-        if self.draws(d) && draw < u32::from(self.cmd_percentage[d]) {
-            self.cmd_value(d)
-        } else {
-            self.default_value()
+    /// The share in percent of direction `d`'s I/Os of `len` bytes that
+    /// carry a cmdprio priority (fio's fio_cmdprio_percentage).
+    pub fn share(&self, d: usize, len: u64) -> u32 {
+        if d >= 2 {
+            return 0;
         }
+        if self.cmd_bssplit[d].is_empty() {
+            return u32::from(self.cmd_percentage[d]);
+        }
+        self.cmd_bssplit[d]
+            .iter()
+            .filter(|b| b.bs == len)
+            .map(|b| u32::from(b.perc))
+            .sum()
+    }
+
+    /// The priority of an I/O of direction `d` and `len` bytes, given fio's
+    /// draw of 0 to 99 (`rand_between(prio_state, 0, 99)`, drawn only when
+    /// [`IoPrio::share`] is not 0).
+    pub fn pick(&self, d: usize, len: u64, draw: u32) -> u16 {
+        if draw >= self.share(d, len) {
+            return self.default_value();
+        }
+        if self.cmd_bssplit[d].is_empty() {
+            return self.cmd_value(d);
+        }
+        let mut sum = 0;
+        for b in self.cmd_bssplit[d].iter().filter(|b| b.bs == len) {
+            sum += u32::from(b.perc);
+            if draw < sum {
+                return b.prio.unwrap_or_else(|| self.cmd_value(d));
+            }
+        }
+        self.default_value()
+    }
+
+    /// Direction `d`'s priorities in fio's order (its clat_prio indexes):
+    /// the job's, then each cmdprio one as its entries name it.
+    pub fn order(&self, d: usize) -> Vec<u16> {
+        let mut out = vec![self.default_value()];
+        let cmd: Vec<u16> = if self.cmd_bssplit[d.min(1)].is_empty() {
+            vec![self.cmd_value(d.min(1))]
+        } else {
+            self.cmd_bssplit[d.min(1)]
+                .iter()
+                .map(|b| b.prio.unwrap_or_else(|| self.cmd_value(d.min(1))))
+                .collect()
+        };
+        for p in cmd {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
     }
 
     /// The lat logs' last column for an I/O of priority `value`.
@@ -244,6 +293,81 @@ impl IoPrio {
             u8::from(value >> 13 == 1).to_string()
         }
     }
+}
+
+/// One `cmdprio_bssplit` entry: `perc`% of the I/Os of size `bs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BsPrio {
+    /// Block size, bytes.
+    pub bs: u64,
+    /// Percent of that size's I/Os.
+    pub perc: u8,
+    /// Their priority; None: cmdprio_class and cmdprio's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prio: Option<u16>,
+}
+
+fn is_empty_pair(v: &[Vec<BsPrio>; 2]) -> bool {
+    v[0].is_empty() && v[1].is_empty()
+}
+
+/// Parses `cmdprio_bssplit` as fio 3.33 does (options.c,
+/// split_parse_prio_ddir): per direction (`R,W`; one list for both),
+/// `:`-separated `bs/perc[/class/level]` entries (fields after the fourth
+/// ignored, as fio's sscanf does), entries of 0% dropped, sorted by size, at
+/// most 100% per size.
+pub fn parse_bssplit(
+    s: &str,
+    bytes: &dyn Fn(&str) -> Result<u64, String>,
+) -> Result<[Vec<BsPrio>; 2], String> {
+    let mut parts = s.trim().split(',');
+    let first = parts.next().unwrap_or("");
+    let second = parts.next();
+    let one = |list: &str| -> Result<Vec<BsPrio>, String> {
+        let mut out = Vec::new();
+        for e in list.split(':').take_while(|e| !e.is_empty()) {
+            let f: Vec<&str> = e.split('/').collect();
+            let num = |t: &str| {
+                t.trim()
+                    .parse::<u32>()
+                    .map_err(|_| format!("'{e}': bs/perc[/class/level]"))
+            };
+            let perc = match f.get(1) {
+                Some(p) if !p.is_empty() => num(p)?.min(100) as u8,
+                _ => 0,
+            };
+            let prio = match f.len() {
+                0..=2 => None,
+                3 => return Err(format!("'{e}': bs/perc[/class/level]")),
+                _ => Some(ioprio_value(
+                    num(f[2])?.min(3) as u8,
+                    num(f[3])?.min(7) as u8,
+                )),
+            };
+            let bs = bytes(f[0])?;
+            if perc > 0 {
+                out.push(BsPrio { bs, perc, prio });
+            }
+        }
+        out.sort_by_key(|b| b.bs);
+        for b in &out {
+            let total: u32 = out
+                .iter()
+                .filter(|o| o.bs == b.bs)
+                .map(|o| u32::from(o.perc))
+                .sum();
+            if total > 100 {
+                return Err(format!("the shares of {} bytes add up to over 100%", b.bs));
+            }
+        }
+        Ok(out)
+    };
+    let read = one(first)?;
+    let write = match second {
+        Some(w) => one(w)?,
+        None => read.clone(),
+    };
+    Ok([read, write])
 }
 
 /// Completion latency of one priority's I/Os (fio's `prios` entries).
@@ -335,9 +459,9 @@ mod tests {
             ..IoPrio::default()
         };
         // cmdprio_class unset: real time, level 0.
-        assert_eq!(p.pick(0, 19), 0x2000);
-        assert_eq!(p.pick(0, 20), 0x6000);
-        assert_eq!(p.pick(1, 0), 0x6000);
+        assert_eq!(p.pick(0, 4096, 19), 0x2000);
+        assert_eq!(p.pick(0, 4096, 20), 0x6000);
+        assert_eq!(p.pick(1, 4096, 0), 0x6000);
         assert_eq!(p.log_value(0x2000), "1");
         assert_eq!(p.log_value(0x6000), "0");
         let logged = IoPrio {
@@ -345,6 +469,46 @@ mod tests {
             ..p
         };
         assert_eq!(logged.log_value(0x6000), "0x6000");
+    }
+
+    #[test]
+    fn cmdprio_bssplit_reads_as_fio_reads_it() {
+        let bytes = |t: &str| -> Result<u64, String> {
+            let (n, m) = match t.strip_suffix('k') {
+                Some(n) => (n, 1024),
+                None => (t.strip_suffix('M').unwrap_or(t), 1 << 20),
+            };
+            n.parse::<u64>().map(|n| n * m).map_err(|e| e.to_string())
+        };
+        // cmdprio-bssplit.fio's [cmdprio-adv] and [cmdprio-hints] lists.
+        let [r, w] = parse_bssplit("64k/25/1/1:64k/75/3/2:1024k/0,1024k/0", &bytes).unwrap();
+        assert!(w.is_empty());
+        let p = IoPrio {
+            class: Some(2),
+            level: Some(7),
+            cmd_bssplit: [r, w],
+            ..IoPrio::default()
+        };
+        assert_eq!(p.share(0, 65536), 100);
+        assert_eq!(p.pick(0, 65536, 24), ioprio_value(1, 1));
+        assert_eq!(p.pick(0, 65536, 25), ioprio_value(3, 2));
+        assert_eq!(p.pick(0, 1 << 20, 0), ioprio_value(2, 7));
+        assert_eq!(p.order(0), [0x4007, 0x2001, 0x6002]);
+        let [r, _] = parse_bssplit("1M/10/2/0/1:1M/30/2/0/2:2M/10/2/0/3", &bytes).unwrap();
+        assert_eq!(r.len(), 3);
+        assert_eq!(r[0].prio, Some(0x4000));
+        // The implicit priority: cmdprio_class (real time by default) and cmdprio.
+        let [r, _] = parse_bssplit("64k/100:1024k/0", &bytes).unwrap();
+        assert_eq!(
+            r,
+            [BsPrio {
+                bs: 65536,
+                perc: 100,
+                prio: None
+            }]
+        );
+        assert!(parse_bssplit("64k/60:64k/50", &bytes).is_err());
+        assert!(parse_bssplit("64k/60/1", &bytes).is_err());
     }
 
     #[test]

@@ -649,7 +649,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     buf,
                     dir,
                     file,
-                    prio: crate::share::pick_prio(&spec.share.prio, dir.index(), &mut prio_rng),
+                    prio: crate::share::pick_prio(
+                        &spec.share.prio,
+                        dir.index(),
+                        len,
+                        &mut prio_rng,
+                    ),
                 };
                 engine.queue(&IoRequest {
                     tag,

@@ -208,11 +208,16 @@ pub fn pause(us: u64, stop: &dyn Fn() -> bool) {
 
 /// The priority of the next I/O of direction `d` (fio's
 /// fio_cmdprio_set_ioprio: a draw of 0 to 99 against the percentage).
-pub fn pick_prio(p: &IoPrio, d: usize, rng: &mut rand_xoshiro::Xoshiro256PlusPlus) -> u16 {
-    if !p.draws(d) {
+pub fn pick_prio(
+    p: &IoPrio,
+    d: usize,
+    len: u64,
+    rng: &mut rand_xoshiro::Xoshiro256PlusPlus,
+) -> u16 {
+    if p.share(d, len) == 0 {
         return p.default_value();
     }
-    p.pick(d, crate::offsets::uniform_below(rng, 100) as u32)
+    p.pick(d, len, crate::offsets::uniform_below(rng, 100) as u32)
 }
 
 /// Adds an I/O's completion latency to its priority's (fio's clat_prio:
@@ -250,10 +255,9 @@ pub fn prio_latencies(
     if with.len() < 2 || !spec.share.prio.draws(d) {
         return Vec::new();
     }
-    let first = spec.share.prio.default_value();
-    let mut ordered: Vec<&(u16, LatencyRecorder)> =
-        with.iter().copied().filter(|(p, _)| *p == first).collect();
-    ordered.extend(with.iter().copied().filter(|(p, _)| *p != first));
+    let order = spec.share.prio.order(d);
+    let mut ordered = with;
+    ordered.sort_by_key(|(p, _)| order.iter().position(|q| q == p).unwrap_or(usize::MAX));
     ordered
         .into_iter()
         .map(|(p, r)| csdchar_core::share::PrioLatency {

@@ -46,7 +46,13 @@ pub(super) fn set(s: &mut JobShare, name: &str, v: &str) -> Result<Result<(), St
 pub(super) fn takes_prio(name: &str) -> bool {
     matches!(
         name,
-        "prio" | "prioclass" | "cmdprio_percentage" | "cmdprio_class" | "cmdprio" | "log_prio"
+        "prio"
+            | "prioclass"
+            | "cmdprio_percentage"
+            | "cmdprio_class"
+            | "cmdprio"
+            | "cmdprio_bssplit"
+            | "log_prio"
     )
 }
 
@@ -79,7 +85,16 @@ pub(super) fn set_prio(s: &mut JobShare, name: &str, v: Option<&str>) -> Result<
         "prioclass" => s.prio.class = Some(ranged(v, 0, 3)?),
         "cmdprio_percentage" => per_dir(&mut s.prio.cmd_percentage, 0, 100)?,
         "cmdprio_class" => per_dir(&mut s.prio.cmd_class, 1, 3)?,
+        "cmdprio_bssplit" => {
+            let bytes = |t: &str| value::bytes(t, 1024).map_err(wrap);
+            s.prio.cmd_bssplit = crate::share::parse_bssplit(v, &bytes)
+                .map_err(|e| format!("cmdprio_bssplit={v}: {e}"))?;
+        }
         _ => per_dir(&mut s.prio.cmd_level, 0, 7)?,
+    }
+    let p = &s.prio;
+    if p.cmd_percentage != [0, 0] && !(p.cmd_bssplit[0].is_empty() && p.cmd_bssplit[1].is_empty()) {
+        return Err("cmdprio_percentage and cmdprio_bssplit are mutually exclusive".into());
     }
     Ok(())
 }
