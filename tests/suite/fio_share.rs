@@ -381,4 +381,23 @@ fn cmdprio_bssplit_gives_each_size_its_priorities_as_fio() {
         "{}",
         r.stderr
     );
+    // cmdprio is an option of the io_uring and libaio engines: fio refuses it
+    // with psync ("Bad option"), and so does csdchar, which would run psync
+    // on io_uring.
+    std::fs::write(
+        &bad,
+        format!(
+            "[j]\nfilename={}\nsize=1m\nioengine=psync\ncmdprio_percentage=20\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    assert_ne!(fio_json("fio", &bad).unwrap_err().0, 0);
+    let r = common::csdchar(&["block", "--job-file", bad.to_str().unwrap(), "--parse-only"]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cmdprio_percentage=20") && r.stderr.contains("io_uring and libaio"),
+        "{}",
+        r.stderr
+    );
 }

@@ -723,6 +723,14 @@ impl Builder {
         let Some(bs) = bs.filter(|b| (1..=MAX_BS).contains(b)) else {
             return bad("bs", "must be between 1 byte and 256m");
         };
+        let aio = matches!(self.replaced_engine.as_deref(), None | Some("libaio"));
+        if let Some(n) = share::engine_option(&self.set_at, self.engine == EngineKind::Uring && aio)
+        {
+            return bad(
+                n,
+                "an option of the io_uring and libaio engines (fio refuses it with this ioengine)",
+            );
+        }
         if self.direct && !bs.is_multiple_of(512) {
             return bad("bs", "must be a multiple of 512 with direct=1");
         }

@@ -98,3 +98,23 @@ pub(super) fn set_prio(s: &mut JobShare, name: &str, v: Option<&str>) -> Result<
     }
     Ok(())
 }
+
+/// The first cmdprio option set (fio's engine options of io_uring and
+/// libaio, which it refuses with other engines) unless `engine_has_them`.
+pub(super) fn engine_option(
+    set_at: &[(String, String, String)],
+    engine_has_them: bool,
+) -> Option<&'static str> {
+    const CMDPRIO: [&str; 4] = [
+        "cmdprio_percentage",
+        "cmdprio_class",
+        "cmdprio",
+        "cmdprio_bssplit",
+    ];
+    if engine_has_them {
+        return None;
+    }
+    set_at
+        .iter()
+        .find_map(|(n, _, _)| CMDPRIO.iter().find(|c| *c == n).copied())
+}
