@@ -193,7 +193,12 @@ pub struct IoPrio {
 impl IoPrio {
     /// Whether the job asks for nothing.
     pub fn is_none(&self) -> bool {
-        self.job().is_none() && self.cmd_percentage == [0, 0] && !self.log_prio
+        self.job().is_none()
+            && self.cmd_percentage == [0, 0]
+            && self.cmd_class == [0, 0]
+            && self.cmd_level == [0, 0]
+            && is_empty_pair(&self.cmd_bssplit)
+            && !self.log_prio
     }
 
     /// The value every I/O carries unless cmdprio picks another (fio's
