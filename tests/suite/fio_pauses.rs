@@ -7,11 +7,12 @@ use crate::fio_parity::fio;
 
 use std::path::Path;
 
-/// fio's or csdchar's fio-json for the job file at `path`. fio is given a
-/// minute and killed after it: fio 3.33 has been seen to hang on jobs with
-/// `thinktime_blocks_type=complete` on the null engine, and a hung peer must
-/// fail this test, not stall the suite.
-fn fio_json(who: &str, path: &Path) -> serde_json::Value {
+/// fio's or csdchar's fio-json for the job file at `path`; None when fio
+/// hangs. fio 3.33 hangs now and then on these think-time jobs with the null
+/// engine (a run of well under a second still going after 20 s, seen with
+/// both `thinktime_blocks_type`s on a loaded machine): it is killed after
+/// 20 s and its side of the comparison is left out, csdchar's still checked.
+fn fio_json(who: &str, path: &Path) -> Option<serde_json::Value> {
     let stdout = if who == "fio" {
         let mut child = std::process::Command::new(fio().unwrap())
             .args(["--output-format=json", path.to_str().unwrap()])
@@ -19,12 +20,16 @@ fn fio_json(who: &str, path: &Path) -> serde_json::Value {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while child.try_wait().unwrap().is_none() {
             if std::time::Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("fio ran {} for over 60 s", path.display());
+                eprintln!(
+                    "fio hung on {} (killed after 20 s): its side is left out",
+                    path.display()
+                );
+                return None;
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
@@ -46,17 +51,17 @@ fn fio_json(who: &str, path: &Path) -> serde_json::Value {
         assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
         r.stdout
     };
-    serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap()
+    Some(serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap())
 }
 
-/// `job_runtime` (ms) and read I/Os of the first job.
-fn runtime_and_ios(who: &str, path: &Path) -> (f64, u64) {
-    let v = fio_json(who, path);
+/// `job_runtime` (ms) and read I/Os of the first job; None when fio hung.
+fn runtime_and_ios(who: &str, path: &Path) -> Option<(f64, u64)> {
+    let v = fio_json(who, path)?;
     let j = &v["jobs"][0];
-    (
+    Some((
         j["job_runtime"].as_f64().unwrap(),
         j["read"]["total_ios"].as_u64().unwrap(),
-    )
+    ))
 }
 
 #[test]
@@ -80,14 +85,13 @@ fn thinktime_pauses_after_every_thinktime_blocks_as_fio() {
             ),
         )
         .unwrap();
-        // fio's side for `issue` only: fio 3.33 hangs now and then on the
-        // `complete` job (null engine), so there csdchar is held to the
-        // count fio's documentation gives.
-        let mut runs = vec![("csdchar", runtime_and_ios("csdchar", &path))];
-        if count == "issue" {
-            runs.push(("fio", runtime_and_ios("fio", &path)));
-        }
-        for (who, (ms, ios)) in runs {
+        // Both held to the count fio's documentation gives (fio's side left
+        // out when it hangs, see fio_json).
+        let runs = [
+            ("csdchar", runtime_and_ios("csdchar", &path)),
+            ("fio", runtime_and_ios("fio", &path)),
+        ];
+        for (who, (ms, ios)) in runs.into_iter().filter_map(|(w, r)| Some((w, r?))) {
             assert_eq!(ios, 48, "{count}: {who}");
             // Under 160 ms could not hold 11 pauses of 15 ms; the upper
             // bound only catches pauses far too long or too many.
@@ -106,15 +110,15 @@ fn thinktime_pauses_after_every_thinktime_blocks_as_fio() {
          [cut]\nthinktime=1s\n",
     )
     .unwrap();
-    let (ours, ios) = runtime_and_ios("csdchar", &path);
+    let (ours, ios) = runtime_and_ios("csdchar", &path).unwrap();
     assert!((1900.0..2800.0).contains(&ours), "ran {ours} ms");
     assert!((2..=3).contains(&ios), "{ios} I/Os in 2 s of 1 s pauses");
 }
 
-/// Each job's `job_runtime` (ms) by name.
-fn runtimes(who: &str, path: &Path) -> Vec<(String, f64)> {
-    let v = fio_json(who, path);
-    v["jobs"]
+/// Each job's `job_runtime` (ms) by name; None when fio hung.
+fn runtimes(who: &str, path: &Path) -> Option<Vec<(String, f64)>> {
+    let v = fio_json(who, path)?;
+    let jobs = v["jobs"]
         .as_array()
         .unwrap()
         .iter()
@@ -124,7 +128,8 @@ fn runtimes(who: &str, path: &Path) -> Vec<(String, f64)> {
                 j["job_runtime"].as_f64().unwrap(),
             )
         })
-        .collect()
+        .collect();
+    Some(jobs)
 }
 
 #[test]
@@ -151,7 +156,9 @@ fn exitall_ends_the_jobs_exit_what_names_as_fio() {
         )
         .unwrap();
         for who in ["fio", "csdchar"] {
-            let got = runtimes(who, &path);
+            let Some(got) = runtimes(who, &path) else {
+                continue;
+            };
             let long = got.iter().find(|(n, _)| n == "long").unwrap().1;
             // Ended with the short job: about 1 s; ran out its own time: 3 s.
             // The midpoint tells them apart however loaded the machine is.

@@ -25,6 +25,7 @@ mod fio_jobs;
 mod fio_latency;
 mod fio_parity;
 mod fio_pauses;
+mod fio_share;
 mod fio_verify;
 mod fio_zones;
 mod libpq;

@@ -475,6 +475,7 @@ impl BlockOpts {
             files: Default::default(),
             think: Default::default(),
             zones: Default::default(),
+            share: Default::default(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {
@@ -597,6 +598,10 @@ fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_
         let _ = writeln!(io.stderr, "note: {n}");
     }
     if opts.parse_only {
+        if let Err(e) = csdchar_fio_like::jobfile::check_nodes(&plan) {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return Outcome::code(e.exit_code());
+        }
         let text = csdchar_fio_like::jobfile::describe(&plan);
         return print(text.as_bytes(), opts, io);
     }
@@ -691,6 +696,7 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
     let ctl = RunControl {
         interrupt: Arc::clone(&io.interrupt),
         terminate: Arc::default(),
+        flows: None,
         on_interval: if live {
             Some(&mut print_interval)
         } else {

@@ -75,6 +75,8 @@ pub struct LogRecorder {
     windows: [Window; 3],
     window_end_ms: u64,
     hist: Option<HistRecorder>,
+    /// The priority column of the I/O being recorded; None: 0.
+    prio: Option<String>,
 }
 
 const KINDS: [&str; 5] = ["bw", "iops", "slat", "clat", "lat"];
@@ -94,6 +96,7 @@ impl LogRecorder {
                 .hist
                 .is_some()
                 .then(|| HistRecorder::new(spec.hist_msec, spec.hist_coarseness)),
+            prio: None,
         })
     }
 
@@ -106,6 +109,48 @@ impl LogRecorder {
     }
 
     fn line(&mut self, kind: usize, t_ms: u64, vals: &[u64], dir: usize, bs: u64, offset: u64) {
+        let prio = std::mem::take(&mut self.prio);
+        self.line_with(
+            kind,
+            t_ms,
+            vals,
+            dir,
+            bs,
+            offset,
+            prio.as_deref().unwrap_or("0"),
+        );
+        self.prio = prio;
+    }
+
+    /// Records one completed I/O as [`LogRecorder::record`], its priority
+    /// column `prio` as fio writes it (`log_prio`) in per-I/O lines.
+    pub fn record_prio(
+        &mut self,
+        prio: &str,
+        t_ms: u64,
+        dir: usize,
+        bs: u64,
+        offset: u64,
+        lat_ns: [u64; 3],
+    ) {
+        if prio != "0" && self.spec.avg_msec == 0 {
+            self.prio = Some(prio.to_string());
+        }
+        self.record(t_ms, dir, bs, offset, lat_ns);
+        self.prio = None;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn line_with(
+        &mut self,
+        kind: usize,
+        t_ms: u64,
+        vals: &[u64],
+        dir: usize,
+        bs: u64,
+        offset: u64,
+        prio: &str,
+    ) {
         use std::fmt::Write;
         let out = &mut self.text[kind];
         let _ = write!(out, "{t_ms}");
@@ -116,7 +161,7 @@ impl LogRecorder {
         if self.spec.offset {
             let _ = write!(out, ", {offset}");
         }
-        out.push_str(", 0\n");
+        let _ = writeln!(out, ", {prio}");
     }
 
     /// Writes the windows that ended at or before `t_ms`.

@@ -34,6 +34,7 @@ pub mod pattern;
 pub mod pgio;
 pub mod rate;
 pub mod result;
+pub mod share;
 pub mod start_at;
 pub mod stats;
 pub mod steady;

@@ -63,6 +63,8 @@ pub struct IoRequest {
     pub file: u32,
     /// Read or write.
     pub dir: Direction,
+    /// The I/O's priority (the SQE's `ioprio`; 0: the thread's).
+    pub ioprio: u16,
 }
 
 /// A finished I/O.

@@ -60,6 +60,8 @@ pub struct Shared<'a> {
     pub interrupt: &'a AtomicBool,
     /// Set when another job ended this one (fio's `exitall`).
     pub terminate: &'a AtomicBool,
+    /// The run's flows (fio's `flow`).
+    pub flows: &'a crate::share::FlowTable,
     /// Set when a job hit an error: everyone stops.
     pub halt: &'a AtomicBool,
     /// Jobs and the run meet here twice: setup done, then clock set.
@@ -96,17 +98,28 @@ pub struct DirTotals {
     pub clat: LatencyRecorder,
     /// Total latency.
     pub lat: LatencyRecorder,
+    /// Completion latency per I/O priority, when cmdprio draws them (fio's
+    /// clat_prio): `(ioprio, latencies)`.
+    pub prios: Vec<(u16, LatencyRecorder)>,
 }
 
 impl DirTotals {
-    fn new() -> Self {
+    /// Nothing recorded yet.
+    pub fn new() -> Self {
         DirTotals {
             ios: 0,
             bytes: 0,
             slat: LatencyRecorder::precise(),
             clat: LatencyRecorder::precise(),
             lat: LatencyRecorder::precise(),
+            prios: Vec::new(),
         }
+    }
+}
+
+impl Default for DirTotals {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -204,6 +217,8 @@ struct Slot {
     dir: Direction,
     /// The file (fio's nrfiles; 0 with one).
     file: u32,
+    /// The I/O's priority (fio's io_u->ioprio).
+    prio: u16,
 }
 
 /// How a workload picks each I/O's direction.
@@ -277,6 +292,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         (Phase::Workload, true, false) => Mix::Trim,
         _ => Mix::Share(read_share),
     };
+    // fio's NUMA placement, before the buffers are allocated, and the job's
+    // I/O priority (ioprio_set, as fio's thread_main).
+    let placed = crate::share::place_thread(&spec.share.numa)
+        .and_then(|()| crate::share::set_thread_prio(&spec.share.prio));
+    // fio's prio_state: which I/Os carry cmdprio's priority.
+    let mut prio_rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5052_494F);
     let data = writes.then(|| {
         (
             DataSpec {
@@ -326,7 +347,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         ),
         _ => None,
     };
-    let registered = engine.register_buffers(&buffers.regions());
+    let registered = placed
+        .map_err(|source| EngineError::Sys {
+            what: "numa_cpu_nodes/numa_mem_policy/prio/prioclass",
+            source,
+        })
+        .and_then(|()| engine.register_buffers(&buffers.regions()));
     outcome.engine = Some(engine.info());
     let base = shared.start();
     if let Err(e) = registered {
@@ -436,6 +462,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             buf: 0,
             dir: Direction::Read,
             file: 0,
+            prio: 0,
         };
         depth
     ];
@@ -478,6 +505,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let think = Some(&spec.think).filter(|t| cfg.phase == Phase::Workload && !t.is_none());
     let (mut think_last, mut thinking, mut completed_all) = (0u64, None::<u64>, 0u64);
     let mut issued_since_pause = false;
+    // fio's flow: held back while ahead of the job's share (then, with
+    // flow_sleep, everything in flight completes and the job sleeps).
+    let mut flow = (cfg.phase == Phase::Workload)
+        .then(|| shared.flows.member(&spec.share.flow))
+        .flatten();
+    let mut flow_sleep = false;
     // Blocks of the next I/O of `dir` at block `b` (1 without bssplit).
     let mut units = |dir: Direction, b: u64| {
         let d = dir.index();
@@ -493,9 +526,20 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             || issued_bytes >= byte_budget;
         // When the next I/O is due, if it is not yet.
         let mut gated: Option<u64> = None;
-        if !stopping && !free.is_empty() && thinking.is_none() {
+        let mut flow_held = false;
+        if !stopping && !free.is_empty() && thinking.is_none() && !flow_sleep {
             let start = now_ns;
             while issued < budget && issued_bytes < byte_budget {
+                if free.is_empty() {
+                    break;
+                }
+                if planned.is_none()
+                    && let Some(f) = flow.as_mut()
+                    && f.held()
+                {
+                    (flow_held, flow_sleep) = (true, f.sleep_us() > 0);
+                    break;
+                }
                 let Some(tag) = free.pop() else { break };
                 if queued_tags.len() == batch_submit {
                     // A full batch goes to the kernel now; keep filling the depth.
@@ -661,6 +705,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     buf,
                     dir,
                     file,
+                    prio: crate::share::pick_prio(
+                        &spec.share.prio,
+                        dir.index(),
+                        len,
+                        &mut prio_rng,
+                    ),
                 };
                 engine.queue(&IoRequest {
                     tag,
@@ -680,6 +730,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     offset,
                     file,
                     dir,
+                    ioprio: slots[tag as usize].prio,
                 });
                 queued_tags.push(tag);
                 issued += 1;
@@ -700,6 +751,17 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             inflight += queued_tags.len();
         }
         if inflight == 0 {
+            if let Some(f) = flow.as_ref().filter(|_| flow_held || flow_sleep) {
+                // Held back: sleep flow_sleep (cut to the run time left), or
+                // let the flow's other jobs run and look again.
+                let left_us = deadline_ns.saturating_sub(ns(Instant::now())) / 1000;
+                crate::share::pause(f.sleep_us().min(left_us), &|| {
+                    shared.interrupt.load(Ordering::Relaxed)
+                        || shared.terminate.load(Ordering::Relaxed)
+                        || shared.halt.load(Ordering::Relaxed)
+                });
+                flow_sleep = false;
+            }
             if let (Some(t), Some(b)) = (think, thinking.take()) {
                 // Everything in flight is done: spin, then sleep (cut to
                 // the run time left), as fio's handle_thinktime.
@@ -739,7 +801,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         queued_tags.clear();
         // Ahead of the rate, fio first completes everything in flight
         // (io_u_quiesce), then sleeps.
-        let want = if gated.is_some() || thinking.is_some() {
+        let want = if gated.is_some() || thinking.is_some() || flow_sleep {
             inflight
         } else {
             batch_complete.min(inflight)
@@ -843,9 +905,13 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             t.slat.record(slat);
             t.clat.record(clat);
             t.lat.record(lat);
+            if spec.share.prio.draws(dir.index()) {
+                crate::share::record_prio(&mut t.prios, slot.prio, clat);
+            }
             if let Some(l) = &mut logger {
                 let t_ms = (done - ramp_ns) / 1_000_000;
-                l.record(
+                l.record_prio(
+                    &spec.share.prio.log_value(slot.prio),
                     t_ms,
                     dir.index(),
                     len as u64,

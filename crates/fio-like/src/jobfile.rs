@@ -100,6 +100,7 @@ pub fn precheck_jobs(plan: &JobFilePlan, force: bool) -> Result<(), BlockError> 
             .into_iter()
             .map(move |s| (job, s))
     });
+    check_nodes(plan)?;
     for (job, spec) in specs {
         let planned = spec.target.as_deref().and_then(|t| {
             let key = crate::target::file_key(std::path::Path::new(t));
@@ -142,6 +143,16 @@ pub fn precheck_jobs(plan: &JobFilePlan, force: bool) -> Result<(), BlockError> 
         }
     }
     check_buffers_together(plan, force)
+}
+
+/// Refuses NUMA nodes this machine lacks (fio's run refuses them as
+/// libnuma's numa_parse_nodestring does; its --parse-only does not look).
+pub fn check_nodes(plan: &JobFilePlan) -> Result<(), BlockError> {
+    for job in &plan.jobs {
+        crate::share::check_numa(&job.spec.share.numa)
+            .map_err(|e| in_job_terms(BlockError::Usage(e), job))?;
+    }
+    Ok(())
 }
 
 /// Refuses when the files on file system `fs_dev` grow by more than it has
@@ -315,6 +326,11 @@ fn run_jobs(
     let halt = AtomicBool::new(false);
     // Set when another job's end ends this one (fio's exitall, exit_what).
     let ends: Vec<Arc<AtomicBool>> = (0..n).map(|_| Arc::default()).collect();
+    // fio's flows: every job of the file counts in its flow from the start.
+    let flows = Arc::new(crate::share::FlowTable::default());
+    for job in &plan.jobs {
+        flows.register(&job.spec.share.flow, job.spec.numjobs);
+    }
     let (tx, rx) = std::sync::mpsc::channel::<Event>();
     std::thread::scope(|s| {
         let mut handles: Vec<Option<std::thread::ScopedJoinHandle<'_, ()>>> =
@@ -325,6 +341,8 @@ fn run_jobs(
                 first_not_done += 1;
             }
             if !stopping {
+                // fio's flow jobs started in this pass begin together.
+                let together = crate::share::StartGroup::new();
                 // Jobs at or past `first_not_done`, up to where no job could start.
                 for (i, job) in plan.jobs.iter().enumerate().skip(first_not_done) {
                     if job.after_all > first_not_done {
@@ -338,6 +356,11 @@ fn run_jobs(
                     }
                     states[i] = State::Running;
                     let (tx, halt, end) = (tx.clone(), &halt, Arc::clone(&ends[i]));
+                    let flows = crate::share::FlowRun {
+                        table: Arc::clone(&flows),
+                        start: (!job.spec.share.flow.is_none() && job.start_delay_ms == 0)
+                            .then(|| together.ticket()),
+                    };
                     handles[i] = Some(s.spawn(move || {
                         let stop = || {
                             halt.load(Ordering::Relaxed)
@@ -366,6 +389,7 @@ fn run_jobs(
                         let ctl = RunControl {
                             interrupt: Arc::clone(interrupt),
                             terminate: Arc::clone(&end),
+                            flows: Some(flows),
                             on_interval: None,
                             start_late_limit: crate::run::DEFAULT_START_LATE_LIMIT,
                         };
@@ -381,6 +405,7 @@ fn run_jobs(
                         let _ = tx.send(Event::Ended(i, Box::new(outcome)));
                     }));
                 }
+                together.open();
             }
             if !states.contains(&State::Running) {
                 break;

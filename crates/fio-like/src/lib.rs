@@ -16,6 +16,7 @@ pub mod jobfile;
 pub mod offsets;
 pub mod run;
 pub mod safety;
+pub mod share;
 pub mod sysinfo;
 pub mod target;
 pub mod uring;

@@ -37,6 +37,9 @@ pub struct RunControl<'a> {
     /// Set when another job of a job file ended this one (fio's `exitall`):
     /// stop as on an interrupt, but the run completed.
     pub terminate: Arc<AtomicBool>,
+    /// The flows of the job file the run belongs to (fio's `flow`); None:
+    /// the run's own jobs make up its flows.
+    pub flows: Option<crate::share::FlowRun>,
     /// Called with each interval sample as it completes (live output).
     pub on_interval: Option<&'a mut dyn FnMut(&IntervalSample)>,
     /// How late after `--start-at` the run may begin before its [`StartRecord`] says it
@@ -53,6 +56,7 @@ impl RunControl<'_> {
         RunControl {
             interrupt: Arc::new(AtomicBool::new(false)),
             terminate: Arc::new(AtomicBool::new(false)),
+            flows: None,
             on_interval: None,
             start_late_limit: DEFAULT_START_LATE_LIMIT,
         }
@@ -270,17 +274,26 @@ where
     let interval_ns = spec.log_interval_ms.max(1) * 1_000_000;
     let interrupt = Arc::clone(&ctl.interrupt);
     let terminate = Arc::clone(&ctl.terminate);
+    let flows = match &ctl.flows {
+        Some(f) => Arc::clone(&f.table),
+        None => {
+            let own = crate::share::FlowTable::default();
+            own.register(&spec.share.flow, spec.numjobs);
+            Arc::new(own)
+        }
+    };
 
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(numjobs);
         for j in 0..numjobs as u32 {
             let tx = tx.clone();
             let (halt, gate, base_cell, interrupt) = (&halt, &gate, &base_cell, &*interrupt);
-            let terminate = &*terminate;
+            let (terminate, flows) = (&*terminate, &*flows);
             handles.push(scope.spawn(move || {
                 let shared = Shared {
                     interrupt,
                     terminate,
+                    flows,
                     halt,
                     gate,
                     base: base_cell,
@@ -307,6 +320,12 @@ where
         }
         drop(tx);
         gate.wait();
+        // fio's flow jobs started together begin together.
+        if phase == Phase::Workload
+            && let Some(t) = ctl.flows.as_mut().and_then(|f| f.start.as_mut())
+        {
+            t.arrive(&interrupt);
+        }
         // Every job is set up (buffers generated, engine ready): wait for
         // --start-at here, so the measured period begins at that instant.
         if let Some(at) = not_before {
@@ -611,13 +630,7 @@ fn assemble(
         main.intervals.iter().collect()
     };
     let summary = |d: usize| {
-        let mut t = DirTotals {
-            ios: 0,
-            bytes: 0,
-            slat: LatencyRecorder::precise(),
-            clat: LatencyRecorder::precise(),
-            lat: LatencyRecorder::precise(),
-        };
+        let mut t = DirTotals::new();
         for j in &main.jobs {
             let s = &j.dirs[d];
             t.ios += s.ios;
@@ -625,6 +638,7 @@ fn assemble(
             t.slat.merge(&s.slat);
             t.clat.merge(&s.clat);
             t.lat.merge(&s.lat);
+            crate::share::merge_prios(&mut t.prios, &s.prios);
         }
         let series: Vec<f64> = full
             .iter()
@@ -643,6 +657,7 @@ fn assemble(
             slat: t.slat.summary(&spec.percentiles),
             clat: t.clat.summary(&spec.percentiles),
             lat: t.lat.summary(&spec.percentiles),
+            prios: crate::share::prio_latencies(spec, d, &t.prios),
             interval_iops: SeriesStats::of(&series),
         }
     };
@@ -667,6 +682,7 @@ fn assemble(
                     hdr_histogram: None,
                     ..j.dirs[d].lat.summary(&spec.percentiles)
                 }),
+                prios: crate::share::prio_latencies(spec, d, &j.dirs[d].prios),
             };
             JobSummary {
                 job: j.job,

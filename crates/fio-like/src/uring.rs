@@ -186,10 +186,12 @@ impl UringEngine {
                 if self.fixed_buffers {
                     opcode::$fixed::new($fd, req.addr, req.len, req.buf_index as u16)
                         .offset(req.offset)
+                        .ioprio(req.ioprio)
                         .build()
                 } else {
                     opcode::$plain::new($fd, req.addr, req.len)
                         .offset(req.offset)
+                        .ioprio(req.ioprio)
                         .build()
                 }
             };

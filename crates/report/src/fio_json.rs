@@ -42,6 +42,7 @@ struct DirView<'a> {
     slat: Option<&'a LatencyStats>,
     clat: Option<&'a LatencyStats>,
     lat: Option<&'a LatencyStats>,
+    prios: &'a [csdchar_core::share::PrioLatency],
 }
 
 impl<'a> DirView<'a> {
@@ -54,6 +55,7 @@ impl<'a> DirView<'a> {
             slat: Some(&d.slat),
             clat: Some(&d.clat),
             lat: Some(&d.lat),
+            prios: &d.prios,
         }
     }
 
@@ -66,6 +68,7 @@ impl<'a> DirView<'a> {
             slat: d.slat.as_ref(),
             clat: d.clat.as_ref(),
             lat: d.lat.as_ref(),
+            prios: &d.prios,
         }
     }
 }
@@ -532,6 +535,31 @@ fn ddir<'a>(
     o.insert("slat_ns".into(), lat_object(slat.as_ref(), ps, plus && ps));
     o.insert("clat_ns".into(), lat_object(clat.as_ref(), pc, plus && pc));
     o.insert("lat_ns".into(), lat_object(tlat.as_ref(), pl, plus && pl));
+    // fio's per-priority completion latencies (cmdprio), in its order.
+    let mut prios: Vec<(u8, u8, Vec<&LatencyStats>)> = Vec::new();
+    for p in dirs.iter().flat_map(|d| d.prios) {
+        match prios
+            .iter_mut()
+            .find(|q| (q.0, q.1) == (p.prioclass, p.prio))
+        {
+            Some(q) => q.2.push(&p.clat),
+            None => prios.push((p.prioclass, p.prio, vec![&p.clat])),
+        }
+    }
+    if prios.len() >= 2 {
+        let list: Vec<Value> = prios
+            .iter()
+            .map(|(class, level, parts)| {
+                let clat = merged(parts, percentiles);
+                json!({
+                    "prioclass": class,
+                    "prio": level,
+                    "clat_ns": lat_object(clat.as_ref(), pc, plus && pc),
+                })
+            })
+            .collect();
+        o.insert("prios".into(), Value::Array(list));
+    }
     o.insert("bw_min".into(), json!(bw.min.round() as u64));
     o.insert("bw_max".into(), json!(bw.max.round() as u64));
     o.insert("bw_agg".into(), json!(if ios > 0 { 100.0 } else { 0.0 }));

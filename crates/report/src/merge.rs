@@ -399,6 +399,8 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
             slat: lat(|x| &x.slat)?,
             clat: lat(|x| &x.clat)?,
             lat: lat(|x| &x.lat)?,
+            // Per-priority latencies stay with each host's result.
+            prios: Vec::new(),
             interval_iops: SeriesStats::of(&series),
         }))
     };

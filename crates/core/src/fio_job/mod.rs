@@ -24,6 +24,7 @@ mod bs_split;
 pub mod files;
 pub mod ini;
 pub mod print;
+mod share;
 mod think;
 pub mod value;
 mod zones;
@@ -268,6 +269,7 @@ struct Builder {
     do_verify: bool,
     files: files::FileOptions,
     think: crate::think::ThinkTime,
+    share: crate::share::JobShare,
     exitall: bool,
     exit_what: ExitWhat,
     randrepeat: bool,
@@ -330,6 +332,7 @@ impl Builder {
             do_verify: true,
             files: files::FileOptions::default(),
             think: Default::default(),
+            share: Default::default(),
             exitall: false,
             exit_what: ExitWhat::Group,
             randrepeat: true,
@@ -662,6 +665,8 @@ impl Builder {
             k if think::takes(k) => return think::set(&mut self.think, k, need()?),
             "allow_file_create" => self.allow_file_create = value::boolean(v).map_err(wrap)?,
             k if zones::takes(k) => return zones::set(&mut self.zones, k, v, self.kb_base),
+            k if share::takes(k) => return share::set(&mut self.share, k, need()?),
+            k if share::takes_prio(k) => share::set_prio(&mut self.share, k, v)?,
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -730,6 +735,14 @@ impl Builder {
         let Some(bs) = bs.filter(|b| (1..=MAX_BS).contains(b)) else {
             return bad("bs", "must be between 1 byte and 256m");
         };
+        let aio = matches!(self.replaced_engine.as_deref(), None | Some("libaio"));
+        if let Some(n) = share::engine_option(&self.set_at, self.engine == EngineKind::Uring && aio)
+        {
+            return bad(
+                n,
+                "an option of the io_uring and libaio engines (fio refuses it with this ioengine)",
+            );
+        }
         if self.direct && !bs.is_multiple_of(512) {
             return bad("bs", "must be a multiple of 512 with direct=1");
         }
@@ -902,6 +915,7 @@ impl Builder {
             files: Default::default(),
             think: self.think.clone(),
             zones,
+            share: self.share.clone(),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {

@@ -14,6 +14,7 @@ use crate::fileset::JobFiles;
 use crate::iolog::LogSpec;
 use crate::pattern::Fill;
 use crate::rate::RateLimit;
+use crate::share::JobShare;
 use crate::stats::LatencyStats;
 use crate::steady::{SteadySpec, SteadyStateReport};
 use crate::think::ThinkTime;
@@ -242,6 +243,10 @@ pub struct BlockSpec {
     /// fio's zone mode (`zonemode=strided|zbd` and its options); absent: none.
     #[serde(default, skip_serializing_if = "ZoneSpec::is_none")]
     pub zones: ZoneSpec,
+    /// How the job shares the machine: fio's flow and NUMA placement;
+    /// absent: it does not.
+    #[serde(default, skip_serializing_if = "JobShare::is_none")]
+    pub share: JobShare,
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -304,6 +309,7 @@ impl Default for BlockSpec {
             files: JobFiles::default(),
             think: ThinkTime::default(),
             zones: ZoneSpec::default(),
+            share: JobShare::default(),
         }
     }
 }
@@ -361,6 +367,10 @@ pub struct DirectionSummary {
     pub iops: f64,
     /// Bytes per second over the measured period.
     pub bw_bytes_per_s: f64,
+    /// Completion latency per I/O priority, when cmdprio gives the
+    /// direction's I/Os several (fio's `prios`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prios: Vec<crate::share::PrioLatency>,
     /// Submission latency: from preparing the I/O until io_uring_enter was called to submit it, ns.
     pub slat: LatencyStats,
     /// Completion latency: from that io_uring_enter call (the kernel's submission work included) until the completion was reaped, ns.
@@ -493,6 +503,10 @@ pub struct JobDirection {
     /// This job's total latency (no histogram).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lat: Option<LatencyStats>,
+    /// This job's completion latency per I/O priority, when cmdprio gives
+    /// the direction's I/Os several (fio's `prios`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prios: Vec<crate::share::PrioLatency>,
 }
 
 /// The data the job wrote and how compressible it turned out.
