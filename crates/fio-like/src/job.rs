@@ -24,8 +24,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::buffers::JobBuffers;
 use crate::engine::{Completion, Direction, EngineError, IoEngine, IoRequest};
-use crate::offsets::{BlockPermutation, uniform_below};
+use crate::offsets::{BlockPermutation, PassOrder, uniform_below};
 use crate::verify;
+use csdchar_core::pace::RandomGenerator;
 
 /// What a job does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,6 +220,8 @@ enum Planner {
     Random {
         /// fio's skewed distributions; None: uniform.
         skew: Option<BlockPicker>,
+        /// fio's random_generator=lfsr: every block once per pass.
+        lfsr: Option<PassOrder>,
     },
     /// Each direction's next block (of its unit).
     Sequential { next: [u64; 3] },
@@ -252,6 +255,17 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     // min_bs, blockalign's default); `nb` of them fit the region.
     let unit = [0, 1, 2].map(|d| spec.unit_of(d));
     let nb = unit.map(|u| cfg.size / u);
+    // Random offsets are multiples of fio's blockalign (the unit without it);
+    // `nbr` of them start an I/O of the smallest size inside the region.
+    let random = cfg.phase == Phase::Workload && spec.rw.is_random();
+    let align = [0, 1, 2].map(|d| match random {
+        true => spec.pacing.align(d, unit[d]),
+        false => unit[d],
+    });
+    let nbr = [0, 1, 2].map(|d| match random {
+        true => spec.pacing.random_blocks(d, unit[d], cfg.size),
+        false => nb[d],
+    });
     let numjobs = u64::from(spec.numjobs);
     let job = u64::from(cfg.job);
     let seed = mix64(spec.seed ^ job.wrapping_mul(0x9E37));
@@ -332,8 +346,18 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let mut planner = match cfg.phase {
         Phase::Workload if spec.rw.is_random() => Planner::Random {
             skew: (!spec.random_distribution.is_uniform()).then(|| {
-                BlockPicker::new(&spec.random_distribution, nblocks, spec.bs, seed as u32)
+                // One alignment for every direction it serves (the spec's rule).
+                let d = spec
+                    .rw
+                    .directions()
+                    .used
+                    .iter()
+                    .position(|&u| u)
+                    .unwrap_or(0);
+                BlockPicker::new(&spec.random_distribution, nbr[d], align[d], seed as u32)
             }),
+            lfsr: (spec.pacing.generator == RandomGenerator::Lfsr)
+                .then(|| PassOrder::new(nblocks.max(1), seed)),
         },
         Phase::Workload => Planner::Sequential { next: [0, 0, 0] },
         Phase::VerifyWrite if spec.rw.is_random() => Planner::Permuted {
@@ -459,7 +483,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     // Blocks of the next I/O of `dir` at block `b` (1 without bssplit).
     let mut units = |dir: Direction, b: u64| {
         let d = dir.index();
-        io_units(spec, dir, b, nb[d], unit[d], &mut bs_rng)
+        let room = cfg.size.saturating_sub(b * align[d]);
+        io_units(spec, dir, room, unit[d], &mut bs_rng)
     };
 
     loop {
@@ -506,18 +531,31 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         }
                     }
                     None => match &mut planner {
-                        Planner::Random { skew } => match &mut mix {
+                        Planner::Random { skew, lfsr } => match &mut mix {
                             Mix::TrimThenWrite(pending) => match pending.take() {
                                 Some(b) => (Direction::Write, b, 1),
                                 None => {
-                                    let b = random_block(&mut rng, skew, nb[2], Direction::Trim);
+                                    let b = random_block(&mut rng, skew, nbr[2], Direction::Trim);
                                     *pending = Some(b);
                                     (Direction::Trim, b, 1)
                                 }
                             },
                             m => {
                                 let dir = pick_dir(&mut rng, *m);
-                                let b = random_block(&mut rng, skew, nb[dir.index()], dir);
+                                let b = match lfsr {
+                                    None => random_block(&mut rng, skew, nbr[dir.index()], dir),
+                                    // A pass done ends the job, as fio's
+                                    // lfsr_next does (time_based and loops
+                                    // start it again).
+                                    Some(o) => match o.next(spec.time_based || spec.loops > 1) {
+                                        Some(b) => b,
+                                        None => {
+                                            free.push(tag);
+                                            budget = issued;
+                                            break;
+                                        }
+                                    },
+                                };
                                 (dir, b, units(dir, b))
                             }
                         },
@@ -576,7 +614,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 if let Some(p) = &mut pacer {
                     p.issued(dir.index(), len);
                 }
-                let offset = region + block * unit[dir.index()];
+                let offset = region + block * align[dir.index()];
                 let buf = match dir {
                     Direction::Trim => 0,
                     Direction::Read => buffers.read_buffer(tag),
@@ -677,12 +715,22 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         queued_tags.clear();
         // Ahead of the rate, fio first completes everything in flight
         // (io_u_quiesce), then sleeps.
+        // With io_submit_mode=offload the next I/O goes out when due,
+        // whatever is in flight: wait for a completion or that time.
+        let offload_due = gated.filter(|_| spec.pacing.offload && thinking.is_none());
         let want = if gated.is_some() || thinking.is_some() {
             inflight
         } else {
             batch_complete.min(inflight)
         };
-        if let Err(e) = engine.submit_and_wait(want as u32) {
+        let waited = match offload_due {
+            Some(due) => {
+                let left = due.min(deadline_ns).saturating_sub(ns(Instant::now()));
+                engine.submit_and_wait_for(1, left.max(1))
+            }
+            None => engine.submit_and_wait(want as u32),
+        };
+        if let Err(e) = waited {
             record_error(&mut outcome, shared, engine_error(e, cfg.job));
             // Buffers must outlive in-flight requests: reap what still arrives.
             drain(&mut engine, &mut completions, &mut inflight);
@@ -908,15 +956,14 @@ fn next_seq_block(b: u64, k: u64, nblocks: u64, add: i64, time_based: bool) -> O
     })
 }
 
-/// Units (of `unit` bytes) the next I/O of `dir` at block `b` spans: 1, or
-/// with fio's bssplit a size of the direction's list that ends inside the
-/// region of `nblocks` units.
+/// Units (of `unit` bytes) the next I/O of `dir` spans: 1, or with fio's
+/// bssplit a size of the direction's list that fits the `room` bytes from its
+/// offset to the region's end.
 #[inline]
 fn io_units(
     spec: &BlockSpec,
     dir: Direction,
-    b: u64,
-    nblocks: u64,
+    room: u64,
     unit: u64,
     rng: &mut Xoshiro256PlusPlus,
 ) -> u64 {
@@ -924,7 +971,6 @@ fn io_units(
     if spec.bssplit.list(d).is_empty() {
         return 1;
     }
-    let room = (nblocks - b.min(nblocks)) * unit;
     let mut draw = || rng.next_u32();
     spec.bssplit
         .next_len(d, &mut draw, &|len| len <= room)

@@ -23,6 +23,7 @@
 mod bs_split;
 pub mod files;
 pub mod ini;
+mod pace;
 pub mod print;
 mod think;
 pub mod value;
@@ -268,6 +269,7 @@ struct Builder {
     exitall: bool,
     exit_what: ExitWhat,
     randrepeat: bool,
+    pace: crate::pace::Pacing,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -328,6 +330,7 @@ impl Builder {
             exitall: false,
             exit_what: ExitWhat::Group,
             randrepeat: true,
+            pace: Default::default(),
             set_at: Vec::new(),
         }
     }
@@ -650,6 +653,7 @@ impl Builder {
                 }
             }
             k if think::takes(k) => return think::set(&mut self.think, k, need()?),
+            k if pace::takes(k) => return pace::set(&mut self.pace, k, need()?, self.kb_base),
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -847,6 +851,8 @@ impl Builder {
             );
         }
         let ms = |us: u64| us.div_ceil(1000);
+        let units = [0, 1, 2].map(|d| bssplit.min_bs(d).unwrap_or(bs));
+        let pacing = self.pacing(units, self.files.several(self.filename.as_ref()), lacks);
         Ok(BlockSpec {
             target,
             rw: self.rw,
@@ -882,6 +888,7 @@ impl Builder {
             rw_seq_add,
             files: Default::default(),
             think: self.think.clone(),
+            pacing,
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {
@@ -963,6 +970,7 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                         "timeout" => "runtime",
                         "buffered" => "direct",
                         "wait_for_previous" => "stonewall",
+                        "ba" => "blockalign",
                         n => n,
                     };
                     b.set_at.push((name.to_string(), o.as_written(), o.place()));

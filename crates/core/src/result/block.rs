@@ -12,6 +12,7 @@ use crate::dedupe::DedupeSpec;
 use crate::distribution::Distribution;
 use crate::fileset::JobFiles;
 use crate::iolog::LogSpec;
+use crate::pace::Pacing;
 use crate::pattern::Fill;
 use crate::rate::RateLimit;
 use crate::stats::LatencyStats;
@@ -238,6 +239,9 @@ pub struct BlockSpec {
     /// fio's think time: a pause after every so many I/Os; absent: none.
     #[serde(default, skip_serializing_if = "ThinkTime::is_none")]
     pub think: ThinkTime,
+    /// fio's blockalign, io_submit_mode and random_generator; absent: fio's defaults.
+    #[serde(default, skip_serializing_if = "Pacing::is_none")]
+    pub pacing: Pacing,
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -299,6 +303,7 @@ impl Default for BlockSpec {
             rw_seq_add: 0,
             files: JobFiles::default(),
             think: ThinkTime::default(),
+            pacing: Pacing::default(),
         }
     }
 }

@@ -1,0 +1,124 @@
+//! fio's pacing options in a job (`blockalign`, `io_submit_mode`,
+//! `random_generator`), kept apart from the option table in `mod.rs`, and the
+//! combinations csdchar does not run.
+
+use super::{Builder, value};
+use crate::pace::{Pacing, RandomGenerator};
+use crate::result::block::RwMode;
+
+/// Whether `name` is one of the pacing options.
+pub(super) fn takes(name: &str) -> bool {
+    matches!(
+        name,
+        "blockalign" | "ba" | "io_submit_mode" | "random_generator"
+    )
+}
+
+/// Sets one pacing option. Ok(Err(why)): a value csdchar lacks.
+pub(super) fn set(
+    p: &mut Pacing,
+    name: &str,
+    v: &str,
+    kb_base: u64,
+) -> Result<Result<(), String>, String> {
+    let wrap = |e: value::ValueError| e.to_string();
+    match name {
+        "blockalign" | "ba" => {
+            // Per direction as bs (fio's FIO_OPT_ULL with off1..off3).
+            for (slot, part) in p.blockalign.iter_mut().zip(value::per_direction(v)) {
+                if let Some(t) = part {
+                    let a = value::bytes(t, kb_base).map_err(wrap)?;
+                    if a == 0 {
+                        return Err(format!("blockalign={v}: must be at least 1"));
+                    }
+                    *slot = a;
+                }
+            }
+        }
+        "io_submit_mode" => {
+            p.offload = match v {
+                "inline" => false,
+                "offload" => true,
+                other => return Err(format!("io_submit_mode={other}: inline or offload")),
+            }
+        }
+        _ => {
+            p.generator = match v {
+                "tausworthe" | "tausworthe64" => RandomGenerator::Uniform,
+                "lfsr" => RandomGenerator::Lfsr,
+                other => {
+                    return Err(format!(
+                        "random_generator={other}: tausworthe, lfsr or tausworthe64"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(Ok(()))
+}
+
+impl Builder {
+    /// The pacing the engine runs for a job whose offsets are counted in
+    /// `unit` bytes (each direction's smallest size, `units`); what csdchar
+    /// does not run goes to `lacks` and falls back to fio's default.
+    pub(super) fn pacing(
+        &self,
+        units: [u64; 3],
+        several_files: bool,
+        lacks: &mut Vec<(&'static str, String)>,
+    ) -> Pacing {
+        let mut p = self.pace.clone();
+        let used = [self.rw.reads(), self.rw.writes(), self.rw.trims()];
+        // fio: only random I/O is aligned to blockalign.
+        if !self.rw.is_random() {
+            p.blockalign = [0; 3];
+        }
+        let aligned = (0..3).any(|d| used[d] && p.align(d, units[d]) != units[d]);
+        if aligned {
+            let why = if self.verify {
+                Some("blockalign with verify (csdchar verifies blocks of one size, each once)")
+            } else if several_files {
+                Some("blockalign with several files")
+            } else if matches!(self.rw, RwMode::Randtrimwrite) {
+                Some("blockalign with randtrimwrite (the write goes where the trim went)")
+            } else if !self.random_distribution.is_uniform()
+                && differ(used, |d| p.align(d, units[d]))
+            {
+                Some("blockalign differing between directions with a skewed random_distribution")
+            } else {
+                None
+            };
+            if let Some(w) = why {
+                lacks.push(("blockalign", w.into()));
+                p.blockalign = [0; 3];
+            }
+        }
+        if p.generator == RandomGenerator::Lfsr && self.rw.is_random() {
+            let why = if !self.random_distribution.is_uniform() {
+                Some("random_generator=lfsr with a skewed random_distribution")
+            } else if p.blockalign != [0; 3] {
+                Some("random_generator=lfsr with blockalign")
+            } else if several_files {
+                Some("random_generator=lfsr with several files")
+            } else if differ(used, |d| units[d]) {
+                Some("random_generator=lfsr with block sizes differing between directions")
+            } else if self.rw.trims() && self.rw.writes() {
+                Some("random_generator=lfsr with randtrimwrite")
+            } else {
+                None
+            };
+            if let Some(w) = why {
+                lacks.push(("random_generator", w.into()));
+                p.generator = RandomGenerator::Uniform;
+            }
+        }
+        p
+    }
+}
+
+/// Whether `f` differs between the directions in use.
+fn differ(used: [bool; 3], f: impl Fn(usize) -> u64) -> bool {
+    let mut vals = (0..3).filter(|&d| used[d]).map(f);
+    let first = vals.next();
+    vals.any(|v| Some(v) != first)
+}
