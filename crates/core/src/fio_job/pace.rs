@@ -122,3 +122,89 @@ fn differ(used: [bool; 3], f: impl Fn(usize) -> u64) -> bool {
     let first = vals.next();
     vals.any(|v| Some(v) != first)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::ini::{Expansion, parse};
+    use super::super::value::Keywords;
+    use super::super::{PlanError, plan};
+    use crate::pace::RandomGenerator;
+
+    fn planned(body: &str) -> Result<super::super::JobFilePlan, PlanError> {
+        let exp = Expansion {
+            var: &|_| None,
+            keywords: Keywords {
+                pagesize: 4096,
+                mb_memory: 1024,
+                ncpus: 2,
+            },
+        };
+        let text = format!("[j]\nfilename=/tmp/x\nsize=1m\n{body}\n");
+        plan(
+            &parse("t.fio", &text, &exp, &mut |n, _| Err(format!("{n}: none"))).unwrap(),
+            false,
+        )
+    }
+
+    fn refusal(body: &str) -> String {
+        planned(body).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn pacing_options_take_fio_s_values() {
+        let p = planned("rw=randrw\nba=8k,4k\nio_submit_mode=offload").unwrap();
+        let pace = &p.jobs[0].spec.pacing;
+        assert_eq!(pace.blockalign, [8192, 4096, 4096]);
+        assert!(pace.offload);
+        // Sequential I/O is not aligned (fio sets ba to min_bs).
+        let p = planned("rw=write\nblockalign=8k").unwrap();
+        assert_eq!(p.jobs[0].spec.pacing.blockalign, [0; 3]);
+        let p = planned("rw=randread\nrandom_generator=lfsr").unwrap();
+        assert_eq!(p.jobs[0].spec.pacing.generator, RandomGenerator::Lfsr);
+        let p =
+            planned("rw=randread\nrandom_generator=tausworthe64\nio_submit_mode=inline").unwrap();
+        assert!(p.jobs[0].spec.pacing.is_none());
+        for (bad, says) in [
+            (
+                "io_submit_mode=thread",
+                "io_submit_mode=thread: inline or offload",
+            ),
+            (
+                "random_generator=xor",
+                "random_generator=xor: tausworthe, lfsr or tausworthe64",
+            ),
+            ("blockalign=0", "blockalign=0: must be at least 1"),
+        ] {
+            let m = refusal(&format!("rw=randread\n{bad}"));
+            assert!(m.contains(says) && m.contains("t.fio:"), "{bad}: {m}");
+        }
+    }
+
+    #[test]
+    fn combinations_csdchar_does_not_run_are_named() {
+        for (body, says) in [
+            (
+                "rw=randwrite\nblockalign=8k\nverify=crc32c",
+                "blockalign with verify",
+            ),
+            (
+                "rw=randrw\nblockalign=8k,4k\nrandom_distribution=zipf:1.2",
+                "blockalign differing between directions",
+            ),
+            (
+                "rw=randread\nrandom_generator=lfsr\nrandom_distribution=zipf:1.2",
+                "random_generator=lfsr with a skewed random_distribution",
+            ),
+            (
+                "rw=randrw\nrandom_generator=lfsr\nbs=4k,8k",
+                "random_generator=lfsr with block sizes differing",
+            ),
+        ] {
+            let m = refusal(body);
+            assert!(m.contains(says), "{body}: {m}");
+        }
+        // The same alignment in every direction runs with a skewed distribution.
+        let p = planned("rw=randrw\nblockalign=8k\nrandom_distribution=zoned:50/5:50/95").unwrap();
+        assert_eq!(p.jobs[0].spec.pacing.blockalign, [8192; 3]);
+    }
+}
