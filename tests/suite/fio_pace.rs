@@ -152,6 +152,8 @@ fn lfsr_visits_every_block_exactly_once_per_pass() {
 /// records when each was queued.
 struct SlowEngine {
     lat: Duration,
+    /// Latency `lat` per request in flight (itself included), not fixed.
+    per_inflight: bool,
     pending: Vec<(Instant, Completion)>,
     issued: Arc<Mutex<Vec<Instant>>>,
 }
@@ -181,7 +183,12 @@ impl IoEngine for SlowEngine {
             tag: req.tag,
             result: req.dir.success(req.len),
         };
-        self.pending.push((now + self.lat, c));
+        let lat = match self.per_inflight {
+            true => self.lat * (self.pending.len() as u32 + 1),
+            false => self.lat,
+        };
+        let at = self.pending.partition_point(|(due, _)| *due <= now + lat);
+        self.pending.insert(at, (now + lat, c));
     }
     fn submit_and_wait(&mut self, min: u32) -> Result<(), EngineError> {
         self.wait(min, None);
@@ -234,6 +241,7 @@ fn offload_issues_on_the_rate_schedule_whatever_completions_take() {
         let r = run_block_with(spec, RunControl::quiet(), |_, _| {
             Ok(SlowEngine {
                 lat: Duration::from_millis(6),
+                per_inflight: false,
                 pending: Vec::new(),
                 issued: Arc::clone(&issued),
             })
@@ -356,5 +364,70 @@ fn offload_holds_the_rate_beside_fio_on_a_file_with_direct_io() {
             (190.0..=205.0).contains(v),
             "{who}: {v:.1} IOPS at rate_iops=200"
         );
+    }
+}
+
+#[test]
+fn latency_target_settles_on_the_depth_that_keeps_the_target() {
+    // A target answering in 200 µs per I/O in flight: 1 ms holds up to depth
+    // 5. The search doubles, halves back and ends by itself after one final
+    // window (a loaded machine only adds latency: 3 to 5).
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("j.fio");
+    std::fs::write(
+        &path,
+        "[j]\nioengine=null\nsize=64m\nrw=randread\nbs=4k\niodepth=32\nruntime=20\ntime_based\n\
+         latency_target=1000\nlatency_window=40000\nlatency_percentile=90\n",
+    )
+    .unwrap();
+    let plan = csdchar_fio_like::jobfile::load_job_file(&path, false).unwrap();
+    let t = Instant::now();
+    let r = run_block_with(&plan.jobs[0].spec, RunControl::quiet(), |_, _| {
+        Ok(SlowEngine {
+            lat: Duration::from_micros(200),
+            per_inflight: true,
+            pending: Vec::new(),
+            issued: Arc::new(Mutex::new(Vec::new())),
+        })
+    })
+    .unwrap();
+    let depth = r.latency_depth.expect("a depth");
+    assert!((3..=5).contains(&depth), "settled at depth {depth}");
+    assert!(t.elapsed() < Duration::from_secs(10), "ended by itself");
+    // The statistics are the final window's: about 40 ms.
+    assert!(r.elapsed_ns < 1_000_000_000, "elapsed {} ns", r.elapsed_ns);
+}
+
+#[test]
+fn latency_profile_ends_and_reports_as_fio_does() {
+    if fio().is_none() {
+        return;
+    }
+    // fio's latency-profile.fio on the null engine, short windows: every
+    // depth keeps the target, so both double to iodepth, run one final
+    // window and end long before the runtime, with fio 3.33's keys.
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("lp.fio");
+    std::fs::write(
+        &path,
+        "[global]\nbs=4k\nrw=randread\nrandom_generator=lfsr\nioengine=null\niodepth=16\n\
+         latency_target=10000\nlatency_window=50000\nlatency_percentile=99.9\nthread\n\
+         runtime=20\ntime_based\n[device]\nsize=1g\n",
+    )
+    .unwrap();
+    for who in ["fio", "csdchar"] {
+        let t = Instant::now();
+        let Some(v) = fio_json(who, &path) else {
+            continue;
+        };
+        let j = &v["jobs"][0];
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "{who}: ended by itself"
+        );
+        assert_eq!(j["latency_depth"], 16, "{who}");
+        assert_eq!(j["latency_target"], 10_000_000, "{who}: ns");
+        assert_eq!(j["latency_window"], 50_000, "{who}: µs");
+        assert_eq!(j["latency_percentile"], 99.9, "{who}");
     }
 }

@@ -26,7 +26,7 @@ use crate::buffers::JobBuffers;
 use crate::engine::{Completion, Direction, EngineError, IoEngine, IoRequest};
 use crate::offsets::{BlockPermutation, PassOrder, uniform_below};
 use crate::verify;
-use csdchar_core::pace::RandomGenerator;
+use csdchar_core::pace::{DepthSearch, DepthStep, RandomGenerator};
 
 /// What a job does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,6 +168,11 @@ pub struct JobOutcome {
     pub logs: Vec<(String, String)>,
     /// Submission and reap batch sizes.
     pub batches: BatchCounts,
+    /// When the statistics kept start (latency_target's final window), ns
+    /// from the start; 0: the start.
+    pub stats_from_ns: u64,
+    /// The depth latency_target's search ended at; None without it.
+    pub latency_depth: Option<u32>,
 }
 
 impl JobOutcome {
@@ -186,6 +191,8 @@ impl JobOutcome {
             engine: None,
             logs: Vec::new(),
             batches: BatchCounts::default(),
+            stats_from_ns: 0,
+            latency_depth: None,
         }
     }
 }
@@ -321,6 +328,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         engine: Some(engine.info()),
         logs: Vec::new(),
         batches: BatchCounts::default(),
+        stats_from_ns: 0,
+        latency_depth: None,
     };
     let mut logger = match cfg.phase {
         Phase::Workload => LogRecorder::new(
@@ -455,6 +464,13 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let batch_complete = spec.iodepth_batch_complete.max(1) as usize;
     let region = spec.offset;
     let mut now_ns = ns(Instant::now());
+    // fio's latency_target: the depth searched for, completions it counted,
+    // and whether the job lets everything in flight complete first (then
+    // clears its statistics, for the final window).
+    let mut search = (spec.pacing.latency.as_ref())
+        .filter(|_| cfg.phase == Phase::Workload)
+        .map(|t| DepthSearch::new(t, spec.iodepth, now_ns));
+    let (mut search_ios, mut quiesce, mut reset_stats) = (0u64, false, false);
     // fio's rate options: pacing from the job's start, and the minimum check.
     let mut pacer = match cfg.phase {
         Phase::Workload => Pacer::new(&spec.rate, unit, seed as u32 ^ 0x5241_5445),
@@ -496,9 +512,15 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             || issued_bytes >= byte_budget;
         // When the next I/O is due, if it is not yet.
         let mut gated: Option<u64> = None;
-        if !stopping && !free.is_empty() && thinking.is_none() {
+        if !stopping && !free.is_empty() && thinking.is_none() && !quiesce {
             let start = now_ns;
             while issued < budget && issued_bytes < byte_budget {
+                if search
+                    .as_ref()
+                    .is_some_and(|s| inflight + queued_tags.len() >= s.depth() as usize)
+                {
+                    break;
+                }
                 let Some(tag) = free.pop() else { break };
                 if queued_tags.len() == batch_submit {
                     // A full batch goes to the kernel now; keep filling the depth.
@@ -676,6 +698,11 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             inflight += queued_tags.len();
         }
         if inflight == 0 {
+            quiesce = false;
+            if std::mem::take(&mut reset_stats) {
+                outcome.dirs = [DirTotals::new(), DirTotals::new(), DirTotals::new()];
+                outcome.stats_from_ns = ns(Instant::now());
+            }
             if let (Some(t), Some(b)) = (think, thinking.take()) {
                 // Everything in flight is done: spin, then sleep (cut to
                 // the run time left), as fio's handle_thinktime.
@@ -718,7 +745,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         // With io_submit_mode=offload the next I/O goes out when due,
         // whatever is in flight: wait for a completion or that time.
         let offload_due = gated.filter(|_| spec.pacing.offload && thinking.is_none());
-        let want = if gated.is_some() || thinking.is_some() {
+        let want = if gated.is_some() || thinking.is_some() || quiesce {
             inflight
         } else {
             batch_complete.min(inflight)
@@ -815,6 +842,14 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     });
                 }
             }
+            if let Some(s) = &mut search {
+                search_ios += 1;
+                match s.completed(done.saturating_sub(slot.start), done, search_ios) {
+                    DepthStep::Quiesce => quiesce = true,
+                    DepthStep::Fatal => latency_fatal(&mut outcome, shared, cfg.job),
+                    _ => {}
+                }
+            }
             if done < ramp_ns {
                 continue;
             }
@@ -844,6 +879,16 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             i.bytes += len as u64;
             i.lat.record(lat);
         }
+        if let Some(s) = &mut search
+            && done >= ramp_ns
+        {
+            match s.check(done, search_ios) {
+                DepthStep::Quiesce => quiesce = true,
+                DepthStep::FinalWindow => (quiesce, reset_stats) = (true, true),
+                DepthStep::Done => budget = issued,
+                _ => {}
+            }
+        }
         if let Some(c) = &mut min_rate
             && done >= ramp_ns
         {
@@ -866,6 +911,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     }
     let end = ns(Instant::now()).max(ramp_ns);
     outcome.end_ns = end;
+    outcome.latency_depth = search.map(|s| s.depth());
     if let Some(l) = logger {
         outcome.logs = l.finish((end - ramp_ns) / 1_000_000);
     }
@@ -1031,6 +1077,23 @@ pub fn engine_error(e: EngineError, job: u32) -> RunError {
         direction: None,
         job: Some(job),
     }
+}
+
+/// fio's lat_fatal for latency_target: an I/O over the target at depth 1.
+fn latency_fatal(outcome: &mut JobOutcome, shared: &Shared<'_>, job: u32) {
+    record_error(
+        outcome,
+        shared,
+        RunError {
+            message: format!(
+                "job {job}: max latency exceeded (an I/O over latency_target at depth 1)"
+            ),
+            errno: Some(libc::ETIMEDOUT),
+            offset: None,
+            direction: None,
+            job: Some(job),
+        },
+    );
 }
 
 fn record_error(outcome: &mut JobOutcome, shared: &Shared<'_>, err: RunError) {

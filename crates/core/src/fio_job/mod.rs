@@ -653,7 +653,14 @@ impl Builder {
                 }
             }
             k if think::takes(k) => return think::set(&mut self.think, k, need()?),
-            k if pace::takes(k) => return pace::set(&mut self.pace, k, need()?, self.kb_base),
+            k if pace::takes(k) => {
+                let t = if k == "latency_run" {
+                    v.unwrap_or("1")
+                } else {
+                    need()?
+                };
+                return pace::set(&mut self.pace, k, t, self.kb_base);
+            }
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {

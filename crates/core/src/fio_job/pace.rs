@@ -3,14 +3,21 @@
 //! combinations csdchar does not run.
 
 use super::{Builder, value};
-use crate::pace::{Pacing, RandomGenerator};
+use crate::pace::{LatencyTarget, Pacing, RandomGenerator};
 use crate::result::block::RwMode;
 
 /// Whether `name` is one of the pacing options.
 pub(super) fn takes(name: &str) -> bool {
     matches!(
         name,
-        "blockalign" | "ba" | "io_submit_mode" | "random_generator"
+        "blockalign"
+            | "ba"
+            | "io_submit_mode"
+            | "random_generator"
+            | "latency_target"
+            | "latency_window"
+            | "latency_percentile"
+            | "latency_run"
     )
 }
 
@@ -42,6 +49,30 @@ pub(super) fn set(
                 other => return Err(format!("io_submit_mode={other}: inline or offload")),
             }
         }
+        "latency_target" | "latency_window" | "latency_percentile" | "latency_run" => {
+            let l = p.latency.get_or_insert(LatencyTarget {
+                target_ns: 0,
+                window_us: 0,
+                percentile: 100.0,
+                run: false,
+            });
+            match name {
+                // Times without a unit are µs (fio's is_time options).
+                "latency_target" => {
+                    l.target_ns = value::time_us(v, false).map_err(wrap)?.saturating_mul(1000)
+                }
+                "latency_window" => l.window_us = value::time_us(v, false).map_err(wrap)?,
+                "latency_percentile" => {
+                    l.percentile = v
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|x| (0.0..=100.0).contains(x))
+                        .ok_or_else(|| format!("latency_percentile={v}: a percentage (0 to 100)"))?
+                }
+                _ => l.run = value::boolean(Some(v)).map_err(wrap)?,
+            }
+        }
         _ => {
             p.generator = match v {
                 "tausworthe" | "tausworthe64" => RandomGenerator::Uniform,
@@ -68,6 +99,8 @@ impl Builder {
         lacks: &mut Vec<(&'static str, String)>,
     ) -> Pacing {
         let mut p = self.pace.clone();
+        // fio's profile is off without a target.
+        p.latency = p.latency.filter(|l| l.target_ns > 0);
         let used = [self.rw.reads(), self.rw.writes(), self.rw.trims()];
         // fio: only random I/O is aligned to blockalign.
         if !self.rw.is_random() {

@@ -656,6 +656,10 @@ pub struct BlockResult {
     /// Steady-state outcome (fio's `steadystate`); absent when the job asked for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<SteadyStateReport>,
+    /// The queue depth fio's latency_target search ended at (the first job's); absent without
+    /// latency_target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_depth: Option<u32>,
     /// fio's log files of the run, `(name, text)`, for the caller to write; not part of the
     /// result's JSON.
     #[serde(skip)]
