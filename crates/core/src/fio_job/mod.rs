@@ -23,7 +23,7 @@
 mod bs_split;
 pub mod files;
 pub mod ini;
-mod pace;
+mod pacing;
 pub mod print;
 mod think;
 pub mod value;
@@ -653,13 +653,13 @@ impl Builder {
                 }
             }
             k if think::takes(k) => return think::set(&mut self.think, k, need()?),
-            k if pace::takes(k) => {
+            k if Self::takes_pace(k) => {
                 let t = if k == "latency_run" {
                     v.unwrap_or("1")
                 } else {
                     need()?
                 };
-                return pace::set(&mut self.pace, k, t, self.kb_base);
+                return self.set_pace(k, t);
             }
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {

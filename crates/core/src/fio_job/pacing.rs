@@ -6,8 +6,20 @@ use super::{Builder, value};
 use crate::pace::{LatencyTarget, Pacing, RandomGenerator};
 use crate::result::block::RwMode;
 
+impl Builder {
+    /// Whether `name` is one of the pacing options.
+    pub(super) fn takes_pace(name: &str) -> bool {
+        takes(name)
+    }
+
+    /// Sets one pacing option. Ok(Err(why)): a value csdchar lacks.
+    pub(super) fn set_pace(&mut self, name: &str, v: &str) -> Result<Result<(), String>, String> {
+        set(&mut self.pace, name, v, self.kb_base)
+    }
+}
+
 /// Whether `name` is one of the pacing options.
-pub(super) fn takes(name: &str) -> bool {
+fn takes(name: &str) -> bool {
     matches!(
         name,
         "blockalign"
@@ -22,12 +34,7 @@ pub(super) fn takes(name: &str) -> bool {
 }
 
 /// Sets one pacing option. Ok(Err(why)): a value csdchar lacks.
-pub(super) fn set(
-    p: &mut Pacing,
-    name: &str,
-    v: &str,
-    kb_base: u64,
-) -> Result<Result<(), String>, String> {
+fn set(p: &mut Pacing, name: &str, v: &str, kb_base: u64) -> Result<Result<(), String>, String> {
     let wrap = |e: value::ValueError| e.to_string();
     match name {
         "blockalign" | "ba" => {
