@@ -23,6 +23,7 @@ mod fio_files;
 mod fio_hist_log;
 mod fio_jobs;
 mod fio_latency;
+mod fio_pace;
 mod fio_parity;
 mod fio_pauses;
 mod fio_share;

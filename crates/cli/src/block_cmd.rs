@@ -476,6 +476,7 @@ impl BlockOpts {
             think: Default::default(),
             zones: Default::default(),
             share: Default::default(),
+            pacing: Default::default(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

@@ -111,6 +111,15 @@ pub trait IoEngine {
     /// completions are ready (0: do not wait), in one system call where the
     /// engine can.
     fn submit_and_wait(&mut self, min: u32) -> Result<(), EngineError>;
+    /// As [`IoEngine::submit_and_wait`], but waits at most `timeout_ns`
+    /// (fio's io_submit_mode=offload: a rated job waits for a completion or
+    /// its next I/O's due time, whichever comes first). The default hands the
+    /// requests over without waiting (an engine whose completions are ready
+    /// at once).
+    fn submit_and_wait_for(&mut self, min: u32, timeout_ns: u64) -> Result<(), EngineError> {
+        let _ = (min, timeout_ns);
+        self.submit_and_wait(0)
+    }
     /// Moves every ready completion into `out`.
     fn reap(&mut self, out: &mut Vec<Completion>);
     /// How the engine is set up, for the result.

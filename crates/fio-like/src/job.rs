@@ -24,8 +24,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::buffers::JobBuffers;
 use crate::engine::{Completion, Direction, EngineError, IoEngine, IoRequest};
-use crate::offsets::{BlockPermutation, uniform_below};
+use crate::offsets::{BlockPermutation, PassOrder, uniform_below};
 use crate::verify;
+use csdchar_core::pace::{DepthSearch, DepthStep, RandomGenerator};
 
 /// What a job does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,6 +185,11 @@ pub struct JobOutcome {
     pub logs: Vec<(String, String)>,
     /// Submission and reap batch sizes.
     pub batches: BatchCounts,
+    /// When the statistics kept start (latency_target's final window), ns
+    /// from the start; 0: the start.
+    pub stats_from_ns: u64,
+    /// The depth latency_target's search ended at; None without it.
+    pub latency_depth: Option<u32>,
 }
 
 impl JobOutcome {
@@ -203,6 +209,8 @@ impl JobOutcome {
             engine: None,
             logs: Vec::new(),
             batches: BatchCounts::default(),
+            stats_from_ns: 0,
+            latency_depth: None,
         }
     }
 }
@@ -239,6 +247,8 @@ enum Planner {
     Random {
         /// fio's skewed distributions; None: uniform.
         skew: Option<BlockPicker>,
+        /// fio's random_generator=lfsr: every block once per pass.
+        lfsr: Option<PassOrder>,
     },
     /// Each direction's next block (of its unit).
     Sequential { next: [u64; 3] },
@@ -272,6 +282,17 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     // min_bs, blockalign's default); `nb` of them fit the region.
     let unit = [0, 1, 2].map(|d| spec.unit_of(d));
     let nb = unit.map(|u| cfg.size / u);
+    // Random offsets are multiples of fio's blockalign (the unit without it);
+    // `nbr` of them start an I/O of the smallest size inside the region.
+    let random = cfg.phase == Phase::Workload && spec.rw.is_random();
+    let align = [0, 1, 2].map(|d| match random {
+        true => spec.pacing.align(d, unit[d]),
+        false => unit[d],
+    });
+    let nbr = [0, 1, 2].map(|d| match random {
+        true => spec.pacing.random_blocks(d, unit[d], cfg.size),
+        false => nb[d],
+    });
     let numjobs = u64::from(spec.numjobs);
     let job = u64::from(cfg.job);
     let seed = mix64(spec.seed ^ job.wrapping_mul(0x9E37));
@@ -334,6 +355,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         engine: Some(engine.info()),
         logs: Vec::new(),
         batches: BatchCounts::default(),
+        stats_from_ns: 0,
+        latency_depth: None,
     };
     let mut logger = match cfg.phase {
         Phase::Workload => LogRecorder::new(
@@ -364,8 +387,18 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let mut planner = match cfg.phase {
         Phase::Workload if spec.rw.is_random() => Planner::Random {
             skew: (!spec.random_distribution.is_uniform()).then(|| {
-                BlockPicker::new(&spec.random_distribution, nblocks, spec.bs, seed as u32)
+                // One alignment for every direction it serves (the spec's rule).
+                let d = spec
+                    .rw
+                    .directions()
+                    .used
+                    .iter()
+                    .position(|&u| u)
+                    .unwrap_or(0);
+                BlockPicker::new(&spec.random_distribution, nbr[d], align[d], seed as u32)
             }),
+            lfsr: (spec.pacing.generator == RandomGenerator::Lfsr)
+                .then(|| PassOrder::new(nblocks.max(1), seed)),
         },
         Phase::Workload => Planner::Sequential { next: [0, 0, 0] },
         Phase::VerifyWrite if spec.rw.is_random() => Planner::Permuted {
@@ -480,6 +513,13 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     let batch_complete = spec.iodepth_batch_complete.max(1) as usize;
     let region = spec.offset;
     let mut now_ns = ns(Instant::now());
+    // fio's latency_target: the depth searched for, completions it counted,
+    // and whether the job lets everything in flight complete first (then
+    // clears its statistics, for the final window).
+    let mut search = (spec.pacing.latency.as_ref())
+        .filter(|_| cfg.phase == Phase::Workload)
+        .map(|t| DepthSearch::new(t, spec.iodepth, now_ns));
+    let (mut search_ios, mut quiesce, mut reset_stats) = (0u64, false, false);
     // fio's rate options: pacing from the job's start, and the minimum check.
     let mut pacer = match cfg.phase {
         Phase::Workload => Pacer::new(&spec.rate, unit, seed as u32 ^ 0x5241_5445),
@@ -514,7 +554,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     // Blocks of the next I/O of `dir` at block `b` (1 without bssplit).
     let mut units = |dir: Direction, b: u64| {
         let d = dir.index();
-        io_units(spec, dir, b, nb[d], unit[d], &mut bs_rng)
+        let room = cfg.size.saturating_sub(b * align[d]);
+        io_units(spec, dir, room, unit[d], &mut bs_rng)
     };
 
     loop {
@@ -527,9 +568,15 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         // When the next I/O is due, if it is not yet.
         let mut gated: Option<u64> = None;
         let mut flow_held = false;
-        if !stopping && !free.is_empty() && thinking.is_none() && !flow_sleep {
+        if !stopping && !free.is_empty() && thinking.is_none() && !flow_sleep && !quiesce {
             let start = now_ns;
             while issued < budget && issued_bytes < byte_budget {
+                if search
+                    .as_ref()
+                    .is_some_and(|s| inflight + queued_tags.len() >= s.depth() as usize)
+                {
+                    break;
+                }
                 if free.is_empty() {
                     break;
                 }
@@ -572,18 +619,31 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         }
                     }
                     None => match &mut planner {
-                        Planner::Random { skew } => match &mut mix {
+                        Planner::Random { skew, lfsr } => match &mut mix {
                             Mix::TrimThenWrite(pending) => match pending.take() {
                                 Some(b) => (Direction::Write, b, 1),
                                 None => {
-                                    let b = random_block(&mut rng, skew, nb[2], Direction::Trim);
+                                    let b = random_block(&mut rng, skew, nbr[2], Direction::Trim);
                                     *pending = Some(b);
                                     (Direction::Trim, b, 1)
                                 }
                             },
                             m => {
                                 let dir = pick_dir(&mut rng, *m);
-                                let b = random_block(&mut rng, skew, nb[dir.index()], dir);
+                                let b = match lfsr {
+                                    None => random_block(&mut rng, skew, nbr[dir.index()], dir),
+                                    // A pass done ends the job, as fio's
+                                    // lfsr_next does (time_based and loops
+                                    // start it again).
+                                    Some(o) => match o.next(spec.time_based || spec.loops > 1) {
+                                        Some(b) => b,
+                                        None => {
+                                            free.push(tag);
+                                            budget = issued;
+                                            break;
+                                        }
+                                    },
+                                };
                                 (dir, b, units(dir, b))
                             }
                         },
@@ -642,7 +702,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 if let Some(p) = &mut pacer {
                     p.issued(dir.index(), len);
                 }
-                let offset = region + block * unit[dir.index()];
+                let offset = region + block * align[dir.index()];
                 let (dir, offset, len) = match zones.as_mut().map(|z| {
                     let d = dir.index();
                     z.place(d, offset, len, region, unit[d], spec.rw.is_random())
@@ -751,6 +811,11 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             inflight += queued_tags.len();
         }
         if inflight == 0 {
+            quiesce = false;
+            if std::mem::take(&mut reset_stats) {
+                outcome.dirs = [DirTotals::new(), DirTotals::new(), DirTotals::new()];
+                outcome.stats_from_ns = ns(Instant::now());
+            }
             if let Some(f) = flow.as_ref().filter(|_| flow_held || flow_sleep) {
                 // Held back: sleep flow_sleep (cut to the run time left), or
                 // let the flow's other jobs run and look again.
@@ -801,12 +866,22 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         queued_tags.clear();
         // Ahead of the rate, fio first completes everything in flight
         // (io_u_quiesce), then sleeps.
-        let want = if gated.is_some() || thinking.is_some() || flow_sleep {
+        // With io_submit_mode=offload the next I/O goes out when due,
+        // whatever is in flight: wait for a completion or that time.
+        let offload_due = gated.filter(|_| spec.pacing.offload && thinking.is_none());
+        let want = if gated.is_some() || thinking.is_some() || quiesce || flow_sleep {
             inflight
         } else {
             batch_complete.min(inflight)
         };
-        if let Err(e) = engine.submit_and_wait(want as u32) {
+        let waited = match offload_due {
+            Some(due) => {
+                let left = due.min(deadline_ns).saturating_sub(ns(Instant::now()));
+                engine.submit_and_wait_for(1, left.max(1))
+            }
+            None => engine.submit_and_wait(want as u32),
+        };
+        if let Err(e) = waited {
             record_error(&mut outcome, shared, engine_error(e, cfg.job));
             // Buffers must outlive in-flight requests: reap what still arrives.
             drain(&mut engine, &mut completions, &mut inflight);
@@ -891,6 +966,14 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     });
                 }
             }
+            if let Some(s) = &mut search {
+                search_ios += 1;
+                match s.completed(done.saturating_sub(slot.start), done, search_ios) {
+                    DepthStep::Quiesce => quiesce = true,
+                    DepthStep::Fatal => latency_fatal(&mut outcome, shared, cfg.job),
+                    _ => {}
+                }
+            }
             if done < ramp_ns {
                 continue;
             }
@@ -924,6 +1007,16 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             i.bytes += len as u64;
             i.lat.record(lat);
         }
+        if let Some(s) = &mut search
+            && done >= ramp_ns
+        {
+            match s.check(done, search_ios) {
+                DepthStep::Quiesce => quiesce = true,
+                DepthStep::FinalWindow => (quiesce, reset_stats) = (true, true),
+                DepthStep::Done => budget = issued,
+                _ => {}
+            }
+        }
         if let Some(c) = &mut min_rate
             && done >= ramp_ns
         {
@@ -946,6 +1039,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
     }
     let end = ns(Instant::now()).max(ramp_ns);
     outcome.end_ns = end;
+    outcome.latency_depth = search.map(|s| s.depth());
     if let Some(l) = logger {
         outcome.logs = l.finish((end - ramp_ns) / 1_000_000);
     }
@@ -1036,15 +1130,14 @@ fn next_seq_block(b: u64, k: u64, nblocks: u64, add: i64, time_based: bool) -> O
     })
 }
 
-/// Units (of `unit` bytes) the next I/O of `dir` at block `b` spans: 1, or
-/// with fio's bssplit a size of the direction's list that ends inside the
-/// region of `nblocks` units.
+/// Units (of `unit` bytes) the next I/O of `dir` spans: 1, or with fio's
+/// bssplit a size of the direction's list that fits the `room` bytes from its
+/// offset to the region's end.
 #[inline]
 fn io_units(
     spec: &BlockSpec,
     dir: Direction,
-    b: u64,
-    nblocks: u64,
+    room: u64,
     unit: u64,
     rng: &mut Xoshiro256PlusPlus,
 ) -> u64 {
@@ -1052,7 +1145,6 @@ fn io_units(
     if spec.bssplit.list(d).is_empty() {
         return 1;
     }
-    let room = (nblocks - b.min(nblocks)) * unit;
     let mut draw = || rng.next_u32();
     spec.bssplit
         .next_len(d, &mut draw, &|len| len <= room)
@@ -1113,6 +1205,23 @@ pub fn engine_error(e: EngineError, job: u32) -> RunError {
         direction: None,
         job: Some(job),
     }
+}
+
+/// fio's lat_fatal for latency_target: an I/O over the target at depth 1.
+fn latency_fatal(outcome: &mut JobOutcome, shared: &Shared<'_>, job: u32) {
+    record_error(
+        outcome,
+        shared,
+        RunError {
+            message: format!(
+                "job {job}: max latency exceeded (an I/O over latency_target at depth 1)"
+            ),
+            errno: Some(libc::ETIMEDOUT),
+            offset: None,
+            direction: None,
+            job: Some(job),
+        },
+    );
 }
 
 fn record_error(outcome: &mut JobOutcome, shared: &Shared<'_>, err: RunError) {

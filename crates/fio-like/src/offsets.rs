@@ -73,6 +73,38 @@ impl BlockPermutation {
     }
 }
 
+/// fio's `random_generator=lfsr`: the blocks of `0..n` in a pseudo-random
+/// order, each exactly once per pass.
+#[derive(Debug, Clone)]
+pub struct PassOrder {
+    perm: BlockPermutation,
+    next: u64,
+}
+
+impl PassOrder {
+    /// An order of `0..n` (`n` positive) chosen by `seed`.
+    pub fn new(n: u64, seed: u64) -> Self {
+        PassOrder {
+            perm: BlockPermutation::new(n, seed ^ 0x4C46_5352),
+            next: 0,
+        }
+    }
+
+    /// The next block; at the end of a pass, the same order again when
+    /// `again`, else None.
+    pub fn next(&mut self, again: bool) -> Option<u64> {
+        if self.next == self.perm.len() {
+            if !again {
+                return None;
+            }
+            self.next = 0;
+        }
+        let b = self.perm.get(self.next);
+        self.next += 1;
+        Some(b)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +120,20 @@ mod tests {
                 seen[x as usize] = true;
             }
         }
+    }
+
+    #[test]
+    fn pass_order_repeats_each_pass_and_ends_without_again() {
+        let mut o = PassOrder::new(100, 3);
+        let first: Vec<u64> = (0..100).map(|_| o.next(true).unwrap()).collect();
+        let mut sorted = first.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+        let second: Vec<u64> = (0..100).map(|_| o.next(true).unwrap()).collect();
+        assert_eq!(first, second);
+        let mut o = PassOrder::new(5, 3);
+        assert_eq!((0..5).filter_map(|_| o.next(false)).count(), 5);
+        assert_eq!(o.next(false), None);
     }
 
     #[test]

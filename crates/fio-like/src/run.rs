@@ -399,7 +399,8 @@ where
             .map(|j| j.end_ns)
             .max()
             .unwrap_or(0)
-            .saturating_sub(ramp_ns)
+            // latency_target's final window: statistics from its start.
+            .saturating_sub(ramp_ns.max(jobs.iter().map(|j| j.stats_from_ns).max().unwrap_or(0)))
             .max(1);
         let ((u0, s0), j0) = cpu0.unwrap_or(cpu1);
         let ((u1, s1), j1) = cpu1;
@@ -756,6 +757,7 @@ fn assemble(
         verify,
         log_files: main.jobs.iter().flat_map(|j| j.logs.clone()).collect(),
         steady_state: main.steady.clone(),
+        latency_depth: main.jobs.first().and_then(|j| j.latency_depth),
         io_batches: Some(main.jobs.iter().fold(BatchCounts::default(), |mut a, j| {
             a.merge(&j.batches);
             a

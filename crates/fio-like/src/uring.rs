@@ -324,6 +324,35 @@ impl IoEngine for UringEngine {
         }
     }
 
+    fn submit_and_wait_for(&mut self, min: u32, timeout_ns: u64) -> Result<(), EngineError> {
+        let min = (min as usize).saturating_sub(self.done_now.len());
+        // Without IORING_FEAT_EXT_ARG (before Linux 5.11) the caller looks
+        // again without waiting.
+        if min == 0 || !self.ring.params().is_feature_ext_arg() {
+            return self.submit_and_wait(0);
+        }
+        let ts = types::Timespec::new()
+            .sec(timeout_ns / 1_000_000_000)
+            .nsec((timeout_ns % 1_000_000_000) as u32);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(min, &args) {
+            Ok(_) => Ok(()),
+            // The time ran out (ETIME), a signal, or a full completion queue.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(source) => Err(EngineError::Sys {
+                what: "io_uring_enter",
+                source,
+            }),
+        }
+    }
+
     #[inline]
     fn reap(&mut self, out: &mut Vec<Completion>) {
         out.append(&mut self.done_now);

@@ -346,10 +346,24 @@ fn job(e: &Entry<'_>, global_options: &[(String, String)], plus: bool) -> Value 
     j.insert("latency_ns".into(), coarse(&clat_total, 1, false));
     j.insert("latency_us".into(), coarse(&clat_total, 1_000, false));
     j.insert("latency_ms".into(), coarse(&clat_total, 1_000_000, true));
-    j.insert("latency_depth".into(), json!(depth));
-    j.insert("latency_target".into(), json!(0));
-    j.insert("latency_percentile".into(), json!(100.0));
-    j.insert("latency_window".into(), json!(0));
+    // fio 3.33: the target in ns, the window in µs, the depth searched to.
+    let lt = first.spec.pacing.latency.as_ref();
+    j.insert(
+        "latency_depth".into(),
+        json!(first.latency_depth.unwrap_or(depth)),
+    );
+    j.insert(
+        "latency_target".into(),
+        json!(lt.map_or(0, |l| l.target_ns)),
+    );
+    j.insert(
+        "latency_percentile".into(),
+        json!(lt.map_or(100.0, |l| l.percentile)),
+    );
+    j.insert(
+        "latency_window".into(),
+        json!(lt.map_or(0, |l| l.window_us)),
+    );
     j.insert(
         "csdchar".into(),
         json!({

@@ -505,6 +505,7 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         verify,
         log_files: Vec::new(),
         steady_state: None,
+        latency_depth: None,
         io_batches: parts.iter().try_fold(
             csdchar_core::result::block::BatchCounts::default(),
             |mut a, p| {

@@ -23,6 +23,7 @@
 mod bs_split;
 pub mod files;
 pub mod ini;
+mod pacing;
 pub mod print;
 mod share;
 mod think;
@@ -275,6 +276,7 @@ struct Builder {
     randrepeat: bool,
     allow_file_create: bool,
     zones: zones::ZoneOptions,
+    pace: crate::pace::Pacing,
     /// Each option's last setting as written, and where: for refusals that
     /// come from a combination.
     set_at: Vec<(String, String, String)>,
@@ -338,6 +340,7 @@ impl Builder {
             randrepeat: true,
             allow_file_create: true,
             zones: Default::default(),
+            pace: Default::default(),
             set_at: Vec::new(),
         }
     }
@@ -667,6 +670,14 @@ impl Builder {
             k if zones::takes(k) => return zones::set(&mut self.zones, k, v, self.kb_base),
             k if share::takes(k) => return share::set(&mut self.share, k, need()?),
             k if share::takes_prio(k) => share::set_prio(&mut self.share, k, v)?,
+            k if Self::takes_pace(k) => {
+                let t = if k == "latency_run" {
+                    v.unwrap_or("1")
+                } else {
+                    need()?
+                };
+                return self.set_pace(k, t);
+            }
             "log_avg_msec" => self.logs.avg_msec = value::int(need()?).map_err(wrap)?,
             "log_max_value" => {
                 self.logs.max_value = match need()? {
@@ -879,6 +890,8 @@ impl Builder {
             );
         }
         let ms = |us: u64| us.div_ceil(1000);
+        let units = [0, 1, 2].map(|d| bssplit.min_bs(d).unwrap_or(bs));
+        let pacing = self.pacing(units, self.files.several(self.filename.as_ref()), lacks);
         Ok(BlockSpec {
             target,
             rw: self.rw,
@@ -916,6 +929,7 @@ impl Builder {
             think: self.think.clone(),
             zones,
             share: self.share.clone(),
+            pacing,
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {
@@ -997,6 +1011,7 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                         "timeout" => "runtime",
                         "buffered" => "direct",
                         "wait_for_previous" => "stonewall",
+                        "ba" => "blockalign",
                         n => n,
                     };
                     b.set_at.push((name.to_string(), o.as_written(), o.place()));

@@ -12,6 +12,7 @@ use crate::dedupe::DedupeSpec;
 use crate::distribution::Distribution;
 use crate::fileset::JobFiles;
 use crate::iolog::LogSpec;
+use crate::pace::Pacing;
 use crate::pattern::Fill;
 use crate::rate::RateLimit;
 use crate::share::JobShare;
@@ -247,6 +248,9 @@ pub struct BlockSpec {
     /// absent: it does not.
     #[serde(default, skip_serializing_if = "JobShare::is_none")]
     pub share: JobShare,
+    /// fio's blockalign, io_submit_mode and random_generator; absent: fio's defaults.
+    #[serde(default, skip_serializing_if = "Pacing::is_none")]
+    pub pacing: Pacing,
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -310,6 +314,7 @@ impl Default for BlockSpec {
             think: ThinkTime::default(),
             zones: ZoneSpec::default(),
             share: JobShare::default(),
+            pacing: Pacing::default(),
         }
     }
 }
@@ -674,6 +679,10 @@ pub struct BlockResult {
     /// Steady-state outcome (fio's `steadystate`); absent when the job asked for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<SteadyStateReport>,
+    /// The queue depth fio's latency_target search ended at (the first job's); absent without
+    /// latency_target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_depth: Option<u32>,
     /// fio's log files of the run, `(name, text)`, for the caller to write; not part of the
     /// result's JSON.
     #[serde(skip)]
