@@ -26,6 +26,7 @@ mod fio_latency;
 mod fio_parity;
 mod fio_pauses;
 mod fio_verify;
+mod fio_verify_errors;
 mod libpq;
 mod libpq_matrix;
 mod merge;

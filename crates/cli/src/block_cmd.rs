@@ -474,6 +474,7 @@ impl BlockOpts {
             rw_seq_add: 0,
             files: Default::default(),
             think: Default::default(),
+            offset_increment: 0,
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

@@ -46,6 +46,9 @@ pub struct JobConfig<'a> {
     pub spec: &'a BlockSpec,
     /// Region size in bytes (whole blocks).
     pub size: u64,
+    /// First byte of the region (fio's offset, plus offset_increment per
+    /// clone before this one).
+    pub region: u64,
     /// Logical block size of the target, for LBAs.
     pub lbs: u32,
     /// What to do.
@@ -329,6 +332,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         return outcome;
     }
 
+    // Verify phases split a shared region among the jobs; with fio's
+    // offset_increment each job has a region of its own and covers it whole.
+    let (share_first, share_stride) = match spec.offset_increment {
+        0 => (job, numjobs),
+        _ => (0, 1),
+    };
     let mut planner = match cfg.phase {
         Phase::Workload if spec.rw.is_random() => Planner::Random {
             skew: (!spec.random_distribution.is_uniform()).then(|| {
@@ -338,12 +347,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         Phase::Workload => Planner::Sequential { next: [0, 0, 0] },
         Phase::VerifyWrite if spec.rw.is_random() => Planner::Permuted {
             perm: BlockPermutation::new(nblocks, spec.seed),
-            next: job,
-            stride: numjobs,
+            next: share_first,
+            stride: share_stride,
         },
         Phase::VerifyWrite | Phase::VerifyRead => Planner::Strided {
-            next: job,
-            stride: numjobs,
+            next: share_first,
+            stride: share_stride,
             nblocks,
         },
     };
@@ -371,7 +380,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         // is trimmed and written.
         Phase::Workload if matches!(mix, Mix::TrimThenWrite(_)) => workload_ios * 2,
         Phase::Workload => workload_ios,
-        _ => nblocks.saturating_sub(job).div_ceil(numjobs),
+        _ => nblocks.saturating_sub(share_first).div_ceil(share_stride),
     };
     // With bssplit fio counts bytes, not I/Os (io_issue_bytes_exceeded): the
     // I/O count above is then only number_ios'.
@@ -429,7 +438,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         spec.iodepth_batch_submit as usize
     };
     let batch_complete = spec.iodepth_batch_complete.max(1) as usize;
-    let region = spec.offset;
+    let region = cfg.region;
     let mut now_ns = ns(Instant::now());
     // fio's rate options: pacing from the job's start, and the minimum check.
     let mut pacer = match cfg.phase {

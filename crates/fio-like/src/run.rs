@@ -286,10 +286,12 @@ where
                     base: base_cell,
                     events: tx,
                 };
+                let (region, size) = crate::target::job_region(spec, target, j);
                 let cfg = JobConfig {
                     job: j,
                     spec,
-                    size: target.size,
+                    size,
+                    region,
                     lbs: target.info.logical_block_size,
                     phase,
                 };

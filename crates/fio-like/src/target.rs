@@ -174,6 +174,24 @@ pub fn file_key(path: &Path) -> std::path::PathBuf {
     })
 }
 
+/// Where the last job's region starts: `offset`, plus fio's
+/// `offset_increment` for each job before it.
+pub fn last_region_start(spec: &BlockSpec) -> u64 {
+    spec.offset + u64::from(spec.numjobs.saturating_sub(1)) * spec.offset_increment
+}
+
+/// The region of job `job` (from 0) of `target`: its first byte, and its
+/// size in whole blocks. Without `size` each job takes what is left after
+/// its start (fio: real_file_size less the job's file_offset).
+pub fn job_region(spec: &BlockSpec, target: &PreparedTarget, job: u32) -> (u64, u64) {
+    let start = spec.offset + u64::from(job) * spec.offset_increment;
+    if spec.size > 0 || spec.offset_increment == 0 || target.info.kind == TargetKind::None {
+        return (start, target.size);
+    }
+    let left = target.info.size_bytes.saturating_sub(start);
+    (start, left / spec.bs * spec.bs)
+}
+
 /// The checks of [`prepare`] up to the first write.
 fn inspect(
     spec: &BlockSpec,
@@ -234,28 +252,29 @@ fn inspect(
         }
     };
 
-    // Region: --offset, then --size or what is left of the target.
-    if spec.offset >= cur_size && kind == TargetKind::BlockDevice {
+    // Region: --offset, then --size or what is left of the target. With
+    // fio's offset_increment the last job's region starts furthest in.
+    let last = last_region_start(spec);
+    if last >= cur_size && kind == TargetKind::BlockDevice {
         return Err(usage(format!(
-            "--offset: {} is beyond the end of {path_str} ({cur_size} bytes)",
-            spec.offset
+            "--offset: {last} is beyond the end of {path_str} ({cur_size} bytes)"
         )));
     }
     let size = if spec.size > 0 {
         spec.size
     } else {
-        cur_size.saturating_sub(spec.offset)
+        cur_size.saturating_sub(last)
     };
     if size == 0 {
         return Err(usage(format!(
             "--size: required, {path_str} is empty (e.g. --size 1g)"
         )));
     }
-    if kind == TargetKind::BlockDevice && spec.offset + size > cur_size {
+    if kind == TargetKind::BlockDevice && last + size > cur_size {
         return Err(usage(format!(
             "--size: region {}..{} ends beyond the end of {path_str} ({cur_size} bytes)",
-            spec.offset,
-            spec.offset + size
+            last,
+            last + size
         )));
     }
     let size = size / spec.bs * spec.bs;
@@ -273,7 +292,7 @@ fn inspect(
             spec.random_distribution
         )));
     }
-    let end = spec.offset + size;
+    let end = last + size;
     if spec.verify_only && cur_size.max(planned.unwrap_or(0)) < end {
         return Err(usage(format!(
             "--verify-only: TARGET {path_str} holds {cur_size} bytes, less than --offset + --size ({end}); \
@@ -286,6 +305,7 @@ fn inspect(
     if spec.direct
         && (!spec.bs.is_multiple_of(u64::from(lbs))
             || !spec.offset.is_multiple_of(u64::from(lbs))
+            || !spec.offset_increment.is_multiple_of(u64::from(lbs))
             || spec
                 .bssplit
                 .0

@@ -231,6 +231,7 @@ struct Builder {
     numjobs: u32,
     size: u64,
     offset: u64,
+    offset_increment: u64,
     runtime_us: Option<u64>,
     time_based: bool,
     ramp_us: u64,
@@ -288,6 +289,7 @@ impl Builder {
             numjobs: 1,
             size: 0,
             offset: 0,
+            offset_increment: 0,
             runtime_us: None,
             time_based: false,
             ramp_us: 0,
@@ -447,6 +449,12 @@ impl Builder {
             "offset" => match value::size(need()?, self.kb_base).map_err(wrap)? {
                 value::Size::Bytes(b) => self.offset = b,
                 value::Size::Percent(_) => return lacks("an offset as a percentage of the target"),
+            },
+            "offset_increment" => match value::size(need()?, self.kb_base).map_err(wrap)? {
+                value::Size::Bytes(b) => self.offset_increment = b,
+                value::Size::Percent(_) => {
+                    return lacks("an offset_increment as a percentage of the target");
+                }
             },
             "runtime" | "timeout" => {
                 self.runtime_us = Some(value::time_us(need()?, true).map_err(wrap)?)
@@ -882,6 +890,7 @@ impl Builder {
             rw_seq_add,
             files: Default::default(),
             think: self.think.clone(),
+            offset_increment: self.offset_increment,
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {
@@ -1089,6 +1098,11 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                     continue;
                 }
             };
+            // fio's offset_increment: a clone with a file of its own starts
+            // at offset + clone * increment there (filesetup.c get_start_offset).
+            if apart {
+                spec.offset += u64::from(clone) * b.offset_increment;
+            }
             // fio gives a job with filename= the files it names, whatever nrfiles says.
             if b.files.several(b.filename.as_ref()) && b.engine != EngineKind::Null {
                 let dir = b.directory.as_deref();

@@ -481,3 +481,22 @@ fn randrepeat_0_draws_new_seeds_unless_randseed_is_set() {
         FIO_RANDSEED
     );
 }
+
+#[test]
+fn offset_increment_goes_to_threads_or_into_each_clone_s_offset() {
+    let p = plan_of("[j]\nfilename=/tmp/x\nnumjobs=3\nsize=1m\noffset=4k\noffset_increment=1m\n");
+    assert_eq!(
+        (p.jobs[0].spec.offset, p.jobs[0].spec.offset_increment),
+        (4096, 1 << 20)
+    );
+    let p = plan_of("[j]\ndirectory=/tmp/d\nnumjobs=3\nsize=1m\noffset=4k\noffset_increment=8k\n");
+    let offsets: Vec<u64> = p.jobs.iter().map(|j| j.spec.offset).collect();
+    assert_eq!(offsets, [4096, 12288, 20480]);
+    let e = plan(
+        &sections("[j]\nfilename=/tmp/x\nsize=1m\noffset_increment=10%\n"),
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("offset_increment=10%"), "{e}");
+}

@@ -238,6 +238,10 @@ pub struct BlockSpec {
     /// fio's think time: a pause after every so many I/Os; absent: none.
     #[serde(default, skip_serializing_if = "ThinkTime::is_none")]
     pub think: ThinkTime,
+    /// fio's `offset_increment`: job (clone) N of `numjobs` works on the region starting at
+    /// `offset + N * offset_increment` bytes; absent: 0, every job on the same region.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset_increment: u64,
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -299,6 +303,7 @@ impl Default for BlockSpec {
             rw_seq_add: 0,
             files: JobFiles::default(),
             think: ThinkTime::default(),
+            offset_increment: 0,
         }
     }
 }

@@ -1,0 +1,118 @@
+//! fio's options for splitting a target among a job's clones and for
+//! verification beside fio's runs of the same job files:
+//! `offset_increment` (clone N starts at offset + N * increment, with its own
+//! region or what is left of the file after its start).
+
+use crate::common;
+use crate::fio_parity::fio;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Which 4 KiB blocks of `path` hold anything but zeros ('X'), as a string.
+fn written_map(path: &Path) -> String {
+    let b = std::fs::read(path).unwrap();
+    b.chunks(4096)
+        .map(|c| if c.iter().any(|&x| x != 0) { 'X' } else { '.' })
+        .collect()
+}
+
+/// Job name -> (write I/Os, read I/Os) summed over its clones, from fio's JSON.
+fn ios_per_job(json: &str) -> BTreeMap<String, (u64, u64)> {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let mut out = BTreeMap::new();
+    for j in v["jobs"].as_array().unwrap() {
+        let e: &mut (u64, u64) = out
+            .entry(j["jobname"].as_str().unwrap().to_string())
+            .or_default();
+        e.0 += j["write"]["total_ios"].as_u64().unwrap();
+        e.1 += j["read"]["total_ios"].as_u64().unwrap();
+    }
+    out
+}
+
+/// Runs job file `path` through `who` with fio's JSON out; the JSON.
+fn run_json(who: &str, path: &Path) -> String {
+    if who == "fio" {
+        let out = std::process::Command::new(fio().unwrap())
+            .args(["--output-format=json", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "fio: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // fio prints its warnings ahead of the JSON.
+        let text = String::from_utf8(out.stdout).unwrap();
+        text[text.find('{').unwrap()..].to_string()
+    } else {
+        let r = common::csdchar(&[
+            "block",
+            "--job-file",
+            path.to_str().unwrap(),
+            "--output-format",
+            "fio-json",
+        ]);
+        assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+        r.stdout
+    }
+}
+
+const INCREMENTS: &str = "[global]\nbs=4k\nrw=write\noffset=8k\noffset_increment=64k\n\
+                          [w]\nfilename=DIR/shared\nsize=16k\nnumjobs=3\n\
+                          [x]\nstonewall\nfilename=DIR/rest\noffset=4k\noffset_increment=32k\nnumjobs=2\n\
+                          [y]\nstonewall\ndirectory=DIR\nsize=8k\noffset_increment=12k\nnumjobs=2\n\
+                          [z]\nstonewall\nfilename=DIR/verified\nsize=16k\noffset=4k\n\
+                          offset_increment=32k\nnumjobs=2\nverify=crc32c\n\
+                          [zr]\nstonewall\nfilename=DIR/verified\nrw=randread\nsize=16k\noffset=4k\n\
+                          offset_increment=32k\nnumjobs=2\nverify=crc32c\n";
+
+/// Clones sharing a file each write their own region; without size each
+/// takes the file from its start on (x: 31 and 23 blocks); clones with files
+/// of their own start as far into them (y), the files laid out to the end of
+/// the last region; a verify job checks each clone's region.
+#[test]
+fn offset_increment_places_each_clone_as_fio_does() {
+    if fio().is_none() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut found = Vec::new();
+    for who in ["fio", "csdchar"] {
+        let dir = d.path().join(who);
+        std::fs::create_dir(&dir).unwrap();
+        for (name, len) in [
+            ("shared", 256u64 << 10),
+            ("rest", 128 << 10),
+            ("verified", 128 << 10),
+        ] {
+            std::fs::File::create(dir.join(name))
+                .unwrap()
+                .set_len(len)
+                .unwrap();
+        }
+        let job = d.path().join(format!("{who}.fio"));
+        std::fs::write(&job, INCREMENTS.replace("DIR", dir.to_str().unwrap())).unwrap();
+        let ios = run_json(who, &job);
+        let maps: Vec<String> = ["shared", "rest", "y.0.0", "y.1.0", "verified"]
+            .iter()
+            .map(|f| written_map(&dir.join(f)))
+            .collect();
+        let mut ios = ios_per_job(&ios);
+        // fio counts a write job's verify reads as reads; csdchar's fio-json
+        // reports a verify job's writes only.
+        ios.get_mut("z").unwrap().1 = 0;
+        found.push((maps, ios));
+    }
+    assert_eq!(found[0], found[1], "fio's, then csdchar's");
+    let (maps, ios) = &found[1];
+    assert_eq!(
+        maps[0],
+        format!("..XXXX{0}XXXX{0}XXXX{1}", ".".repeat(12), ".".repeat(26))
+    );
+    assert_eq!(maps[1], format!(".{}", "X".repeat(31)));
+    assert_eq!((maps[2].as_str(), maps[3].as_str()), ("..XX", ".....XX"));
+    assert_eq!(ios["x"], (54, 0));
+    assert_eq!(ios["zr"], (0, 8));
+}
