@@ -35,6 +35,7 @@ fn ios_per_job(json: &str) -> BTreeMap<String, (u64, u64)> {
 fn run_json(who: &str, path: &Path) -> String {
     if who == "fio" {
         let out = std::process::Command::new(fio().unwrap())
+            .current_dir(path.parent().unwrap())
             .args(["--output-format=json", path.to_str().unwrap()])
             .output()
             .unwrap();
@@ -115,4 +116,90 @@ fn offset_increment_places_each_clone_as_fio_does() {
     assert_eq!((maps[2].as_str(), maps[3].as_str()), ("..XX", ".....XX"));
     assert_eq!(ios["x"], (54, 0));
     assert_eq!(ios["zr"], (0, 8));
+}
+
+const WRITE: &str = "[global]\nfilename=FILE\nsize=64k\nbs=4k\nverify=crc32c\n[w]\nrw=write\n";
+const READ: &str = "[global]\nfilename=FILE\nsize=64k\nbs=4k\nverify=crc32c\n[r]\nrw=read\n";
+
+/// (error, reads, total_err, first_error) of a job in fio's JSON.
+type Counts = (u64, u64, Option<u64>, Option<u64>);
+
+/// [`Counts`] of fio's JSON's only job.
+fn error_counts(json: &str) -> Counts {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let j = &v["jobs"][0];
+    (
+        j["error"].as_u64().unwrap(),
+        j["read"]["total_ios"].as_u64().unwrap(),
+        j["total_err"].as_u64(),
+        j["first_error"].as_u64(),
+    )
+}
+
+/// Two blocks changed behind the tools' backs (each tool's own data): the
+/// first ends a verifying read job with EILSEQ, as fio's, unless
+/// continue_on_error (or ignore_error) covers verify, when both are counted
+/// (total_err, first_error) and every block is read; verify_fatal still ends
+/// it; a read bit alone counts the fatal error as fio does (errno 1).
+#[test]
+fn verify_failures_end_or_count_as_fio_s_continue_on_error_says() {
+    if fio().is_none() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let cases: [(&str, Counts); 7] = [
+        ("", (84, 3, None, None)),
+        ("verify_fatal=1\n", (84, 3, None, None)),
+        ("continue_on_error=verify\n", (84, 16, Some(2), Some(84))),
+        (
+            "continue_on_error=all\nverify_fatal=1\n",
+            (84, 3, Some(1), Some(84)),
+        ),
+        ("ignore_error=,,84\n", (84, 16, Some(2), Some(84))),
+        ("continue_on_error=read\n", (84, 3, Some(1), Some(1))),
+        (
+            "continue_on_error=write\nverify_async=2\n",
+            (84, 3, Some(0), Some(0)),
+        ),
+    ];
+    for who in ["fio", "csdchar"] {
+        let data = d.path().join(format!("{who}.dat"));
+        let write = d.path().join(format!("{who}-w.fio"));
+        std::fs::write(&write, WRITE.replace("FILE", data.to_str().unwrap())).unwrap();
+        run_json(who, &write);
+        let mut bytes = std::fs::read(&data).unwrap();
+        bytes[8192 + 100] ^= 0xff;
+        bytes[40960 + 200] ^= 0xff;
+        for (extra, want) in &cases {
+            std::fs::write(&data, &bytes).unwrap();
+            let read = d.path().join(format!("{who}-r.fio"));
+            let text = format!("{READ}{extra}").replace("FILE", data.to_str().unwrap());
+            std::fs::write(&read, text).unwrap();
+            let json = run_json_any(who, &read);
+            assert_eq!(error_counts(&json), *want, "{who} with {extra:?}");
+        }
+    }
+}
+
+/// [`run_json`] for a run that may fail (a verify failure exits non-zero).
+fn run_json_any(who: &str, path: &Path) -> String {
+    if who == "fio" {
+        // fio leaves its verify state files in its working directory.
+        let out = std::process::Command::new(fio().unwrap())
+            .current_dir(path.parent().unwrap())
+            .args(["--output-format=json", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        text[text.find('{').expect("fio's JSON")..].to_string()
+    } else {
+        common::csdchar(&[
+            "block",
+            "--job-file",
+            path.to_str().unwrap(),
+            "--output-format",
+            "fio-json",
+        ])
+        .stdout
+    }
 }

@@ -475,6 +475,7 @@ impl BlockOpts {
             files: Default::default(),
             think: Default::default(),
             offset_increment: 0,
+            errors: Default::default(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

@@ -30,6 +30,7 @@ pub mod histlog;
 pub mod iolog;
 pub mod load_size;
 pub mod oltp;
+pub mod on_error;
 pub mod pattern;
 pub mod pgio;
 pub mod rate;

@@ -15,9 +15,12 @@ use crate::dedupe::DedupeWriter;
 use csdchar_core::compressibility::{Codec, PageCompressor, PageTally};
 use csdchar_core::distribution::BlockPicker;
 use csdchar_core::iolog::LogRecorder;
+use csdchar_core::on_error::{EILSEQ, ErrorKind};
 use csdchar_core::pattern::{DataSpec, mix64};
 use csdchar_core::rate::{MinRateCheck, Pacer};
-use csdchar_core::result::block::{BadBlock, BatchCounts, BlockSpec, EngineInfo, RunError};
+use csdchar_core::result::block::{
+    BadBlock, BatchCounts, BlockSpec, EngineInfo, ErrorCount, RunError,
+};
 use csdchar_core::stats::LatencyRecorder;
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -170,6 +173,16 @@ pub struct JobOutcome {
     pub logs: Vec<(String, String)>,
     /// Submission and reap batch sizes.
     pub batches: BatchCounts,
+    /// Errors counted and gone on after (fio's continue_on_error).
+    pub errors: ErrorCount,
+}
+
+/// Counts an error the job goes on after, as fio's update_error_count.
+fn count_error(c: &mut ErrorCount, errno: i32) {
+    c.total += 1;
+    if c.total == 1 {
+        c.first = errno;
+    }
 }
 
 impl JobOutcome {
@@ -188,6 +201,7 @@ impl JobOutcome {
             engine: None,
             logs: Vec::new(),
             batches: BatchCounts::default(),
+            errors: ErrorCount::default(),
         }
     }
 }
@@ -310,6 +324,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         engine: Some(engine.info()),
         logs: Vec::new(),
         batches: BatchCounts::default(),
+        errors: ErrorCount::default(),
     };
     let mut logger = match cfg.phase {
         Phase::Workload => LogRecorder::new(
@@ -731,6 +746,22 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             }
             let len = slot.len as usize;
             if c.result != dir.success(slot.len) {
+                // fio's continue_on_error: an error its lists cover is
+                // counted and the job goes on (a short I/O counts as EIO).
+                let errno = if c.result < 0 { -c.result } else { libc::EIO };
+                let kind = match dir {
+                    Direction::Read => ErrorKind::Read,
+                    _ => ErrorKind::Write,
+                };
+                if cfg.phase != Phase::VerifyRead {
+                    if spec.errors.non_fatal(kind, errno) {
+                        count_error(&mut outcome.errors, errno);
+                        continue;
+                    }
+                    if outcome.error.is_none() && spec.errors.counts_fatal(kind) {
+                        count_error(&mut outcome.errors, 1);
+                    }
+                }
                 if cfg.phase == Phase::VerifyRead {
                     outcome.blocks_checked += 1;
                     outcome.bad_blocks.push(BadBlock {
@@ -774,6 +805,17 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         lba: slot.offset / u64::from(cfg.lbs),
                         reason,
                     });
+                    // fio's rules: a block that does not verify ends the
+                    // job (EILSEQ) unless continue_on_error covers verify,
+                    // and then verify_fatal still ends it.
+                    if spec.errors.non_fatal(ErrorKind::Verify, EILSEQ) {
+                        count_error(&mut outcome.errors, EILSEQ);
+                    } else if spec.errors.counts_fatal(ErrorKind::Read) {
+                        count_error(&mut outcome.errors, 1);
+                    }
+                    if spec.errors.verify_ends_job() {
+                        budget = issued;
+                    }
                 }
             }
             if done < ramp_ns {

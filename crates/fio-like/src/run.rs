@@ -165,6 +165,10 @@ where
         } else if let Some(m) = main.as_mut() {
             // Errors of a later phase still end up in the result.
             for (mj, oj) in m.jobs.iter_mut().zip(out.jobs) {
+                if mj.errors.total == 0 {
+                    mj.errors.first = oj.errors.first;
+                }
+                mj.errors.total += oj.errors.total;
                 if mj.error.is_none() {
                     mj.error = oj.error;
                 }
@@ -674,6 +678,7 @@ fn assemble(
                 read: reads.then(|| dir(0)),
                 write: writes.then(|| dir(1)),
                 trim: trims.then(|| dir(2)),
+                errors: spec.errors.counts().then_some(j.errors),
             }
         })
         .collect();

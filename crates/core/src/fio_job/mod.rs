@@ -232,6 +232,7 @@ struct Builder {
     size: u64,
     offset: u64,
     offset_increment: u64,
+    errors: crate::on_error::ErrorPolicy,
     runtime_us: Option<u64>,
     time_based: bool,
     ramp_us: u64,
@@ -290,6 +291,7 @@ impl Builder {
             size: 0,
             offset: 0,
             offset_increment: 0,
+            errors: Default::default(),
             runtime_us: None,
             time_based: false,
             ramp_us: 0,
@@ -450,6 +452,22 @@ impl Builder {
                 value::Size::Bytes(b) => self.offset = b,
                 value::Size::Percent(_) => return lacks("an offset as a percentage of the target"),
             },
+            "continue_on_error" => {
+                self.errors.continue_on = crate::on_error::continue_on_error(need()?)
+                    .map_err(|m| format!("{}={}: {m}", o.name, v.unwrap_or("")))?
+            }
+            "ignore_error" => crate::on_error::apply_ignore_error(&mut self.errors, need()?)
+                .map_err(|m| format!("{}={}: {m}", o.name, v.unwrap_or("")))?,
+            "verify_fatal" => self.errors.verify_fatal = value::boolean(v).map_err(wrap)?,
+            // fio checks blocks off the submitting path; csdchar checks each
+            // as it completes: the same blocks, the same verdicts.
+            "verify_async" => {
+                small(need()?, "verify_async", 0, 1 << 16)?;
+            }
+            "error_dump" if !value::boolean(v).map_err(wrap)? => {}
+            "error_dump" => {
+                return lacks("error_dump=1 (printing every error, the non-fatal ones too)");
+            }
             "offset_increment" => match value::size(need()?, self.kb_base).map_err(wrap)? {
                 value::Size::Bytes(b) => self.offset_increment = b,
                 value::Size::Percent(_) => {
@@ -891,6 +909,10 @@ impl Builder {
             files: Default::default(),
             think: self.think.clone(),
             offset_increment: self.offset_increment,
+            errors: crate::on_error::ErrorPolicy {
+                fio_rules: true,
+                ..self.errors.clone()
+            },
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {

@@ -242,6 +242,10 @@ pub struct BlockSpec {
     /// `offset + N * offset_increment` bytes; absent: 0, every job on the same region.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub offset_increment: u64,
+    /// fio's error policy (`continue_on_error`, `ignore_error`, `verify_fatal`) of a job file's
+    /// job; absent: csdchar's own (an I/O error ends the run, every block is verified).
+    #[serde(default, skip_serializing_if = "crate::on_error::ErrorPolicy::is_none")]
+    pub errors: crate::on_error::ErrorPolicy,
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -304,6 +308,7 @@ impl Default for BlockSpec {
             files: JobFiles::default(),
             think: ThinkTime::default(),
             offset_increment: 0,
+            errors: Default::default(),
         }
     }
 }
@@ -469,6 +474,21 @@ pub struct JobSummary {
     /// Trims of this job; absent when the job does not trim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trim: Option<JobDirection>,
+    /// Errors the job counted and went on after (fio's `total_err`, `first_error`); absent
+    /// unless fio's `continue_on_error` or `ignore_error` let it go on after any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<ErrorCount>,
+}
+
+/// Errors a job went on after, as fio counts them.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct ErrorCount {
+    /// How many (fio's `total_err`).
+    pub total: u64,
+    /// errno of the first (fio's `first_error`); 0 when none.
+    pub first: i32,
 }
 
 /// One direction of one job.
