@@ -1,7 +1,11 @@
 //! fio's options for splitting a target among a job's clones and for
 //! verification beside fio's runs of the same job files:
 //! `offset_increment` (clone N starts at offset + N * increment, with its own
-//! region or what is left of the file after its start).
+//! region or what is left of the file after its start); what ends a job and
+//! what it counts and goes on after (`continue_on_error`, `ignore_error`,
+//! `verify_fatal`: fio-json's `error`, `total_err`, `first_error`); how a new
+//! file is laid out (`fallocate`, `create_on_open`); writes into a full file
+//! system that the job goes on after (ENOSPC on a small tmpfs).
 
 use crate::common;
 use crate::fio_parity::fio;
@@ -147,7 +151,7 @@ fn verify_failures_end_or_count_as_fio_s_continue_on_error_says() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let cases: [(&str, Counts); 7] = [
+    let cases: [(&str, Counts); 9] = [
         ("", (84, 3, None, None)),
         ("verify_fatal=1\n", (84, 3, None, None)),
         ("continue_on_error=verify\n", (84, 16, Some(2), Some(84))),
@@ -160,6 +164,15 @@ fn verify_failures_end_or_count_as_fio_s_continue_on_error_says() {
         (
             "continue_on_error=write\nverify_async=2\n",
             (84, 3, Some(0), Some(0)),
+        ),
+        // An asynchronous engine's fio counts no error that ends the job.
+        (
+            "continue_on_error=read\nioengine=libaio\n",
+            (84, 3, Some(0), Some(0)),
+        ),
+        (
+            "continue_on_error=io\nioengine=psync\n",
+            (84, 3, Some(1), Some(1)),
         ),
     ];
     for who in ["fio", "csdchar"] {
@@ -175,8 +188,15 @@ fn verify_failures_end_or_count_as_fio_s_continue_on_error_says() {
             let read = d.path().join(format!("{who}-r.fio"));
             let text = format!("{READ}{extra}").replace("FILE", data.to_str().unwrap());
             std::fs::write(&read, text).unwrap();
-            let json = run_json_any(who, &read);
-            assert_eq!(error_counts(&json), *want, "{who} with {extra:?}");
+            let mut got = error_counts(&run_json_any(who, &read));
+            // verify_async: fio checks off the submitting path and reads on
+            // meanwhile (3 to 16 blocks read before the job ends); csdchar
+            // checks as each read completes (3).
+            if extra.contains("verify_async") {
+                assert!((3..=16).contains(&got.1), "{who} with {extra:?}: {got:?}");
+                got.1 = 3;
+            }
+            assert_eq!(got, *want, "{who} with {extra:?}");
         }
     }
 }
@@ -202,4 +222,105 @@ fn run_json_any(who: &str, path: &Path) -> String {
         ])
         .stdout
     }
+}
+
+/// Size and allocated 512-byte blocks of the file a two-block write made,
+/// per fallocate mode and create_on_open, beside fio's.
+#[test]
+fn fallocate_modes_lay_files_out_as_fio_does() {
+    if fio().is_none() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let modes = [
+        "fallocate=none",
+        "fallocate=native",
+        "fallocate=posix",
+        "fallocate=keep",
+    ];
+    let modes = modes
+        .iter()
+        .chain(&["fallocate=truncate", "fallocate=1", "create_on_open=1"]);
+    for (i, m) in modes.enumerate() {
+        let mut found = Vec::new();
+        for who in ["fio", "csdchar"] {
+            let file = d.path().join(format!("{who}.{i}"));
+            let job = d.path().join(format!("{who}-{i}.fio"));
+            let text = format!(
+                "[j]\nfilename={}\nbs=4k\nrw=write\nsize=64k\nnumber_ios=2\n{m}\n",
+                file.display()
+            );
+            std::fs::write(&job, text).unwrap();
+            run_json(who, &job);
+            let meta = std::fs::metadata(&file).unwrap();
+            use std::os::unix::fs::MetadataExt;
+            found.push((meta.len(), meta.blocks()));
+        }
+        assert_eq!(
+            found[0], found[1],
+            "{m}: fio's (size, blocks), then csdchar's"
+        );
+    }
+}
+
+/// (error, write I/Os, bytes written, total_err, first_error) of fio's JSON's only job.
+type WriteCounts = (u64, u64, u64, Option<u64>, Option<u64>);
+
+/// A job that writes 8 MiB into a 4 MiB tmpfs and goes on after ENOSPC
+/// (continue_on_error=write with ignore_error=,ENOSPC, or ignore_error
+/// alone): the failed writes count as I/Os and errors, not bytes, as fio's.
+/// Without ENOSPC among the errors it goes on after, csdchar refuses the job
+/// before it starts (the room check), where fio runs into ENOSPC.
+#[test]
+fn writes_into_a_full_file_system_go_on_as_fio_s_ignore_error_says() {
+    if fio().is_none() || !common::is_root_or_skip("writes_into_a_full_file_system (tmpfs)") {
+        return;
+    }
+    let mnt = tempfile::Builder::new()
+        .prefix("csdchar-enospc")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let Some(_m) = common::Mounted::new("tmpfs", mnt.path(), &["-t", "tmpfs", "-o", "size=4m"])
+    else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let file = mnt.path().join("f");
+    let cases = [
+        "continue_on_error=write\nignore_error=,ENOSPC\nfallocate=none\n",
+        "continue_on_error=all\nignore_error=EIO,ENOSPC\nfallocate=truncate\nioengine=libaio\n",
+    ];
+    let want: WriteCounts = (28, 128, 4 << 20, Some(64), Some(28));
+    for extra in cases {
+        for who in ["fio", "csdchar"] {
+            let _ = std::fs::remove_file(&file);
+            let job = d.path().join(format!("{who}.fio"));
+            let text = format!(
+                "[j]\nfilename={}\nbs=64k\nrw=write\nsize=8m\n{extra}",
+                file.display()
+            );
+            std::fs::write(&job, text).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&run_json_any(who, &job)).unwrap();
+            let j = &v["jobs"][0];
+            let got: WriteCounts = (
+                j["error"].as_u64().unwrap(),
+                j["write"]["total_ios"].as_u64().unwrap(),
+                j["write"]["io_bytes"].as_u64().unwrap(),
+                j["total_err"].as_u64(),
+                j["first_error"].as_u64(),
+            );
+            assert_eq!(got, want, "{who} with {extra:?}");
+        }
+    }
+    let _ = std::fs::remove_file(&file);
+    let job = d.path().join("plain.fio");
+    let text = format!(
+        "[j]\nfilename={}\nbs=64k\nrw=write\nsize=8m\n",
+        file.display()
+    );
+    std::fs::write(&job, text).unwrap();
+    let r = common::csdchar(&["block", "--job-file", job.to_str().unwrap()]);
+    assert_eq!(r.outcome.exit_code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("only 4.00MiB free"), "{}", r.stderr);
+    assert!(!file.exists(), "nothing written");
 }

@@ -476,6 +476,7 @@ impl BlockOpts {
             think: Default::default(),
             offset_increment: 0,
             errors: Default::default(),
+            fallocate: Default::default(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

@@ -755,11 +755,15 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 };
                 if cfg.phase != Phase::VerifyRead {
                     if spec.errors.non_fatal(kind, errno) {
+                        // fio counts the I/O (total_ios), not its bytes.
                         count_error(&mut outcome.errors, errno);
+                        if done >= ramp_ns {
+                            outcome.dirs[dir.index()].ios += 1;
+                        }
                         continue;
                     }
                     if outcome.error.is_none() && spec.errors.counts_fatal(kind) {
-                        count_error(&mut outcome.errors, 1);
+                        count_error(&mut outcome.errors, errno);
                     }
                 }
                 if cfg.phase == Phase::VerifyRead {

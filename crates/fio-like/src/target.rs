@@ -9,7 +9,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use csdchar_core::pattern::{DataSpec, PatternGenerator};
-use csdchar_core::result::block::{BlockSpec, EngineKind, TargetInfo, TargetKind};
+use csdchar_core::result::block::{BlockSpec, EngineKind, Fallocate, TargetInfo, TargetKind};
 use csdchar_core::units::format_bytes;
 
 use crate::error::BlockError;
@@ -121,6 +121,9 @@ pub struct Growth {
     pub now: u64,
     /// Bytes it holds after the job.
     pub end: u64,
+    /// The job goes on when the file system is full ([`may_fill`]): its
+    /// growth is not counted against the room.
+    pub may_fill: bool,
 }
 
 /// Every check [`prepare`] makes, without touching anything: the target's
@@ -156,6 +159,7 @@ pub fn precheck(spec: &BlockSpec, planned: Option<u64>) -> Result<Option<Growth>
         fs_dev: found.dev,
         now: actual,
         end: found.end,
+        may_fill: may_fill(spec),
     }))
 }
 
@@ -172,6 +176,20 @@ pub fn file_key(path: &Path) -> std::path::PathBuf {
             .unwrap_or_else(|_| dir.to_path_buf())
             .join(name)
     })
+}
+
+/// Whether the job goes on after its file system is full (fio's
+/// continue_on_error and ignore_error with ENOSPC for writes) and lays its
+/// file out without taking the room first: then the room is not checked
+/// beforehand, the writes that find none fail and are counted.
+pub fn may_fill(spec: &BlockSpec) -> bool {
+    const ENOSPC: i32 = 28;
+    spec.errors
+        .non_fatal(csdchar_core::on_error::ErrorKind::Write, ENOSPC)
+        && matches!(
+            spec.fallocate,
+            Fallocate::Sparse | Fallocate::None | Fallocate::Truncate
+        )
 }
 
 /// Where the last job's region starts: `offset`, plus fio's
@@ -299,7 +317,7 @@ fn inspect(
              it re-checks data an earlier --verify run wrote there"
         )));
     }
-    if kind == TargetKind::File && cur_size < end {
+    if kind == TargetKind::File && cur_size < end && !may_fill(spec) {
         check_room(path, path_str, cur_size, end)?;
     }
     if spec.direct
@@ -477,10 +495,23 @@ fn lay_out(
         .write(true)
         .open(path)
         .map_err(io)?;
+    // fio's fallocate: the whole file, before any data (fio's fallocate_file).
+    let reserve = |f: &std::fs::File, flags: rustix::fs::FallocateFlags| {
+        rustix::fs::fallocate(f, flags, 0, end).map_err(|e| io(e.into()))
+    };
+    match spec.fallocate {
+        Fallocate::Native | Fallocate::Posix => reserve(&f, rustix::fs::FallocateFlags::empty())?,
+        Fallocate::Keep => reserve(&f, rustix::fs::FallocateFlags::KEEP_SIZE)?,
+        Fallocate::Sparse | Fallocate::None | Fallocate::Truncate => {}
+    }
     if !with_data {
-        // Sparse, not fallocated: compressing file systems (btrfs) store writes
-        // into preallocated extents uncompressed.
-        f.set_len(end).map_err(io)?;
+        match spec.fallocate {
+            // Sparse, not fallocated: compressing file systems (btrfs) store
+            // writes into preallocated extents uncompressed.
+            Fallocate::Sparse | Fallocate::Truncate => f.set_len(end).map_err(io)?,
+            // The file grows as the job writes (keep: in blocks reserved).
+            Fallocate::None | Fallocate::Keep | Fallocate::Native | Fallocate::Posix => {}
+        }
         return Ok(());
     }
     let chunk = (spec.compress_chunk as usize).clamp(1, spec.bs as usize);

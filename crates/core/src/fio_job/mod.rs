@@ -233,6 +233,8 @@ struct Builder {
     offset: u64,
     offset_increment: u64,
     errors: crate::on_error::ErrorPolicy,
+    fallocate: crate::result::block::Fallocate,
+    create_on_open: bool,
     runtime_us: Option<u64>,
     time_based: bool,
     ramp_us: u64,
@@ -292,6 +294,8 @@ impl Builder {
             offset: 0,
             offset_increment: 0,
             errors: Default::default(),
+            fallocate: Default::default(),
+            create_on_open: false,
             runtime_us: None,
             time_based: false,
             ramp_us: 0,
@@ -458,6 +462,22 @@ impl Builder {
             }
             "ignore_error" => crate::on_error::apply_ignore_error(&mut self.errors, need()?)
                 .map_err(|m| format!("{}={}: {m}", o.name, v.unwrap_or("")))?,
+            "fallocate" => {
+                use crate::result::block::Fallocate as F;
+                self.fallocate = match need()? {
+                    "none" | "0" => F::None,
+                    "native" => F::Native,
+                    "posix" | "1" => F::Posix,
+                    "keep" => F::Keep,
+                    "truncate" => F::Truncate,
+                    other => {
+                        return Err(format!(
+                            "fallocate={other}: none, native, posix, keep or truncate (or 0, 1)"
+                        ));
+                    }
+                }
+            }
+            "create_on_open" => self.create_on_open = value::boolean(v).map_err(wrap)?,
             "verify_fatal" => self.errors.verify_fatal = value::boolean(v).map_err(wrap)?,
             // fio checks blocks off the submitting path; csdchar checks each
             // as it completes: the same blocks, the same verdicts.
@@ -830,6 +850,14 @@ impl Builder {
         if verify_only {
             verify = false;
         }
+        if self.create_on_open && self.rw.reads() {
+            lacks.push((
+                "create_on_open",
+                "create_on_open in a job that reads (csdchar lays out what a job reads before it \
+                 starts)"
+                    .into(),
+            ));
+        }
         let mut rw_seq_add = self.rw_seq_add;
         if rw_seq_add != 0 && self.rw.is_random() {
             lacks.push((
@@ -909,9 +937,27 @@ impl Builder {
             files: Default::default(),
             think: self.think.clone(),
             offset_increment: self.offset_increment,
-            errors: crate::on_error::ErrorPolicy {
-                fio_rules: true,
-                ..self.errors.clone()
+            // fio's rules where they differ from csdchar's own: in a job
+            // that verifies, or goes on after some errors.
+            errors: if verify || verify_only || self.errors.continue_on != 0 {
+                crate::on_error::ErrorPolicy {
+                    fio_rules: true,
+                    async_engine: self.set_at.iter().any(|(n, _, _)| n == "ioengine")
+                        && matches!(
+                            self.replaced_engine.as_deref(),
+                            None | Some("libaio" | "posixaio")
+                        ),
+                    ..self.errors.clone()
+                }
+            } else {
+                Default::default()
+            },
+            // create_on_open: the file is made by the job's open, and grows
+            // as it writes (fio's setup_files extends none).
+            fallocate: if self.create_on_open {
+                crate::result::block::Fallocate::None
+            } else {
+                self.fallocate
             },
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()

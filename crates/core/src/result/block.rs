@@ -246,6 +246,39 @@ pub struct BlockSpec {
     /// job; absent: csdchar's own (an I/O error ends the run, every block is verified).
     #[serde(default, skip_serializing_if = "crate::on_error::ErrorPolicy::is_none")]
     pub errors: crate::on_error::ErrorPolicy,
+    /// How a file the job creates or extends is laid out (fio's `fallocate`, or
+    /// `create_on_open`: none); absent: csdchar's sparse file of the region's size.
+    #[serde(default, skip_serializing_if = "Fallocate::is_sparse")]
+    pub fallocate: Fallocate,
+}
+
+/// How a new or extended file gets its size before the job's writes (fio's `fallocate`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallocate {
+    /// csdchar's default: the file is truncated to its size, sparse (a compressing file
+    /// system stores writes into preallocated extents uncompressed).
+    #[default]
+    Sparse,
+    /// Nothing: the file grows as the job writes.
+    None,
+    /// fallocate(2) of the whole file (fio's `native`).
+    Native,
+    /// posix_fallocate(3) of the whole file.
+    Posix,
+    /// fallocate(2) with FALLOC_FL_KEEP_SIZE: blocks reserved, size unchanged.
+    Keep,
+    /// ftruncate(2) to the file's size (sparse, as csdchar's default).
+    Truncate,
+}
+
+impl Fallocate {
+    /// csdchar's default.
+    pub fn is_sparse(&self) -> bool {
+        *self == Fallocate::Sparse
+    }
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -309,6 +342,7 @@ impl Default for BlockSpec {
             think: ThinkTime::default(),
             offset_increment: 0,
             errors: Default::default(),
+            fallocate: Fallocate::Sparse,
         }
     }
 }
