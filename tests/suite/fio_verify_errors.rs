@@ -324,3 +324,30 @@ fn writes_into_a_full_file_system_go_on_as_fio_s_ignore_error_says() {
     assert!(r.stderr.contains("only 4.00MiB free"), "{}", r.stderr);
     assert!(!file.exists(), "nothing written");
 }
+
+/// do_verify=0 in a job that writes: the blocks get their verify headers and
+/// are not read back; a later read job checks them (surface-scan.fio's
+/// write phase, then its verify phase).
+#[test]
+fn do_verify_0_writes_for_a_later_job_to_check_as_fio_does() {
+    if fio().is_none() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut found = Vec::new();
+    for who in ["fio", "csdchar"] {
+        let data = d.path().join(format!("{who}.dat"));
+        let job = d.path().join(format!("{who}.fio"));
+        let text = format!(
+            "[global]\nfilename={}\nsize=64k\nbs=4k\nverify=crc32c\n[w]\nrw=write\ndo_verify=0\n\
+             [r]\nstonewall\nrw=read\n",
+            data.display()
+        );
+        std::fs::write(&job, text).unwrap();
+        let ios = ios_per_job(&run_json(who, &job));
+        found.push(ios);
+    }
+    assert_eq!(found[0], found[1], "fio's, then csdchar's");
+    assert_eq!(found[1]["w"], (16, 0));
+    assert_eq!(found[1]["r"], (0, 16));
+}

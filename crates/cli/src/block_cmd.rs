@@ -477,6 +477,7 @@ impl BlockOpts {
             offset_increment: 0,
             errors: Default::default(),
             fallocate: Default::default(),
+            verify_write_only: false,
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

@@ -128,6 +128,8 @@ where
 
     let phases: &[Phase] = if spec.verify_only {
         &[Phase::VerifyRead]
+    } else if spec.verify && spec.verify_write_only {
+        &[Phase::VerifyWrite]
     } else if spec.verify {
         &[Phase::VerifyWrite, Phase::VerifyRead]
     } else {

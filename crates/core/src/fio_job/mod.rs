@@ -804,15 +804,10 @@ impl Builder {
         // verify settings wrote (every read is checked, do_verify or not:
         // do_verify is the read-back phase of a job that writes).
         let read_verify = verify && matches!(self.rw, RwMode::Read | RwMode::Randread);
-        if verify && !read_verify && !self.do_verify {
-            lacks.push((
-                "do_verify",
-                "do_verify=0 in a job that writes (csdchar reads back what a verify job writes)"
-                    .into(),
-            ));
-        }
+        // do_verify=0 in a job that writes: the blocks carry their verify
+        // headers, a later job checks them (fio's write phase of a verify).
+        let verify_write_only = verify && !read_verify && !self.do_verify;
         if verify
-            && read_verify
             && (self.io_size > 0
                 || self.number_ios > 0
                 || self.loops > 1
@@ -821,9 +816,9 @@ impl Builder {
         {
             lacks.push((
                 "verify",
-                "verify in a read job that does not read its region once (io_size, number_ios, \
-                 loops, an offset modifier or a skewed random_distribution; csdchar checks every \
-                 block once)"
+                "verify in a job that does not write or read its region once (io_size, \
+                 number_ios, loops, an offset modifier or a skewed random_distribution; csdchar \
+                 writes and checks every block once)"
                     .into(),
             ));
             verify = false;
@@ -937,6 +932,7 @@ impl Builder {
             files: Default::default(),
             think: self.think.clone(),
             offset_increment: self.offset_increment,
+            verify_write_only: verify && verify_write_only,
             // fio's rules where they differ from csdchar's own: in a job
             // that verifies, or goes on after some errors.
             errors: if verify || verify_only || self.errors.continue_on != 0 {

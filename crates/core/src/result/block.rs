@@ -250,6 +250,10 @@ pub struct BlockSpec {
     /// `create_on_open`: none); absent: csdchar's sparse file of the region's size.
     #[serde(default, skip_serializing_if = "Fallocate::is_sparse")]
     pub fallocate: Fallocate,
+    /// With `verify`: write the blocks with their verify headers but do not read them back
+    /// (fio's `do_verify=0`; a later job or `--verify-only` checks them); absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify_write_only: bool,
 }
 
 /// How a new or extended file gets its size before the job's writes (fio's `fallocate`).
@@ -343,6 +347,7 @@ impl Default for BlockSpec {
             offset_increment: 0,
             errors: Default::default(),
             fallocate: Fallocate::Sparse,
+            verify_write_only: false,
         }
     }
 }
