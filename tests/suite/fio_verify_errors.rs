@@ -351,3 +351,64 @@ fn do_verify_0_writes_for_a_later_job_to_check_as_fio_does() {
     assert_eq!(found[1]["w"], (16, 0));
     assert_eq!(found[1]["r"], (0, 16));
 }
+
+/// fill_device on a 4 MiB tmpfs: the job writes until ENOSPC, which ends it
+/// normally (the failed write counted as an I/O, no verify phase after), or
+/// stops at its size; then a read job checks what was written, as
+/// surface-scan.fio's two phases do (with crc32c headers here; fio wants the
+/// read job's size, its file not being there when it sets its jobs up).
+#[test]
+fn fill_device_writes_until_the_file_system_is_full_as_fio_does() {
+    if fio().is_none() || !common::is_root_or_skip("fill_device (tmpfs)") {
+        return;
+    }
+    let mnt = tempfile::Builder::new()
+        .prefix("csdchar-fill")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let Some(_m) = common::Mounted::new("tmpfs", mnt.path(), &["-t", "tmpfs", "-o", "size=4m"])
+    else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let file = mnt.path().join("f");
+    let cases = [
+        ("", (65, 1 << 22, 0)),
+        ("size=2m\n", (32, 1 << 21, 0)),
+        ("verify=crc32c\n", (65, 1 << 22, 0)),
+    ];
+    for (extra, want) in cases {
+        for who in ["fio", "csdchar"] {
+            let _ = std::fs::remove_file(&file);
+            let job = d.path().join(format!("{who}.fio"));
+            let text = format!(
+                "[j]\nfilename={}\nbs=64k\nrw=write\nfill_device=1\n{extra}",
+                file.display()
+            );
+            std::fs::write(&job, text).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&run_json(who, &job)).unwrap();
+            let j = &v["jobs"][0];
+            assert_eq!(j["error"], 0, "{who} with {extra:?}");
+            let got = (
+                j["write"]["total_ios"].as_u64().unwrap(),
+                j["write"]["io_bytes"].as_u64().unwrap(),
+                j["read"]["total_ios"].as_u64().unwrap(),
+            );
+            assert_eq!(got, want, "{who} with {extra:?}");
+            assert_eq!(std::fs::metadata(&file).unwrap().len(), want.1, "{who}");
+        }
+    }
+    for who in ["fio", "csdchar"] {
+        let _ = std::fs::remove_file(&file);
+        let job = d.path().join(format!("{who}-scan.fio"));
+        let text = format!(
+            "[global]\nfilename={}\nbs=64k\nverify=crc32c\n[w]\nrw=write\nfill_device=1\n\
+             do_verify=0\n[r]\nstonewall\nrw=read\nsize=4m\n",
+            file.display()
+        );
+        std::fs::write(&job, text).unwrap();
+        let ios = ios_per_job(&run_json(who, &job));
+        assert_eq!(ios["w"], (65, 0), "{who}");
+        assert_eq!(ios["r"], (0, 64), "{who}");
+    }
+}

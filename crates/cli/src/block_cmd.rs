@@ -478,6 +478,7 @@ impl BlockOpts {
             errors: Default::default(),
             fallocate: Default::default(),
             verify_write_only: false,
+            fill_device: false,
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

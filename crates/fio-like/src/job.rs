@@ -175,6 +175,9 @@ pub struct JobOutcome {
     pub batches: BatchCounts,
     /// Errors counted and gone on after (fio's continue_on_error).
     pub errors: ErrorCount,
+    /// fio's fill_device: a write found the file system full, which ended
+    /// the job normally.
+    pub filled: bool,
 }
 
 /// Counts an error the job goes on after, as fio's update_error_count.
@@ -202,6 +205,7 @@ impl JobOutcome {
             logs: Vec::new(),
             batches: BatchCounts::default(),
             errors: ErrorCount::default(),
+            filled: false,
         }
     }
 }
@@ -325,6 +329,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         logs: Vec::new(),
         batches: BatchCounts::default(),
         errors: ErrorCount::default(),
+        filled: false,
     };
     let mut logger = match cfg.phase {
         Phase::Workload => LogRecorder::new(
@@ -754,9 +759,19 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     _ => ErrorKind::Write,
                 };
                 if cfg.phase != Phase::VerifyRead {
-                    if spec.errors.non_fatal(kind, errno) {
+                    let full = kind == ErrorKind::Write
+                        && spec.fill_device
+                        && (errno == libc::ENOSPC || errno == libc::EDQUOT);
+                    let goes_on = spec.errors.non_fatal(kind, errno);
+                    if goes_on || full {
                         // fio counts the I/O (total_ios), not its bytes.
-                        count_error(&mut outcome.errors, errno);
+                        if goes_on {
+                            count_error(&mut outcome.errors, errno);
+                        } else {
+                            // fio's fill_device: the job ends, normally.
+                            outcome.filled = true;
+                            budget = issued;
+                        }
                         if done >= ramp_ns {
                             outcome.dirs[dir.index()].ios += 1;
                         }

@@ -146,7 +146,9 @@ where
             started_at = csdchar_core::start_at::format_rfc3339_millis(out.began);
             start = start_at.map(|at| StartRecord::new(at, out.began, ctl.start_late_limit));
         }
-        let stop = out.jobs.iter().any(|j| j.error.is_some())
+        // fio's fill_device: a job that filled its file system is done, its
+        // verify phase too.
+        let stop = out.jobs.iter().any(|j| j.error.is_some() || j.filled)
             || ctl.interrupt.load(Ordering::Relaxed)
             || ctl.terminate.load(Ordering::Relaxed);
         if phase == Phase::VerifyRead {

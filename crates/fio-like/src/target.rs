@@ -178,18 +178,21 @@ pub fn file_key(path: &Path) -> std::path::PathBuf {
     })
 }
 
-/// Whether the job goes on after its file system is full (fio's
-/// continue_on_error and ignore_error with ENOSPC for writes) and lays its
-/// file out without taking the room first: then the room is not checked
-/// beforehand, the writes that find none fail and are counted.
+/// Whether the job fills its file system on purpose (fio's fill_device), or
+/// goes on after it is full (fio's continue_on_error and ignore_error with
+/// ENOSPC for writes) and lays its file out without taking the room first:
+/// then the room is not checked beforehand, the writes that find none fail
+/// and end the job or are counted.
 pub fn may_fill(spec: &BlockSpec) -> bool {
     const ENOSPC: i32 = 28;
-    spec.errors
-        .non_fatal(csdchar_core::on_error::ErrorKind::Write, ENOSPC)
-        && matches!(
-            spec.fallocate,
-            Fallocate::Sparse | Fallocate::None | Fallocate::Truncate
-        )
+    let goes_on = spec
+        .errors
+        .non_fatal(csdchar_core::on_error::ErrorKind::Write, ENOSPC);
+    let lazy = matches!(
+        spec.fallocate,
+        Fallocate::Sparse | Fallocate::None | Fallocate::Truncate
+    );
+    spec.fill_device || goes_on && lazy
 }
 
 /// Where the last job's region starts: `offset`, plus fio's
@@ -231,7 +234,7 @@ fn inspect(
                     "--verify-only: TARGET {path_str} does not exist; it re-checks data an earlier --verify run wrote"
                 )));
             }
-            if spec.size == 0 && planned.is_none() {
+            if spec.size == 0 && planned.is_none() && !spec.fill_device {
                 return Err(usage(format!(
                     "--size: required when TARGET {path_str} does not exist (e.g. --size 1g)"
                 )));
@@ -280,6 +283,19 @@ fn inspect(
     }
     let size = if spec.size > 0 {
         spec.size
+    } else if spec.fill_device && kind == TargetKind::File {
+        // fio's fill_device on a file: on until ENOSPC, so a block more than
+        // the file system has free (what the file holds after the start is
+        // written over).
+        let dir = if meta.is_some() {
+            path
+        } else {
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+        };
+        let free = csdchar_devices::free_bytes(dir).unwrap_or(0);
+        cur_size.saturating_sub(last) + free + spec.bs
     } else {
         cur_size.saturating_sub(last)
     };

@@ -235,6 +235,7 @@ struct Builder {
     errors: crate::on_error::ErrorPolicy,
     fallocate: crate::result::block::Fallocate,
     create_on_open: bool,
+    fill_device: bool,
     runtime_us: Option<u64>,
     time_based: bool,
     ramp_us: u64,
@@ -296,6 +297,7 @@ impl Builder {
             errors: Default::default(),
             fallocate: Default::default(),
             create_on_open: false,
+            fill_device: false,
             runtime_us: None,
             time_based: false,
             ramp_us: 0,
@@ -478,6 +480,7 @@ impl Builder {
                 }
             }
             "create_on_open" => self.create_on_open = value::boolean(v).map_err(wrap)?,
+            "fill_device" | "fill_fs" => self.fill_device = value::boolean(v).map_err(wrap)?,
             "verify_fatal" => self.errors.verify_fatal = value::boolean(v).map_err(wrap)?,
             // fio checks blocks off the submitting path; csdchar checks each
             // as it completes: the same blocks, the same verdicts.
@@ -845,6 +848,12 @@ impl Builder {
         if verify_only {
             verify = false;
         }
+        if self.fill_device && self.rw.reads() {
+            lacks.push((
+                "fill_device",
+                "fill_device in a job that reads (csdchar fills with writes)".into(),
+            ));
+        }
         if self.create_on_open && self.rw.reads() {
             lacks.push((
                 "create_on_open",
@@ -950,7 +959,10 @@ impl Builder {
             },
             // create_on_open: the file is made by the job's open, and grows
             // as it writes (fio's setup_files extends none).
-            fallocate: if self.create_on_open {
+            fill_device: self.fill_device && self.rw.writes(),
+            // fill_device lays nothing out either (fio's fallocate_file and
+            // extend_file skip it).
+            fallocate: if self.create_on_open || self.fill_device && self.rw.writes() {
                 crate::result::block::Fallocate::None
             } else {
                 self.fallocate

@@ -254,6 +254,10 @@ pub struct BlockSpec {
     /// (fio's `do_verify=0`; a later job or `--verify-only` checks them); absent: false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub verify_write_only: bool,
+    /// fio's `fill_device`: a file's region reaches past its file system's free space and
+    /// the job writes until ENOSPC, which ends it normally (no verify phase after); absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fill_device: bool,
 }
 
 /// How a new or extended file gets its size before the job's writes (fio's `fallocate`).
@@ -348,6 +352,7 @@ impl Default for BlockSpec {
             errors: Default::default(),
             fallocate: Fallocate::Sparse,
             verify_write_only: false,
+            fill_device: false,
         }
     }
 }
