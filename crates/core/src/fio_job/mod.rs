@@ -21,6 +21,7 @@
 //! (`ini`) and its tests live apart.
 
 mod bs_split;
+mod errors;
 pub mod files;
 pub mod ini;
 pub mod print;
@@ -232,10 +233,7 @@ struct Builder {
     size: u64,
     offset: u64,
     offset_increment: u64,
-    errors: crate::on_error::ErrorPolicy,
-    fallocate: crate::result::block::Fallocate,
-    create_on_open: bool,
-    fill_device: bool,
+    layout: errors::ErrorsAndLayout,
     runtime_us: Option<u64>,
     time_based: bool,
     ramp_us: u64,
@@ -294,10 +292,7 @@ impl Builder {
             size: 0,
             offset: 0,
             offset_increment: 0,
-            errors: Default::default(),
-            fallocate: Default::default(),
-            create_on_open: false,
-            fill_device: false,
+            layout: Default::default(),
             runtime_us: None,
             time_based: false,
             ramp_us: 0,
@@ -458,39 +453,7 @@ impl Builder {
                 value::Size::Bytes(b) => self.offset = b,
                 value::Size::Percent(_) => return lacks("an offset as a percentage of the target"),
             },
-            "continue_on_error" => {
-                self.errors.continue_on = crate::on_error::continue_on_error(need()?)
-                    .map_err(|m| format!("{}={}: {m}", o.name, v.unwrap_or("")))?
-            }
-            "ignore_error" => crate::on_error::apply_ignore_error(&mut self.errors, need()?)
-                .map_err(|m| format!("{}={}: {m}", o.name, v.unwrap_or("")))?,
-            "fallocate" => {
-                use crate::result::block::Fallocate as F;
-                self.fallocate = match need()? {
-                    "none" | "0" => F::None,
-                    "native" => F::Native,
-                    "posix" | "1" => F::Posix,
-                    "keep" => F::Keep,
-                    "truncate" => F::Truncate,
-                    other => {
-                        return Err(format!(
-                            "fallocate={other}: none, native, posix, keep or truncate (or 0, 1)"
-                        ));
-                    }
-                }
-            }
-            "create_on_open" => self.create_on_open = value::boolean(v).map_err(wrap)?,
-            "fill_device" | "fill_fs" => self.fill_device = value::boolean(v).map_err(wrap)?,
-            "verify_fatal" => self.errors.verify_fatal = value::boolean(v).map_err(wrap)?,
-            // fio checks blocks off the submitting path; csdchar checks each
-            // as it completes: the same blocks, the same verdicts.
-            "verify_async" => {
-                small(need()?, "verify_async", 0, 1 << 16)?;
-            }
-            "error_dump" if !value::boolean(v).map_err(wrap)? => {}
-            "error_dump" => {
-                return lacks("error_dump=1 (printing every error, the non-fatal ones too)");
-            }
+            k if errors::takes(k) => return self.layout.set(k, v),
             "offset_increment" => match value::size(need()?, self.kb_base).map_err(wrap)? {
                 value::Size::Bytes(b) => self.offset_increment = b,
                 value::Size::Percent(_) => {
@@ -848,20 +811,7 @@ impl Builder {
         if verify_only {
             verify = false;
         }
-        if self.fill_device && self.rw.reads() {
-            lacks.push((
-                "fill_device",
-                "fill_device in a job that reads (csdchar fills with writes)".into(),
-            ));
-        }
-        if self.create_on_open && self.rw.reads() {
-            lacks.push((
-                "create_on_open",
-                "create_on_open in a job that reads (csdchar lays out what a job reads before it \
-                 starts)"
-                    .into(),
-            ));
-        }
+        self.layout.lacks(self.rw, lacks);
         let mut rw_seq_add = self.rw_seq_add;
         if rw_seq_add != 0 && self.rw.is_random() {
             lacks.push((
@@ -942,31 +892,11 @@ impl Builder {
             think: self.think.clone(),
             offset_increment: self.offset_increment,
             verify_write_only: verify && verify_write_only,
-            // fio's rules where they differ from csdchar's own: in a job
-            // that verifies, or goes on after some errors.
-            errors: if verify || verify_only || self.errors.continue_on != 0 {
-                crate::on_error::ErrorPolicy {
-                    fio_rules: true,
-                    async_engine: self.set_at.iter().any(|(n, _, _)| n == "ioengine")
-                        && matches!(
-                            self.replaced_engine.as_deref(),
-                            None | Some("libaio" | "posixaio")
-                        ),
-                    ..self.errors.clone()
-                }
-            } else {
-                Default::default()
-            },
-            // create_on_open: the file is made by the job's open, and grows
-            // as it writes (fio's setup_files extends none).
-            fill_device: self.fill_device && self.rw.writes(),
-            // fill_device lays nothing out either (fio's fallocate_file and
-            // extend_file skip it).
-            fallocate: if self.create_on_open || self.fill_device && self.rw.writes() {
-                crate::result::block::Fallocate::None
-            } else {
-                self.fallocate
-            },
+            errors: self
+                .layout
+                .policy(verify || verify_only, self.async_engine()),
+            fill_device: self.layout.fill_device(self.rw),
+            fallocate: self.layout.fallocate(self.rw),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {
