@@ -32,17 +32,11 @@ pub(super) fn takes(name: &str) -> bool {
     )
 }
 
-impl super::Builder {
-    /// Whether the job file named an ioengine that completes I/Os apart
-    /// from submitting them (io_uring, libaio, posixaio; fio's default is
-    /// psync).
-    pub(super) fn async_engine(&self) -> bool {
-        self.set_at.iter().any(|(n, _, _)| n == "ioengine")
-            && matches!(
-                self.replaced_engine.as_deref(),
-                None | Some("libaio" | "posixaio")
-            )
-    }
+/// Whether a job file's ioengine completes I/Os apart from submitting them:
+/// `set`, it named one; `replaced`, the one csdchar runs on io_uring (None:
+/// io_uring or null itself). fio's default is psync.
+pub(super) fn async_engine(set: bool, replaced: Option<&str>) -> bool {
+    set && matches!(replaced, None | Some("libaio" | "posixaio"))
 }
 
 impl ErrorsAndLayout {

@@ -812,6 +812,8 @@ impl Builder {
             verify = false;
         }
         self.layout.lacks(self.rw, lacks);
+        let set = self.set_at.iter().any(|(n, _, _)| n == "ioengine");
+        let async_engine = errors::async_engine(set, self.replaced_engine.as_deref());
         let mut rw_seq_add = self.rw_seq_add;
         if rw_seq_add != 0 && self.rw.is_random() {
             lacks.push((
@@ -892,9 +894,7 @@ impl Builder {
             think: self.think.clone(),
             offset_increment: self.offset_increment,
             verify_write_only: verify && verify_write_only,
-            errors: self
-                .layout
-                .policy(verify || verify_only, self.async_engine()),
+            errors: self.layout.policy(verify || verify_only, async_engine),
             fill_device: self.layout.fill_device(self.rw),
             fallocate: self.layout.fallocate(self.rw),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
