@@ -29,6 +29,7 @@ pub(super) fn takes(name: &str) -> bool {
             | "create_on_open"
             | "fill_device"
             | "fill_fs"
+            | "create_serialize"
     )
 }
 
@@ -80,6 +81,16 @@ impl ErrorsAndLayout {
                 }
             }
             "create_on_open" => self.create_on_open = value::boolean(v).map_err(wrap)?,
+            // Jobs that start together lay their files out at once, each in
+            // its own thread: fio's create_serialize=0.
+            "create_serialize" if !value::boolean(v).map_err(wrap)? => {}
+            "create_serialize" => {
+                return Ok(Err(
+                    "create_serialize=1 (csdchar lays out the files of jobs that \
+                               start together at once, each in its job's thread)"
+                        .into(),
+                ));
+            }
             _ => self.fill_device = value::boolean(v).map_err(wrap)?,
         }
         Ok(Ok(()))

@@ -511,6 +511,9 @@ fn error_and_layout_options_parse_as_fio_s_or_are_named() {
     assert!(e.contains("unknown error EILSEQ"), "{e}");
     let e = err(&format!("{base}fallocate=maybe\n"));
     assert!(e.contains("fallocate=maybe: none, native"), "{e}");
+    let e = err(&format!("{base}create_serialize=1\n"));
+    assert!(e.contains("create_serialize=1"), "{e}");
+    plan_of(&format!("{base}create_serialize=0\n"));
     let e = err(&format!("{base}rw=read\nfill_device=1\n"));
     assert!(e.contains("fill_device=1"), "{e}");
     let p = plan_of(&format!(
