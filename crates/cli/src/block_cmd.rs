@@ -479,6 +479,7 @@ impl BlockOpts {
             fallocate: Default::default(),
             verify_write_only: false,
             fill_device: false,
+            verify_pattern: Vec::new(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

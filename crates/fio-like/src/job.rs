@@ -616,6 +616,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                             None => buffers.acquire_write(mix64(seed ^ seq)),
                         };
                         if cfg.phase == Phase::VerifyWrite {
+                            verify::fill_pattern(buffers.slice_mut(b), &spec.verify_pattern);
                             verify::seal(
                                 buffers.slice_mut(b),
                                 offset,

@@ -14,6 +14,7 @@ pub(super) struct ErrorsAndLayout {
     fallocate: Fallocate,
     create_on_open: bool,
     fill_device: bool,
+    verify_pattern: Vec<u8>,
 }
 
 /// Whether `name` is one of these options.
@@ -30,6 +31,7 @@ pub(super) fn takes(name: &str) -> bool {
             | "fill_device"
             | "fill_fs"
             | "create_serialize"
+            | "verify_pattern"
     )
 }
 
@@ -81,6 +83,16 @@ impl ErrorsAndLayout {
                 }
             }
             "create_on_open" => self.create_on_open = value::boolean(v).map_err(wrap)?,
+            "verify_pattern" => match pattern(need()?) {
+                Some(p) => self.verify_pattern = p,
+                None => {
+                    return Ok(Err(
+                        "a verify_pattern other than hex (0x…) and double-quoted strings, \
+                                   joined (fio's numbers and %o are refused)"
+                            .into(),
+                    ));
+                }
+            },
             // Jobs that start together lay their files out at once, each in
             // its own thread: fio's create_serialize=0.
             "create_serialize" if !value::boolean(v).map_err(wrap)? => {}
@@ -97,7 +109,15 @@ impl ErrorsAndLayout {
     }
 
     /// Combinations csdchar cannot run, as (option, why).
-    pub(super) fn lacks(&self, rw: RwMode, lacks: &mut Vec<(&'static str, String)>) {
+    pub(super) fn lacks(&self, rw: RwMode, verify: bool, lacks: &mut Vec<(&'static str, String)>) {
+        if !self.verify_pattern.is_empty() && !verify {
+            lacks.push((
+                "verify_pattern",
+                "verify_pattern without a checksum verify= (fio's verify=pattern checks blocks \
+                 with no header; csdchar's blocks carry one)"
+                    .into(),
+            ));
+        }
         if self.fill_device && rw.reads() {
             lacks.push((
                 "fill_device",
@@ -128,6 +148,11 @@ impl ErrorsAndLayout {
         }
     }
 
+    /// fio's verify_pattern bytes (empty: none).
+    pub(super) fn verify_pattern(&self) -> Vec<u8> {
+        self.verify_pattern.clone()
+    }
+
     /// fio's fill_device, in a job that writes.
     pub(super) fn fill_device(&self, rw: RwMode) -> bool {
         self.fill_device && rw.writes()
@@ -142,5 +167,62 @@ impl ErrorsAndLayout {
         } else {
             self.fallocate
         }
+    }
+}
+
+/// fio's verify_pattern: `0x` hex (bytes in the order written; an odd digit
+/// count makes the first digit a byte) and double-quoted strings, joined with
+/// nothing between, as fio 3.33 parses them; None for fio's other forms
+/// (decimal numbers, `%o`) or a malformed one.
+fn pattern(v: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut rest = v.trim();
+    while !rest.is_empty() {
+        if let Some(h) = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
+            let n = h.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(h.len());
+            let digits = &h[..n];
+            if digits.is_empty() {
+                return None;
+            }
+            // An odd count: the first digit is a byte of its own, as fio's.
+            let (first, pairs) = digits.split_at(digits.len() % 2);
+            if !first.is_empty() {
+                out.push(u8::from_str_radix(first, 16).ok()?);
+            }
+            for i in (0..pairs.len()).step_by(2) {
+                out.push(u8::from_str_radix(&pairs[i..i + 2], 16).ok()?);
+            }
+            rest = &h[n..];
+        } else if let Some(body) = rest.strip_prefix('"') {
+            let end = body.find('"')?;
+            out.extend_from_slice(&body.as_bytes()[..end]);
+            rest = &body[end + 1..];
+        } else {
+            return None;
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn patterns_as_fio_writes_them() {
+        assert_eq!(
+            super::pattern("0xaa555aa5"),
+            Some(vec![0xaa, 0x55, 0x5a, 0xa5])
+        );
+        assert_eq!(super::pattern("\"abc\""), Some(b"abc".to_vec()));
+        assert_eq!(super::pattern("0xff\"ab\""), Some(vec![0xff, b'a', b'b']));
+        assert_eq!(
+            super::pattern("'ab'"),
+            None,
+            "fio 3.33 takes double quotes only"
+        );
+        assert_eq!(super::pattern("0x01,\"ab\""), None);
+        assert_eq!(super::pattern("0xabc"), Some(vec![0x0a, 0xbc]));
+        assert_eq!(super::pattern("%o"), None);
+        assert_eq!(super::pattern("1234"), None);
+        assert_eq!(super::pattern("\"open"), None);
     }
 }

@@ -811,7 +811,7 @@ impl Builder {
         if verify_only {
             verify = false;
         }
-        self.layout.lacks(self.rw, lacks);
+        self.layout.lacks(self.rw, self.verify, lacks);
         let set = self.set_at.iter().any(|(n, _, _)| n == "ioengine");
         let async_engine = errors::async_engine(set, self.replaced_engine.as_deref());
         let mut rw_seq_add = self.rw_seq_add;
@@ -896,6 +896,7 @@ impl Builder {
             verify_write_only: verify && verify_write_only,
             errors: self.layout.policy(verify || verify_only, async_engine),
             fill_device: self.layout.fill_device(self.rw),
+            verify_pattern: self.layout.verify_pattern(),
             fallocate: self.layout.fallocate(self.rw),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()

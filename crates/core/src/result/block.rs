@@ -258,6 +258,11 @@ pub struct BlockSpec {
     /// the job writes until ENOSPC, which ends it normally (no verify phase after); absent: false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fill_device: bool,
+    /// fio's `verify_pattern` with a checksum verify: each verified block's data after its
+    /// header is this pattern repeated from the block's first byte (the read-back checks the
+    /// checksum, as fio 3.33's); absent: csdchar's data.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_pattern: Vec<u8>,
 }
 
 /// How a new or extended file gets its size before the job's writes (fio's `fallocate`).
@@ -353,6 +358,7 @@ impl Default for BlockSpec {
             fallocate: Fallocate::Sparse,
             verify_write_only: false,
             fill_device: false,
+            verify_pattern: Vec::new(),
         }
     }
 }
