@@ -29,6 +29,7 @@ mod fio_pauses;
 mod fio_share;
 mod fio_verify;
 mod fio_zones;
+mod fio_verify_errors;
 mod libpq;
 mod libpq_matrix;
 mod merge;

@@ -477,6 +477,12 @@ impl BlockOpts {
             zones: Default::default(),
             share: Default::default(),
             pacing: Default::default(),
+            offset_increment: 0,
+            errors: Default::default(),
+            fallocate: Default::default(),
+            verify_write_only: false,
+            fill_device: false,
+            verify_pattern: Vec::new(),
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

@@ -31,6 +31,7 @@ pub mod iolog;
 pub mod load_size;
 pub mod oltp;
 pub mod pace;
+pub mod on_error;
 pub mod pattern;
 pub mod pgio;
 pub mod rate;

@@ -15,9 +15,12 @@ use crate::dedupe::DedupeWriter;
 use csdchar_core::compressibility::{Codec, PageCompressor, PageTally};
 use csdchar_core::distribution::BlockPicker;
 use csdchar_core::iolog::LogRecorder;
+use csdchar_core::on_error::{EILSEQ, ErrorKind};
 use csdchar_core::pattern::{DataSpec, mix64};
 use csdchar_core::rate::{MinRateCheck, Pacer};
-use csdchar_core::result::block::{BadBlock, BatchCounts, BlockSpec, EngineInfo, RunError};
+use csdchar_core::result::block::{
+    BadBlock, BatchCounts, BlockSpec, EngineInfo, ErrorCount, RunError,
+};
 use csdchar_core::stats::LatencyRecorder;
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -47,6 +50,9 @@ pub struct JobConfig<'a> {
     pub spec: &'a BlockSpec,
     /// Region size in bytes (whole blocks).
     pub size: u64,
+    /// First byte of the region (fio's offset, plus offset_increment per
+    /// clone before this one).
+    pub region: u64,
     /// Logical block size of the target, for LBAs.
     pub lbs: u32,
     /// The target's size in bytes (fio's real_file_size: where zones end).
@@ -190,6 +196,19 @@ pub struct JobOutcome {
     pub stats_from_ns: u64,
     /// The depth latency_target's search ended at; None without it.
     pub latency_depth: Option<u32>,
+    /// Errors counted and gone on after (fio's continue_on_error).
+    pub errors: ErrorCount,
+    /// fio's fill_device: a write found the file system full, which ended
+    /// the job normally.
+    pub filled: bool,
+}
+
+/// Counts an error the job goes on after, as fio's update_error_count.
+fn count_error(c: &mut ErrorCount, errno: i32) {
+    c.total += 1;
+    if c.total == 1 {
+        c.first = errno;
+    }
 }
 
 impl JobOutcome {
@@ -211,6 +230,8 @@ impl JobOutcome {
             batches: BatchCounts::default(),
             stats_from_ns: 0,
             latency_depth: None,
+            errors: ErrorCount::default(),
+            filled: false,
         }
     }
 }
@@ -357,6 +378,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         batches: BatchCounts::default(),
         stats_from_ns: 0,
         latency_depth: None,
+        errors: ErrorCount::default(),
+        filled: false,
     };
     let mut logger = match cfg.phase {
         Phase::Workload => LogRecorder::new(
@@ -384,6 +407,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         return outcome;
     }
 
+    // Verify phases split a shared region among the jobs; with fio's
+    // offset_increment each job has a region of its own and covers it whole.
+    let (share_first, share_stride) = match spec.offset_increment {
+        0 => (job, numjobs),
+        _ => (0, 1),
+    };
     let mut planner = match cfg.phase {
         Phase::Workload if spec.rw.is_random() => Planner::Random {
             skew: (!spec.random_distribution.is_uniform()).then(|| {
@@ -403,12 +432,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         Phase::Workload => Planner::Sequential { next: [0, 0, 0] },
         Phase::VerifyWrite if spec.rw.is_random() => Planner::Permuted {
             perm: BlockPermutation::new(nblocks, spec.seed),
-            next: job,
-            stride: numjobs,
+            next: share_first,
+            stride: share_stride,
         },
         Phase::VerifyWrite | Phase::VerifyRead => Planner::Strided {
-            next: job,
-            stride: numjobs,
+            next: share_first,
+            stride: share_stride,
             nblocks,
         },
     };
@@ -452,7 +481,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         // is trimmed and written.
         Phase::Workload if matches!(mix, Mix::TrimThenWrite(_)) => workload_ios * 2,
         Phase::Workload => workload_ios,
-        _ => nblocks.saturating_sub(job).div_ceil(numjobs),
+        _ => nblocks.saturating_sub(share_first).div_ceil(share_stride),
     };
     // With bssplit fio counts bytes, not I/Os (io_issue_bytes_exceeded): the
     // I/O count above is then only number_ios'.
@@ -511,7 +540,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         spec.iodepth_batch_submit as usize
     };
     let batch_complete = spec.iodepth_batch_complete.max(1) as usize;
-    let region = spec.offset;
+    let region = cfg.region;
     let mut now_ns = ns(Instant::now());
     // fio's latency_target: the depth searched for, completions it counted,
     // and whether the job lets everything in flight complete first (then
@@ -747,6 +776,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                             None => buffers.acquire_write(mix64(seed ^ seq)),
                         };
                         if cfg.phase == Phase::VerifyWrite {
+                            verify::fill_pattern(buffers.slice_mut(b), &spec.verify_pattern);
                             verify::seal(
                                 buffers.slice_mut(b),
                                 offset,
@@ -921,6 +951,36 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             }
             let len = slot.len as usize;
             if c.result != dir.success(slot.len) {
+                // fio's continue_on_error: an error its lists cover is
+                // counted and the job goes on (a short I/O counts as EIO).
+                let errno = if c.result < 0 { -c.result } else { libc::EIO };
+                let kind = match dir {
+                    Direction::Read => ErrorKind::Read,
+                    _ => ErrorKind::Write,
+                };
+                if cfg.phase != Phase::VerifyRead {
+                    let full = kind == ErrorKind::Write
+                        && spec.fill_device
+                        && (errno == libc::ENOSPC || errno == libc::EDQUOT);
+                    let goes_on = spec.errors.non_fatal(kind, errno);
+                    if goes_on || full {
+                        // fio counts the I/O (total_ios), not its bytes.
+                        if goes_on {
+                            count_error(&mut outcome.errors, errno);
+                        } else {
+                            // fio's fill_device: the job ends, normally.
+                            outcome.filled = true;
+                            budget = issued;
+                        }
+                        if done >= ramp_ns {
+                            outcome.dirs[dir.index()].ios += 1;
+                        }
+                        continue;
+                    }
+                    if outcome.error.is_none() && spec.errors.counts_fatal(kind) {
+                        count_error(&mut outcome.errors, errno);
+                    }
+                }
                 if cfg.phase == Phase::VerifyRead {
                     outcome.blocks_checked += 1;
                     outcome.bad_blocks.push(BadBlock {
@@ -964,6 +1024,17 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         lba: slot.offset / u64::from(cfg.lbs),
                         reason,
                     });
+                    // fio's rules: a block that does not verify ends the
+                    // job (EILSEQ) unless continue_on_error covers verify,
+                    // and then verify_fatal still ends it.
+                    if spec.errors.non_fatal(ErrorKind::Verify, EILSEQ) {
+                        count_error(&mut outcome.errors, EILSEQ);
+                    } else if spec.errors.counts_fatal(ErrorKind::Read) {
+                        count_error(&mut outcome.errors, 1);
+                    }
+                    if spec.errors.verify_ends_job() {
+                        budget = issued;
+                    }
                 }
             }
             if let Some(s) = &mut search {

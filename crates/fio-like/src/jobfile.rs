@@ -163,7 +163,10 @@ fn check_room_together(
     job: &JobPlan,
 ) -> Result<(), BlockError> {
     use csdchar_core::units::format_bytes;
-    let on_fs: Vec<&crate::target::Growth> = files.iter().filter(|g| g.fs_dev == fs_dev).collect();
+    let on_fs: Vec<&crate::target::Growth> = files
+        .iter()
+        .filter(|g| g.fs_dev == fs_dev && !g.may_fill)
+        .collect();
     let total: u64 = on_fs.iter().map(|g| g.end.saturating_sub(g.now)).sum();
     let Some(free) = on_fs
         .first()

@@ -132,6 +132,8 @@ where
 
     let phases: &[Phase] = if spec.verify_only {
         &[Phase::VerifyRead]
+    } else if spec.verify && spec.verify_write_only {
+        &[Phase::VerifyWrite]
     } else if spec.verify {
         &[Phase::VerifyWrite, Phase::VerifyRead]
     } else {
@@ -148,7 +150,9 @@ where
             started_at = csdchar_core::start_at::format_rfc3339_millis(out.began);
             start = start_at.map(|at| StartRecord::new(at, out.began, ctl.start_late_limit));
         }
-        let stop = out.jobs.iter().any(|j| j.error.is_some())
+        // fio's fill_device: a job that filled its file system is done, its
+        // verify phase too.
+        let stop = out.jobs.iter().any(|j| j.error.is_some() || j.filled)
             || ctl.interrupt.load(Ordering::Relaxed)
             || ctl.terminate.load(Ordering::Relaxed);
         if phase == Phase::VerifyRead {
@@ -169,6 +173,10 @@ where
         } else if let Some(m) = main.as_mut() {
             // Errors of a later phase still end up in the result.
             for (mj, oj) in m.jobs.iter_mut().zip(out.jobs) {
+                if mj.errors.total == 0 {
+                    mj.errors.first = oj.errors.first;
+                }
+                mj.errors.total += oj.errors.total;
                 if mj.error.is_none() {
                     mj.error = oj.error;
                 }
@@ -299,10 +307,12 @@ where
                     base: base_cell,
                     events: tx,
                 };
+                let (region, size) = crate::target::job_region(spec, target, j);
                 let cfg = JobConfig {
                     job: j,
                     spec,
-                    size: target.size,
+                    size,
+                    region,
                     lbs: target.info.logical_block_size,
                     real_size: target.info.size_bytes,
                     phase,
@@ -690,6 +700,7 @@ fn assemble(
                 read: reads.then(|| dir(0)),
                 write: writes.then(|| dir(1)),
                 trim: trims.then(|| dir(2)),
+                errors: spec.errors.counts().then_some(j.errors),
             }
         })
         .collect();

@@ -9,7 +9,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use csdchar_core::pattern::{DataSpec, PatternGenerator};
-use csdchar_core::result::block::{BlockSpec, EngineKind, TargetInfo, TargetKind};
+use csdchar_core::result::block::{BlockSpec, EngineKind, Fallocate, TargetInfo, TargetKind};
 use csdchar_core::units::format_bytes;
 
 use crate::error::BlockError;
@@ -121,6 +121,9 @@ pub struct Growth {
     pub now: u64,
     /// Bytes it holds after the job.
     pub end: u64,
+    /// The job goes on when the file system is full ([`may_fill`]): its
+    /// growth is not counted against the room.
+    pub may_fill: bool,
 }
 
 /// Every check [`prepare`] makes, without touching anything: the target's
@@ -156,6 +159,7 @@ pub fn precheck(spec: &BlockSpec, planned: Option<u64>) -> Result<Option<Growth>
         fs_dev: found.dev,
         now: actual,
         end: found.end,
+        may_fill: may_fill(spec),
     }))
 }
 
@@ -172,6 +176,41 @@ pub fn file_key(path: &Path) -> std::path::PathBuf {
             .unwrap_or_else(|_| dir.to_path_buf())
             .join(name)
     })
+}
+
+/// Whether the job fills its file system on purpose (fio's fill_device), or
+/// goes on after it is full (fio's continue_on_error and ignore_error with
+/// ENOSPC for writes) and lays its file out without taking the room first:
+/// then the room is not checked beforehand, the writes that find none fail
+/// and end the job or are counted.
+pub fn may_fill(spec: &BlockSpec) -> bool {
+    const ENOSPC: i32 = 28;
+    let goes_on = spec
+        .errors
+        .non_fatal(csdchar_core::on_error::ErrorKind::Write, ENOSPC);
+    let lazy = matches!(
+        spec.fallocate,
+        Fallocate::Sparse | Fallocate::None | Fallocate::Truncate
+    );
+    spec.fill_device || goes_on && lazy
+}
+
+/// Where the last job's region starts: `offset`, plus fio's
+/// `offset_increment` for each job before it.
+pub fn last_region_start(spec: &BlockSpec) -> u64 {
+    spec.offset + u64::from(spec.numjobs.saturating_sub(1)) * spec.offset_increment
+}
+
+/// The region of job `job` (from 0) of `target`: its first byte, and its
+/// size in whole blocks. Without `size` each job takes what is left after
+/// its start (fio: real_file_size less the job's file_offset).
+pub fn job_region(spec: &BlockSpec, target: &PreparedTarget, job: u32) -> (u64, u64) {
+    let start = spec.offset + u64::from(job) * spec.offset_increment;
+    if spec.size > 0 || spec.offset_increment == 0 || target.info.kind == TargetKind::None {
+        return (start, target.size);
+    }
+    let left = target.info.size_bytes.saturating_sub(start);
+    (start, left / spec.bs * spec.bs)
 }
 
 /// The checks of [`prepare`] up to the first write.
@@ -195,7 +234,7 @@ fn inspect(
                     "--verify-only: TARGET {path_str} does not exist; it re-checks data an earlier --verify run wrote"
                 )));
             }
-            if spec.size == 0 && planned.is_none() {
+            if spec.size == 0 && planned.is_none() && !spec.fill_device {
                 return Err(usage(format!(
                     "--size: required when TARGET {path_str} does not exist (e.g. --size 1g)"
                 )));
@@ -234,28 +273,42 @@ fn inspect(
         }
     };
 
-    // Region: --offset, then --size or what is left of the target.
-    if spec.offset >= cur_size && kind == TargetKind::BlockDevice {
+    // Region: --offset, then --size or what is left of the target. With
+    // fio's offset_increment the last job's region starts furthest in.
+    let last = last_region_start(spec);
+    if last >= cur_size && kind == TargetKind::BlockDevice {
         return Err(usage(format!(
-            "--offset: {} is beyond the end of {path_str} ({cur_size} bytes)",
-            spec.offset
+            "--offset: {last} is beyond the end of {path_str} ({cur_size} bytes)"
         )));
     }
     let size = if spec.size > 0 {
         spec.size
+    } else if spec.fill_device && kind == TargetKind::File {
+        // fio's fill_device on a file: on until ENOSPC, so a block more than
+        // the file system has free (what the file holds after the start is
+        // written over).
+        let dir = if meta.is_some() {
+            path
+        } else {
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+        };
+        let free = csdchar_devices::free_bytes(dir).unwrap_or(0);
+        cur_size.saturating_sub(last) + free + spec.bs
     } else {
-        cur_size.saturating_sub(spec.offset)
+        cur_size.saturating_sub(last)
     };
     if size == 0 {
         return Err(usage(format!(
             "--size: required, {path_str} is empty (e.g. --size 1g)"
         )));
     }
-    if kind == TargetKind::BlockDevice && spec.offset + size > cur_size {
+    if kind == TargetKind::BlockDevice && last + size > cur_size {
         return Err(usage(format!(
             "--size: region {}..{} ends beyond the end of {path_str} ({cur_size} bytes)",
-            spec.offset,
-            spec.offset + size
+            last,
+            last + size
         )));
     }
     let size = size / spec.bs * spec.bs;
@@ -273,19 +326,20 @@ fn inspect(
             spec.random_distribution
         )));
     }
-    let end = spec.offset + size;
+    let end = last + size;
     if spec.verify_only && cur_size.max(planned.unwrap_or(0)) < end {
         return Err(usage(format!(
             "--verify-only: TARGET {path_str} holds {cur_size} bytes, less than --offset + --size ({end}); \
              it re-checks data an earlier --verify run wrote there"
         )));
     }
-    if kind == TargetKind::File && cur_size < end {
+    if kind == TargetKind::File && cur_size < end && !may_fill(spec) {
         check_room(path, path_str, cur_size, end)?;
     }
     if spec.direct
         && (!spec.bs.is_multiple_of(u64::from(lbs))
             || !spec.offset.is_multiple_of(u64::from(lbs))
+            || !spec.offset_increment.is_multiple_of(u64::from(lbs))
             || spec
                 .bssplit
                 .0
@@ -457,10 +511,23 @@ fn lay_out(
         .write(true)
         .open(path)
         .map_err(io)?;
+    // fio's fallocate: the whole file, before any data (fio's fallocate_file).
+    let reserve = |f: &std::fs::File, flags: rustix::fs::FallocateFlags| {
+        rustix::fs::fallocate(f, flags, 0, end).map_err(|e| io(e.into()))
+    };
+    match spec.fallocate {
+        Fallocate::Native | Fallocate::Posix => reserve(&f, rustix::fs::FallocateFlags::empty())?,
+        Fallocate::Keep => reserve(&f, rustix::fs::FallocateFlags::KEEP_SIZE)?,
+        Fallocate::Sparse | Fallocate::None | Fallocate::Truncate => {}
+    }
     if !with_data {
-        // Sparse, not fallocated: compressing file systems (btrfs) store writes
-        // into preallocated extents uncompressed.
-        f.set_len(end).map_err(io)?;
+        match spec.fallocate {
+            // Sparse, not fallocated: compressing file systems (btrfs) store
+            // writes into preallocated extents uncompressed.
+            Fallocate::Sparse | Fallocate::Truncate => f.set_len(end).map_err(io)?,
+            // The file grows as the job writes (keep: in blocks reserved).
+            Fallocate::None | Fallocate::Keep | Fallocate::Native | Fallocate::Posix => {}
+        }
         return Ok(());
     }
     let chunk = (spec.compress_chunk as usize).clamp(1, spec.bs as usize);

@@ -47,7 +47,20 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// Checks a block read back from `offset`; `Err` says what is wrong.
+/// fio's verify_pattern: the data after the header is `pattern` repeated
+/// from the block's first byte (nothing to do for an empty one).
+pub fn fill_pattern(block: &mut [u8], pattern: &[u8]) {
+    if pattern.is_empty() {
+        return;
+    }
+    for (i, b) in block.iter_mut().enumerate().skip(HEADER_LEN) {
+        *b = pattern[i % pattern.len()];
+    }
+}
+
+/// Checks a block read back from `offset`; `Err` says what is wrong. (With a
+/// checksum, fio 3.33 checks the checksum only, not the verify_pattern the
+/// data was written with: neither does this.)
 pub fn check(block: &[u8], offset: u64, seed: u64) -> Result<(), String> {
     if block.len() < HEADER_LEN || block[0..8] != MAGIC {
         return Err("bad magic: not a block written by csdchar --verify".into());
@@ -92,5 +105,14 @@ mod tests {
         d[30] ^= 1; // sequence is covered by the checksum too
         assert!(check(&d, 8192, 5).unwrap_err().contains("crc32c"));
         assert!(check(&[0u8; 4096], 0, 5).unwrap_err().contains("magic"));
+        let mut p = vec![0u8; 4096];
+        fill_pattern(&mut p, b"abc");
+        assert_eq!(
+            &p[44..47],
+            b"cab",
+            "aligned to the block's first byte, as fio's"
+        );
+        seal(&mut p, 0, 5, 1);
+        assert_eq!(check(&p, 0, 5), Ok(()));
     }
 }

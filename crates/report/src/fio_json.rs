@@ -209,11 +209,36 @@ fn job(e: &Entry<'_>, global_options: &[(String, String)], plus: bool) -> Value 
     let n = e.parts.len() as f64;
     let usr = e.parts.iter().fold(0.0, |a, p| a + p.cpu.user_pct) / n / share;
     let sys = e.parts.iter().fold(0.0, |a, p| a + p.cpu.system_pct) / n / share;
+    // fio's total_err and first_error: written when continue_on_error
+    // (or ignore_error) lets the job go on after some errors.
+    let counted: Vec<_> = match e.clone {
+        Some(i) => first.jobs[i].errors.iter().copied().collect(),
+        None => e
+            .parts
+            .iter()
+            .flat_map(|p| p.jobs.iter().filter_map(|j| j.errors))
+            .collect(),
+    };
+    let total_err: u64 = counted.iter().map(|c| c.total).sum();
+    let first_error = counted
+        .iter()
+        .map(|c| c.first)
+        .find(|&f| f != 0)
+        .unwrap_or(0);
+    // The job's error: what stopped it, a block that did not verify (fio's
+    // EILSEQ), else the first error it went on after.
     let error = e
         .parts
         .iter()
         .find_map(|p| p.error.as_ref())
-        .map_or(0, |er| er.errno.unwrap_or(5));
+        .map(|er| er.errno.unwrap_or(5))
+        .or_else(|| {
+            e.parts
+                .iter()
+                .any(|p| p.verify.as_ref().is_some_and(|v| v.bad_block_count > 0))
+                .then_some(csdchar_core::on_error::EILSEQ)
+        })
+        .unwrap_or(first_error);
     type Views<'v> = Vec<DirView<'v>>;
     let (reads, writes, trims): (Views<'_>, Views<'_>, Views<'_>) = match e.clone {
         Some(i) => (
@@ -263,6 +288,10 @@ fn job(e: &Entry<'_>, global_options: &[(String, String)], plus: bool) -> Value 
         .map_or(0, |d| d.as_millis() as u64);
     j.insert("job_start".into(), json!(job_start));
     j.insert("error".into(), json!(error));
+    if !counted.is_empty() {
+        j.insert("total_err".into(), json!(total_err));
+        j.insert("first_error".into(), json!(first_error));
+    }
     j.insert("eta".into(), json!(0));
     j.insert("elapsed".into(), json!(runtime_ms.div_ceil(1000)));
     j.insert("job options".into(), options(&job_options));

@@ -143,6 +143,9 @@ pub fn apply(
     if spec.rw_seq_add != 0 {
         return with("an offset modifier");
     }
+    if spec.offset_increment != 0 {
+        return with("offset_increment");
+    }
     if !spec.random_distribution.is_uniform() {
         return with("a skewed random_distribution");
     }

@@ -21,6 +21,7 @@
 //! (`ini`) and its tests live apart.
 
 mod bs_split;
+mod errors;
 pub mod files;
 pub mod ini;
 mod pacing;
@@ -236,6 +237,8 @@ struct Builder {
     numjobs: u32,
     size: u64,
     offset: u64,
+    offset_increment: u64,
+    layout: errors::ErrorsAndLayout,
     runtime_us: Option<u64>,
     time_based: bool,
     ramp_us: u64,
@@ -297,6 +300,8 @@ impl Builder {
             numjobs: 1,
             size: 0,
             offset: 0,
+            offset_increment: 0,
+            layout: Default::default(),
             runtime_us: None,
             time_based: false,
             ramp_us: 0,
@@ -463,6 +468,13 @@ impl Builder {
             "offset" => match value::size(need()?, self.kb_base).map_err(wrap)? {
                 value::Size::Bytes(b) => (self.offset, self.zones.offset_nz) = (b, 0),
                 value::Size::Percent(_) => return lacks("an offset as a percentage of the target"),
+            },
+            k if errors::takes(k) => return self.layout.set(k, v),
+            "offset_increment" => match value::size(need()?, self.kb_base).map_err(wrap)? {
+                value::Size::Bytes(b) => self.offset_increment = b,
+                value::Size::Percent(_) => {
+                    return lacks("an offset_increment as a percentage of the target");
+                }
             },
             "runtime" | "timeout" => {
                 self.runtime_us = Some(value::time_us(need()?, true).map_err(wrap)?)
@@ -801,15 +813,10 @@ impl Builder {
         // verify settings wrote (every read is checked, do_verify or not:
         // do_verify is the read-back phase of a job that writes).
         let read_verify = verify && matches!(self.rw, RwMode::Read | RwMode::Randread);
-        if verify && !read_verify && !self.do_verify {
-            lacks.push((
-                "do_verify",
-                "do_verify=0 in a job that writes (csdchar reads back what a verify job writes)"
-                    .into(),
-            ));
-        }
+        // do_verify=0 in a job that writes: the blocks carry their verify
+        // headers, a later job checks them (fio's write phase of a verify).
+        let verify_write_only = verify && !read_verify && !self.do_verify;
         if verify
-            && read_verify
             && (self.io_size > 0
                 || self.number_ios > 0
                 || self.loops > 1
@@ -818,9 +825,9 @@ impl Builder {
         {
             lacks.push((
                 "verify",
-                "verify in a read job that does not read its region once (io_size, number_ios, \
-                 loops, an offset modifier or a skewed random_distribution; csdchar checks every \
-                 block once)"
+                "verify in a job that does not write or read its region once (io_size, \
+                 number_ios, loops, an offset modifier or a skewed random_distribution; csdchar \
+                 writes and checks every block once)"
                     .into(),
             ));
             verify = false;
@@ -847,6 +854,9 @@ impl Builder {
         if verify_only {
             verify = false;
         }
+        self.layout.lacks(self.rw, self.verify, lacks);
+        let set = self.set_at.iter().any(|(n, _, _)| n == "ioengine");
+        let async_engine = errors::async_engine(set, self.replaced_engine.as_deref());
         let mut rw_seq_add = self.rw_seq_add;
         if rw_seq_add != 0 && self.rw.is_random() {
             lacks.push((
@@ -930,6 +940,12 @@ impl Builder {
             zones,
             share: self.share.clone(),
             pacing,
+            offset_increment: self.offset_increment,
+            verify_write_only: verify && verify_write_only,
+            errors: self.layout.policy(verify || verify_only, async_engine),
+            fill_device: self.layout.fill_device(self.rw),
+            verify_pattern: self.layout.verify_pattern(),
+            fallocate: self.layout.fallocate(self.rw),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
             } else {
@@ -1138,6 +1154,11 @@ pub fn plan(sections: &[Section], ignore_unsupported: bool) -> Result<JobFilePla
                     continue;
                 }
             };
+            // fio's offset_increment: a clone with a file of its own starts
+            // at offset + clone * increment there (filesetup.c get_start_offset).
+            if apart {
+                spec.offset += u64::from(clone) * b.offset_increment;
+            }
             // fio gives a job with filename= the files it names, whatever nrfiles says.
             if b.files.several(b.filename.as_ref()) && b.engine != EngineKind::Null {
                 let dir = b.directory.as_deref();

@@ -113,6 +113,9 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
     if spec.size > 0 {
         lines.push(format!("size={}", spec.size));
     }
+    if spec.offset_increment > 0 {
+        lines.push(format!("offset_increment={}", spec.offset_increment));
+    }
     if spec.offset > 0 {
         lines.push(format!("offset={}", spec.offset));
     }

@@ -481,3 +481,58 @@ fn randrepeat_0_draws_new_seeds_unless_randseed_is_set() {
         FIO_RANDSEED
     );
 }
+
+#[test]
+fn offset_increment_goes_to_threads_or_into_each_clone_s_offset() {
+    let p = plan_of("[j]\nfilename=/tmp/x\nnumjobs=3\nsize=1m\noffset=4k\noffset_increment=1m\n");
+    assert_eq!(
+        (p.jobs[0].spec.offset, p.jobs[0].spec.offset_increment),
+        (4096, 1 << 20)
+    );
+    let p = plan_of("[j]\ndirectory=/tmp/d\nnumjobs=3\nsize=1m\noffset=4k\noffset_increment=8k\n");
+    let offsets: Vec<u64> = p.jobs.iter().map(|j| j.spec.offset).collect();
+    assert_eq!(offsets, [4096, 12288, 20480]);
+    let e = plan(
+        &sections("[j]\nfilename=/tmp/x\nsize=1m\noffset_increment=10%\n"),
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("offset_increment=10%"), "{e}");
+}
+
+#[test]
+fn error_and_layout_options_parse_as_fio_s_or_are_named() {
+    let err = |t: &str| plan(&sections(t), false).unwrap_err().to_string();
+    let base = "[j]\nfilename=/tmp/x\nsize=1m\n";
+    let e = err(&format!("{base}continue_on_error=sometimes\n"));
+    assert!(e.contains("continue_on_error=sometimes: none, read"), "{e}");
+    let e = err(&format!("{base}ignore_error=,EILSEQ\n"));
+    assert!(e.contains("unknown error EILSEQ"), "{e}");
+    let e = err(&format!("{base}fallocate=maybe\n"));
+    assert!(e.contains("fallocate=maybe: none, native"), "{e}");
+    let e = err(&format!("{base}create_serialize=1\n"));
+    assert!(e.contains("create_serialize=1"), "{e}");
+    plan_of(&format!("{base}create_serialize=0\n"));
+    let e = err(&format!("{base}rw=read\nfill_device=1\n"));
+    assert!(e.contains("fill_device=1"), "{e}");
+    let p = plan_of(&format!(
+        "{base}rw=write\nignore_error=,ENOSPC:5\nverify_fatal=1\n"
+    ));
+    let errors = &p.jobs[0].spec.errors;
+    assert!(errors.fio_rules && errors.continue_on == 2 && errors.verify_fatal);
+    assert_eq!(errors.ignore[1], [28, 5]);
+    let p = plan_of(&format!(
+        "{base}rw=write\ncreate_on_open=1\nfallocate=native\n"
+    ));
+    assert_eq!(
+        p.jobs[0].spec.fallocate,
+        crate::result::block::Fallocate::None
+    );
+    assert!(
+        plan_of(&format!("{base}rw=write\n")).jobs[0]
+            .spec
+            .errors
+            .is_none()
+    );
+}

@@ -251,6 +251,60 @@ pub struct BlockSpec {
     /// fio's blockalign, io_submit_mode and random_generator; absent: fio's defaults.
     #[serde(default, skip_serializing_if = "Pacing::is_none")]
     pub pacing: Pacing,
+    /// fio's `offset_increment`: job (clone) N of `numjobs` works on the region starting at
+    /// `offset + N * offset_increment` bytes; absent: 0, every job on the same region.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset_increment: u64,
+    /// fio's error policy (`continue_on_error`, `ignore_error`, `verify_fatal`) of a job file's
+    /// job; absent: csdchar's own (an I/O error ends the run, every block is verified).
+    #[serde(default, skip_serializing_if = "crate::on_error::ErrorPolicy::is_none")]
+    pub errors: crate::on_error::ErrorPolicy,
+    /// How a file the job creates or extends is laid out (fio's `fallocate`, or
+    /// `create_on_open`: none); absent: csdchar's sparse file of the region's size.
+    #[serde(default, skip_serializing_if = "Fallocate::is_sparse")]
+    pub fallocate: Fallocate,
+    /// With `verify`: write the blocks with their verify headers but do not read them back
+    /// (fio's `do_verify=0`; a later job or `--verify-only` checks them); absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify_write_only: bool,
+    /// fio's `fill_device`: a file's region reaches past its file system's free space and
+    /// the job writes until ENOSPC, which ends it normally (no verify phase after); absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fill_device: bool,
+    /// fio's `verify_pattern` with a checksum verify: each verified block's data after its
+    /// header is this pattern repeated from the block's first byte (the read-back checks the
+    /// checksum, as fio 3.33's); absent: csdchar's data.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_pattern: Vec<u8>,
+}
+
+/// How a new or extended file gets its size before the job's writes (fio's `fallocate`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallocate {
+    /// csdchar's default: the file is truncated to its size, sparse (a compressing file
+    /// system stores writes into preallocated extents uncompressed).
+    #[default]
+    Sparse,
+    /// Nothing: the file grows as the job writes.
+    None,
+    /// fallocate(2) of the whole file (fio's `native`).
+    Native,
+    /// posix_fallocate(3) of the whole file.
+    Posix,
+    /// fallocate(2) with FALLOC_FL_KEEP_SIZE: blocks reserved, size unchanged.
+    Keep,
+    /// ftruncate(2) to the file's size (sparse, as csdchar's default).
+    Truncate,
+}
+
+impl Fallocate {
+    /// csdchar's default.
+    pub fn is_sparse(&self) -> bool {
+        *self == Fallocate::Sparse
+    }
 }
 
 fn is_zero_i64(v: &i64) -> bool {
@@ -315,6 +369,12 @@ impl Default for BlockSpec {
             zones: ZoneSpec::default(),
             share: JobShare::default(),
             pacing: Pacing::default(),
+            offset_increment: 0,
+            errors: Default::default(),
+            fallocate: Fallocate::Sparse,
+            verify_write_only: false,
+            fill_device: false,
+            verify_pattern: Vec::new(),
         }
     }
 }
@@ -484,6 +544,21 @@ pub struct JobSummary {
     /// Trims of this job; absent when the job does not trim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trim: Option<JobDirection>,
+    /// Errors the job counted and went on after (fio's `total_err`, `first_error`); absent
+    /// unless fio's `continue_on_error` or `ignore_error` let it go on after any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<ErrorCount>,
+}
+
+/// Errors a job went on after, as fio counts them.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct ErrorCount {
+    /// How many (fio's `total_err`).
+    pub total: u64,
+    /// errno of the first (fio's `first_error`); 0 when none.
+    pub first: i32,
 }
 
 /// One direction of one job.
