@@ -18,16 +18,18 @@ use csdchar_core::iolog::LogRecorder;
 use csdchar_core::on_error::{EILSEQ, ErrorKind};
 use csdchar_core::pattern::{DataSpec, mix64};
 use csdchar_core::rate::{MinRateCheck, Pacer};
-use csdchar_core::result::block::{
-    BadBlock, BatchCounts, BlockSpec, EngineInfo, ErrorCount, RunError,
-};
+use csdchar_core::result::block::{BadBlock, BatchCounts, BlockSpec, ErrorCount, RunError};
 use csdchar_core::stats::LatencyRecorder;
-use rand_core::{Rng, SeedableRng};
+use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::buffers::JobBuffers;
 use crate::engine::{Completion, Direction, EngineError, IoEngine, IoRequest};
-use crate::offsets::{BlockPermutation, PassOrder, uniform_below};
+use crate::offsets::{
+    BlockPermutation, PassOrder, io_units, next_seq_block, random_block, uniform_below,
+};
+use crate::outcome::count_error;
+pub use crate::outcome::{DirTotals, IntervalDir, IntervalReport, JobEvent, JobOutcome};
 use crate::verify;
 use csdchar_core::pace::{DepthSearch, DepthStep, RandomGenerator};
 
@@ -89,150 +91,6 @@ impl Shared<'_> {
             .base
             .get()
             .expect("the run sets the clock between the gates")
-    }
-}
-
-/// Counts and latencies of one direction.
-#[derive(Clone, Debug)]
-pub struct DirTotals {
-    /// I/Os completed in the measured period.
-    pub ios: u64,
-    /// Bytes completed in the measured period.
-    pub bytes: u64,
-    /// Submission latency.
-    pub slat: LatencyRecorder,
-    /// Completion latency.
-    pub clat: LatencyRecorder,
-    /// Total latency.
-    pub lat: LatencyRecorder,
-    /// Completion latency per I/O priority, when cmdprio draws them (fio's
-    /// clat_prio): `(ioprio, latencies)`.
-    pub prios: Vec<(u16, LatencyRecorder)>,
-}
-
-impl DirTotals {
-    /// Nothing recorded yet.
-    pub fn new() -> Self {
-        DirTotals {
-            ios: 0,
-            bytes: 0,
-            slat: LatencyRecorder::precise(),
-            clat: LatencyRecorder::precise(),
-            lat: LatencyRecorder::precise(),
-            prios: Vec::new(),
-        }
-    }
-}
-
-impl Default for DirTotals {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// One direction of one job's interval.
-#[derive(Clone, Debug)]
-pub struct IntervalDir {
-    /// I/Os completed.
-    pub ios: u64,
-    /// Bytes completed.
-    pub bytes: u64,
-    /// Total latency of those I/Os.
-    pub lat: LatencyRecorder,
-}
-
-/// A job's report for one interval.
-#[derive(Clone, Debug)]
-pub struct IntervalReport {
-    /// Job number.
-    pub job: u32,
-    /// Interval number.
-    pub index: u64,
-    /// Interval length (the last one may be short), ns.
-    pub duration_ns: u64,
-    /// [read, write, trim].
-    pub dirs: [IntervalDir; 3],
-}
-
-/// Messages from jobs to the run.
-pub enum JobEvent {
-    /// An interval closed (boxed: it carries histograms).
-    Interval(Box<IntervalReport>),
-    /// The job finished.
-    Done(u32),
-}
-
-/// What a job returns.
-#[derive(Debug)]
-pub struct JobOutcome {
-    /// Job number.
-    pub job: u32,
-    /// Zones reset under `zonemode=zbd` (fio's `nr_zone_resets`).
-    pub zone_resets: u64,
-    /// [read, write, trim] totals.
-    pub dirs: [DirTotals; 3],
-    /// End of the job's measured period, ns since `base`.
-    pub end_ns: u64,
-    /// The error that stopped it.
-    pub error: Option<RunError>,
-    /// Blocks checked (verify read).
-    pub blocks_checked: u64,
-    /// Bad blocks found (verify read).
-    pub bad_blocks: Vec<BadBlock>,
-    /// Per-page lz4 measurement of a sample of the written buffers.
-    pub lz4: Option<PageTally>,
-    /// Per-page deflate measurement of the same sample.
-    pub deflate: Option<PageTally>,
-    /// Random head bytes per chunk of the written data.
-    pub random_bytes_per_chunk: usize,
-    /// Engine setup.
-    pub engine: Option<EngineInfo>,
-    /// fio's log files of the job, `(name, text)`.
-    pub logs: Vec<(String, String)>,
-    /// Submission and reap batch sizes.
-    pub batches: BatchCounts,
-    /// When the statistics kept start (latency_target's final window), ns
-    /// from the start; 0: the start.
-    pub stats_from_ns: u64,
-    /// The depth latency_target's search ended at; None without it.
-    pub latency_depth: Option<u32>,
-    /// Errors counted and gone on after (fio's continue_on_error).
-    pub errors: ErrorCount,
-    /// fio's fill_device: a write found the file system full, which ended
-    /// the job normally.
-    pub filled: bool,
-}
-
-/// Counts an error the job goes on after, as fio's update_error_count.
-fn count_error(c: &mut ErrorCount, errno: i32) {
-    c.total += 1;
-    if c.total == 1 {
-        c.first = errno;
-    }
-}
-
-impl JobOutcome {
-    /// The outcome of a job whose engine could not be created.
-    pub fn failed(job: u32, error: RunError) -> Self {
-        JobOutcome {
-            job,
-            zone_resets: 0,
-            dirs: [DirTotals::new(), DirTotals::new(), DirTotals::new()],
-            end_ns: 0,
-            error: Some(error),
-            blocks_checked: 0,
-            bad_blocks: Vec::new(),
-            lz4: None,
-            deflate: None,
-            random_bytes_per_chunk: 0,
-            engine: None,
-            logs: Vec::new(),
-            batches: BatchCounts::default(),
-            stats_from_ns: 0,
-            latency_depth: None,
-            errors: ErrorCount::default(),
-            filled: false,
-        }
     }
 }
 
@@ -1171,70 +1029,6 @@ fn send_interval(
         d.lat.reset();
     }
     let _ = shared.events.send(JobEvent::Interval(Box::new(report)));
-}
-
-/// The block after `b` in a sequential job: the next, wrapping at the
-/// region's end, or with fio's offset modifier `add` blocks beyond it (fio's
-/// get_next_seq_offset: from the end of the last I/O, wrapping to the start
-/// going forwards and to `nblocks + add` going backwards).
-#[inline]
-///
-/// None: a job that skips forward has reached the region's end, where fio's
-/// file is done (unless time_based, which starts over).
-fn next_seq_block(b: u64, k: u64, nblocks: u64, add: i64, time_based: bool) -> Option<u64> {
-    let end = b + k;
-    if add == 0 {
-        return Some(if end >= nblocks { 0 } else { end });
-    }
-    if end >= nblocks && add > 0 {
-        return time_based.then_some(0);
-    }
-    let pos = end as i64 + add;
-    Some(if pos < 0 || pos as u64 >= nblocks {
-        if add > 0 {
-            0
-        } else {
-            (nblocks as i64 + add).max(0) as u64
-        }
-    } else {
-        pos as u64
-    })
-}
-
-/// Units (of `unit` bytes) the next I/O of `dir` spans: 1, or with fio's
-/// bssplit a size of the direction's list that fits the `room` bytes from its
-/// offset to the region's end.
-#[inline]
-fn io_units(
-    spec: &BlockSpec,
-    dir: Direction,
-    room: u64,
-    unit: u64,
-    rng: &mut Xoshiro256PlusPlus,
-) -> u64 {
-    let d = dir.index();
-    if spec.bssplit.list(d).is_empty() {
-        return 1;
-    }
-    let mut draw = || rng.next_u32();
-    spec.bssplit
-        .next_len(d, &mut draw, &|len| len <= room)
-        .map_or(1, |len| (len / unit).max(1))
-}
-
-/// A random block of `0..nblocks` for `dir`: uniform, or from fio's
-/// distribution (whose zones draw uniformly inside with `rng`).
-#[inline]
-fn random_block(
-    rng: &mut Xoshiro256PlusPlus,
-    skew: &mut Option<BlockPicker>,
-    nblocks: u64,
-    dir: Direction,
-) -> u64 {
-    match skew {
-        None => uniform_below(rng, nblocks),
-        Some(p) => p.next(dir.index(), &mut |k| uniform_below(rng, k)),
-    }
 }
 
 #[inline]

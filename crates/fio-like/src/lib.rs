@@ -14,6 +14,7 @@ pub mod fileset;
 pub mod job;
 pub mod jobfile;
 pub mod offsets;
+pub mod outcome;
 pub mod run;
 pub mod safety;
 pub mod share;

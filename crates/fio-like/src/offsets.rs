@@ -5,6 +5,10 @@
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use crate::engine::Direction;
+use csdchar_core::distribution::BlockPicker;
+use csdchar_core::result::block::BlockSpec;
+
 /// A uniformly random block index in `0..n` (Lemire's multiply-shift; the
 /// bias for n far below 2^64 is negligible).
 #[inline]
@@ -102,6 +106,76 @@ impl PassOrder {
         let b = self.perm.get(self.next);
         self.next += 1;
         Some(b)
+    }
+}
+
+/// The block after `b` in a sequential job: the next, wrapping at the
+/// region's end, or with fio's offset modifier `add` blocks beyond it (fio's
+/// get_next_seq_offset: from the end of the last I/O, wrapping to the start
+/// going forwards and to `nblocks + add` going backwards).
+///
+/// None: a job that skips forward has reached the region's end, where fio's
+/// file is done (unless time_based, which starts over).
+#[inline]
+pub(crate) fn next_seq_block(
+    b: u64,
+    k: u64,
+    nblocks: u64,
+    add: i64,
+    time_based: bool,
+) -> Option<u64> {
+    let end = b + k;
+    if add == 0 {
+        return Some(if end >= nblocks { 0 } else { end });
+    }
+    if end >= nblocks && add > 0 {
+        return time_based.then_some(0);
+    }
+    let pos = end as i64 + add;
+    Some(if pos < 0 || pos as u64 >= nblocks {
+        if add > 0 {
+            0
+        } else {
+            (nblocks as i64 + add).max(0) as u64
+        }
+    } else {
+        pos as u64
+    })
+}
+
+/// Units (of `unit` bytes) the next I/O of `dir` spans: 1, or with fio's
+/// bssplit a size of the direction's list that fits the `room` bytes from its
+/// offset to the region's end.
+#[inline]
+pub(crate) fn io_units(
+    spec: &BlockSpec,
+    dir: Direction,
+    room: u64,
+    unit: u64,
+    rng: &mut Xoshiro256PlusPlus,
+) -> u64 {
+    let d = dir.index();
+    if spec.bssplit.list(d).is_empty() {
+        return 1;
+    }
+    let mut draw = || rng.next_u32();
+    spec.bssplit
+        .next_len(d, &mut draw, &|len| len <= room)
+        .map_or(1, |len| (len / unit).max(1))
+}
+
+/// A random block of `0..nblocks` for `dir`: uniform, or from fio's
+/// distribution (whose zones draw uniformly inside with `rng`).
+#[inline]
+pub(crate) fn random_block(
+    rng: &mut Xoshiro256PlusPlus,
+    skew: &mut Option<BlockPicker>,
+    nblocks: u64,
+    dir: Direction,
+) -> u64 {
+    match skew {
+        None => uniform_below(rng, nblocks),
+        Some(p) => p.next(dir.index(), &mut |k| uniform_below(rng, k)),
     }
 }
 
