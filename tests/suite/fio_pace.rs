@@ -4,7 +4,7 @@
 //! exactly once per pass) and `io_submit_mode=offload` (rated I/Os issued on
 //! schedule whatever the completions do).
 
-use crate::fio_parity::{fio, logs_in, run_job_file_ok};
+use crate::fio_parity::{fio, fio_json_of, logs_in, run_job_file_ok};
 
 use csdchar_core::result::block::EngineInfo;
 use csdchar_fio_like::engine::{Completion, EngineError, IoEngine, IoRequest};
@@ -271,46 +271,8 @@ fn offload_issues_on_the_rate_schedule_whatever_completions_take() {
 /// io_submit_mode=offload now and then never ends: killed after 20 s; the
 /// job has `thread`, so the kill ends it whole).
 fn fio_json(who: &str, path: &Path) -> Option<serde_json::Value> {
-    let text = if who == "fio" {
-        let out = path.with_extension("json");
-        let mut child = std::process::Command::new(fio().unwrap())
-            .arg("--output-format=json")
-            .arg(format!("--output={}", out.display()))
-            .arg(path)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                assert!(status.success(), "fio failed on {}", path.display());
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                eprintln!(
-                    "fio hung on {} (io_submit_mode=offload): its side is skipped",
-                    path.display()
-                );
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        std::fs::read_to_string(out).unwrap()
-    } else {
-        let r = crate::common::csdchar(&[
-            "block",
-            "--job-file",
-            path.to_str().unwrap(),
-            "--output-format",
-            "fio-json",
-        ]);
-        assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
-        r.stdout
-    };
-    Some(serde_json::from_str(&text).unwrap())
+    fio_json_of(who, path, Duration::from_secs(20))
+        .unwrap_or_else(|(code, e)| panic!("{who} failed on {} ({code}): {e}", path.display()))
 }
 
 #[test]

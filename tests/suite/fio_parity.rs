@@ -36,6 +36,64 @@ pub(crate) fn run_job_file_ok(who: &str, path: &std::path::Path) {
     assert_eq!(code, 0, "{who}: {stderr}");
 }
 
+/// fio-json of job file `path` from `who`: fio itself, or csdchar's `block --job-file
+/// --output-format fio-json`. `Ok(None)` when fio hung: fio 3.33 now and then never ends some
+/// jobs here (think time, io_submit_mode=offload), so it is killed after `limit` and the
+/// caller leaves its side out; `Err((exit code, stderr))` when the run failed. fio writes to
+/// files beside `path`, not pipes, so a large output cannot stall it while it is polled.
+pub(crate) fn fio_json_of(
+    who: &str,
+    path: &Path,
+    limit: std::time::Duration,
+) -> Result<Option<serde_json::Value>, (i32, String)> {
+    let (code, stdout, stderr) = if who == "fio" {
+        let (out, err) = (path.with_extension("out.json"), path.with_extension("err"));
+        let mut child = std::process::Command::new(fio().unwrap())
+            .arg("--output-format=json")
+            .arg(format!("--output={}", out.display()))
+            .arg(path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                eprintln!(
+                    "fio hung on {} (killed after {limit:?}): its side is left out",
+                    path.display()
+                );
+                return Ok(None);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        (
+            status.code().unwrap_or(-1),
+            std::fs::read_to_string(out).unwrap_or_default(),
+            std::fs::read_to_string(err).unwrap_or_default(),
+        )
+    } else {
+        let r = common::csdchar(&[
+            "block",
+            "--job-file",
+            path.to_str().unwrap(),
+            "--output-format",
+            "fio-json",
+        ]);
+        (r.outcome.exit_code, r.stdout, r.stderr)
+    };
+    if code != 0 {
+        return Err((code, stderr));
+    }
+    let json = &stdout[stdout.find('{').unwrap_or(0)..];
+    Ok(Some(serde_json::from_str(json).unwrap()))
+}
+
 pub(crate) fn fio() -> Option<PathBuf> {
     let found = std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join("fio"))

@@ -2,56 +2,16 @@
 //! `thinktime_spin`, `thinktime_blocks`, `thinktime_blocks_type`) beside fio's
 //! run of the same job file.
 
-use crate::common;
-use crate::fio_parity::fio;
+use crate::fio_parity::{fio, fio_json_of};
 
 use std::path::Path;
 
 /// fio's or csdchar's fio-json for the job file at `path`; None when fio
-/// hangs. fio 3.33 hangs now and then on these think-time jobs with the null
-/// engine (a run of well under a second still going after 20 s, seen with
-/// both `thinktime_blocks_type`s on a loaded machine): it is killed after
-/// 20 s and its side of the comparison is left out, csdchar's still checked.
+/// hung (20 s: these runs take well under a second), as fio 3.33 does now and
+/// then on these think-time jobs with the null engine.
 fn fio_json(who: &str, path: &Path) -> Option<serde_json::Value> {
-    let stdout = if who == "fio" {
-        let mut child = std::process::Command::new(fio().unwrap())
-            .args(["--output-format=json", path.to_str().unwrap()])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while child.try_wait().unwrap().is_none() {
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                eprintln!(
-                    "fio hung on {} (killed after 20 s): its side is left out",
-                    path.display()
-                );
-                return None;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    } else {
-        let r = common::csdchar(&[
-            "block",
-            "--job-file",
-            path.to_str().unwrap(),
-            "--output-format",
-            "fio-json",
-        ]);
-        assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
-        r.stdout
-    };
-    Some(serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap())
+    fio_json_of(who, path, std::time::Duration::from_secs(20))
+        .unwrap_or_else(|(code, e)| panic!("{who} exited {code}: {e}"))
 }
 
 /// `job_runtime` (ms) and read I/Os of the first job; None when fio hung.

@@ -4,49 +4,15 @@
 //! nodes the machine lacks refused as fio's run refuses them).
 
 use crate::common;
-use crate::fio_parity::fio;
+use crate::fio_parity::{fio, fio_json_of};
 
 use std::path::Path;
 
 /// fio's (limited to a minute, then killed) or csdchar's fio-json for the
 /// job file at `path`, and the exit code and stderr when it failed.
 fn fio_json(who: &str, path: &Path) -> Result<serde_json::Value, (i32, String)> {
-    let (code, stdout, stderr) = if who == "fio" {
-        let mut child = std::process::Command::new(fio().unwrap())
-            .args(["--output-format=json", path.to_str().unwrap()])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while child.try_wait().unwrap().is_none() {
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("fio ran {} for over 60 s", path.display());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    } else {
-        let r = common::csdchar(&[
-            "block",
-            "--job-file",
-            path.to_str().unwrap(),
-            "--output-format",
-            "fio-json",
-        ]);
-        (r.outcome.exit_code, r.stdout, r.stderr)
-    };
-    if code != 0 {
-        return Err((code, stderr));
-    }
-    Ok(serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap())
+    fio_json_of(who, path, std::time::Duration::from_secs(60))
+        .map(|v| v.unwrap_or_else(|| panic!("fio ran {} for over 60 s", path.display())))
 }
 
 /// Each job's name and read I/Os.

@@ -4,8 +4,9 @@
 //! every query mode (counted by a global allocator; this test binary runs only this).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use csdchar_pgbench_script::{
     AutoValues, Client, ClientOptions, Context, NoHost, QueryMode, Reply, ResultKind, ScriptSet,
@@ -14,14 +15,24 @@ use csdchar_pgbench_script::{
 
 struct Counting;
 
-static COUNTING: AtomicBool = AtomicBool::new(false);
+thread_local! {
+    // Only the test's own thread counts: the harness's other threads may
+    // allocate meanwhile (seen on a loaded CI machine: 4 in one window).
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 
-// Safety: every call is forwarded unchanged to the system allocator; the counters are
-// atomics and allocate nothing.
+/// Whether this thread counts its allocations now (false while the thread
+/// is being torn down and its local is gone).
+fn counting() -> bool {
+    COUNTING.try_with(Cell::get).unwrap_or(false)
+}
+
+// Safety: every call is forwarded unchanged to the system allocator; the counter is an
+// atomic and the flag a const-initialized thread local: neither allocates.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
+        if counting() {
             ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         }
         // Safety: the caller's layout contract is passed on as is.
@@ -32,7 +43,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
+        if counting() {
             ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         }
         // Safety: as for `alloc` and `dealloc`.
@@ -146,14 +157,20 @@ fn a_tpcb_transaction_allocates_nothing() {
             transaction(&mut c, &mut now, &mut sent);
         }
         ALLOCATIONS.store(0, Ordering::Relaxed);
-        COUNTING.store(true, Ordering::Relaxed);
+        COUNTING.set(true);
         for _ in 0..1000 {
             transaction(&mut c, &mut now, &mut sent);
         }
-        COUNTING.store(false, Ordering::Relaxed);
+        COUNTING.set(false);
         assert!(sent > 0);
         let last = c.command_stats()[0].len() - 1;
         assert_eq!(c.command_stats()[0][last].count, 1050, "{mode:?}");
         assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0, "{mode:?}");
     }
+    // The counter does see this thread's allocations.
+    COUNTING.set(true);
+    let probe = std::hint::black_box(Vec::<u8>::with_capacity(8));
+    COUNTING.set(false);
+    drop(probe);
+    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 1);
 }
