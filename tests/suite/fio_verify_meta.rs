@@ -10,7 +10,6 @@
 //! and the crc over it). crc32c's headers are each tool's own, so there each
 //! tool checks its own data only.
 
-use crate::common;
 use crate::fio_parity::fio;
 
 use std::os::unix::fs::FileExt;
