@@ -17,10 +17,9 @@ use std::path::Path;
 
 const EXAMPLE: &str = "surface-scan.fio";
 
-/// fio's example, its file at `data`, `size=256k` for `fill_device=1`, the
-/// verify type `verify`; (write phase, verify phase) as two job files' text.
-fn phases(verify: &str, data: &Path) -> (String, String) {
-    let text = std::fs::read_to_string(Path::new("/var/tmp/fioex/examples").join(EXAMPLE))
+/// fio's example with its file at `data`.
+fn example(data: &Path) -> String {
+    std::fs::read_to_string(Path::new("/var/tmp/fioex/examples").join(EXAMPLE))
         .unwrap_or_else(|_| {
             // The example as fio 3.33 ships it, for a machine without the copy.
             "[global]\nthread\nbs=64k\ndirect=1\nioengine=sync\nverify=meta\n\
@@ -31,6 +30,12 @@ fn phases(verify: &str, data: &Path) -> (String, String) {
                 .into()
         })
         .replace("datafile.tmp", data.to_str().unwrap())
+}
+
+/// fio's example, its file at `data`, `size=256k` for `fill_device=1`, the
+/// verify type `verify`; (write phase, verify phase) as two job files' text.
+fn phases(verify: &str, data: &Path) -> (String, String) {
+    let text = example(data)
         .replace("fill_device=1", "size=256k")
         .replace("verify=meta", &format!("verify={verify}"));
     let at = text.find("[verify-phase]").unwrap();
@@ -55,6 +60,17 @@ fn run(who: &str, dir: &Path, name: &str, text: &str) -> (i32, String) {
         )
     } else {
         crate::fio_parity::run_job_file(who, &path)
+    }
+}
+
+/// Headers and data of two meta files alike but for the time in each header
+/// (bytes 24..32) and the header's crc over it (36..40).
+fn assert_alike_but_the_time(f: &[u8], c: &[u8]) {
+    assert_eq!(f.len(), c.len());
+    for (u, (fu, cu)) in f.chunks(512).zip(c.chunks(512)).enumerate() {
+        assert_eq!(fu[..24], cu[..24], "unit {u}: magic .. offset");
+        assert_eq!(fu[32..36], cu[32..36], "unit {u}: thread, numberio");
+        assert_eq!(fu[40..], cu[40..], "unit {u}: the pattern");
     }
 }
 
@@ -86,12 +102,8 @@ fn surface_scan_writes_verifies_and_names_a_bad_unit_as_fio_does() {
     // fio's headers, fio's pattern: all but the time (bytes 24..32 of each
     // header) and the header's crc over it (36..40) are the same.
     let (f, c) = (&written[0], &written[1]);
-    assert_eq!((f.len(), c.len()), (256 << 10, 256 << 10));
-    for (u, (fu, cu)) in f.chunks(512).zip(c.chunks(512)).enumerate() {
-        assert_eq!(fu[..24], cu[..24], "unit {u}: magic .. offset");
-        assert_eq!(fu[32..36], cu[32..36], "unit {u}: thread, numberio");
-        assert_eq!(fu[40..], cu[40..], "unit {u}: the pattern");
-    }
+    assert_eq!(f.len(), 256 << 10);
+    assert_alike_but_the_time(f, c);
     assert_eq!(
         u16::from_le_bytes([c[3 * 65536 + 34], c[3 * 65536 + 35]]),
         3,
@@ -165,4 +177,78 @@ fn crc32c_with_verify_interval_names_the_bad_unit_as_fio_does() {
             assert_bad_unit(who, rc, &err, unit, false);
         }
     }
+}
+
+/// The example itself, fill_device=1 and direct=1, on a 1 MiB tmpfs: both
+/// tools write until ENOSPC (16 blocks and the failed 17th, counted as
+/// fio counts it), then verify all 16, with the same bytes but the time.
+#[test]
+fn surface_scan_fills_a_small_file_system_and_verifies_it_as_fio_does() {
+    if fio().is_none() || !crate::common::is_root_or_skip("surface-scan (tmpfs)") {
+        return;
+    }
+    let mnt = tempfile::Builder::new()
+        .prefix("csdchar-scan")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let Some(_m) =
+        crate::common::Mounted::new("tmpfs", mnt.path(), &["-t", "tmpfs", "-o", "size=1m"])
+    else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let data = mnt.path().join("datafile.tmp");
+    let mut written = Vec::new();
+    for who in ["fio", "csdchar"] {
+        let _ = std::fs::remove_file(&data);
+        let path = d.path().join(format!("{who}.fio"));
+        std::fs::write(&path, example(&data)).unwrap();
+        let json = if who == "fio" {
+            let out = std::process::Command::new(fio().unwrap())
+                .current_dir(d.path())
+                .args(["--output-format=json", path.to_str().unwrap()])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "fio: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let text = String::from_utf8(out.stdout).unwrap();
+            text[text.find('{').unwrap()..].to_string()
+        } else {
+            let r = crate::common::csdchar(&[
+                "block",
+                "--job-file",
+                path.to_str().unwrap(),
+                "--output-format",
+                "fio-json",
+            ]);
+            assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
+            r.stdout
+        };
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let got: Vec<_> = v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| {
+                (
+                    j["jobname"].as_str().unwrap().to_string(),
+                    j["error"].as_u64().unwrap(),
+                    j["write"]["total_ios"].as_u64().unwrap(),
+                    j["read"]["total_ios"].as_u64().unwrap(),
+                    j["read"]["io_bytes"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let want = [
+            ("write-phase".to_string(), 0, 17, 0, 0),
+            ("verify-phase".to_string(), 0, 0, 16, 1 << 20),
+        ];
+        assert_eq!(got, want, "{who}");
+        written.push(std::fs::read(&data).unwrap());
+    }
+    assert_eq!(written[0].len(), 1 << 20);
+    assert_alike_but_the_time(&written[0], &written[1]);
 }
