@@ -63,6 +63,16 @@ fn check_pattern(unit: &[u8], from: usize, header: usize, pattern: &[u8]) -> Res
     if pattern.is_empty() {
         return Ok(());
     }
+    // The pattern as the data's first byte starts it, compared a pattern's
+    // length at a time; byte by byte only to name a mismatch.
+    let n = pattern.len();
+    let rotated: Vec<u8> = (0..n).map(|k| pattern[(from + header + k) % n]).collect();
+    if unit[header.min(unit.len())..]
+        .chunks(n)
+        .all(|c| c == &rotated[..c.len()])
+    {
+        return Ok(());
+    }
     for (i, &b) in unit.iter().enumerate().skip(header) {
         let want = pattern[(from + i) % pattern.len()];
         if b != want {
@@ -120,14 +130,14 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// fio's verify_pattern: the data after the header is `pattern` repeated
-/// from the block's first byte (nothing to do for an empty one).
+/// fio's verify_pattern: the block is `pattern` repeated from its first
+/// byte, the headers written over it after (nothing to do for an empty one).
 pub fn fill_pattern(block: &mut [u8], pattern: &[u8]) {
     if pattern.is_empty() {
         return;
     }
-    for (i, b) in block.iter_mut().enumerate().skip(HEADER_LEN) {
-        *b = pattern[i % pattern.len()];
+    for c in block.chunks_mut(pattern.len()) {
+        c.copy_from_slice(&pattern[..c.len()]);
     }
 }
 
