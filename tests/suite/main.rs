@@ -29,6 +29,7 @@ mod fio_pauses;
 mod fio_share;
 mod fio_verify;
 mod fio_verify_errors;
+mod fio_verify_meta;
 mod fio_zones;
 mod libpq;
 mod libpq_matrix;

@@ -483,6 +483,8 @@ impl BlockOpts {
             verify_write_only: false,
             fill_device: false,
             verify_pattern: Vec::new(),
+            verify_meta: false,
+            verify_interval: 0,
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {

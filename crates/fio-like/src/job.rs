@@ -634,12 +634,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                             None => buffers.acquire_write(mix64(seed ^ seq)),
                         };
                         if cfg.phase == Phase::VerifyWrite {
-                            verify::fill_pattern(buffers.slice_mut(b), &spec.verify_pattern);
-                            verify::seal(
+                            verify::seal_block(
                                 buffers.slice_mut(b),
+                                spec,
                                 offset,
-                                spec.seed,
                                 (job << 48) | seq,
+                                cfg.job as u16 + 1,
                             );
                         }
                         b
@@ -875,11 +875,12 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             }
             if cfg.phase == Phase::VerifyRead {
                 outcome.blocks_checked += 1;
-                if let Err(reason) = verify::check(buffers.slice(slot.buf), slot.offset, spec.seed)
+                if let Err((at, reason)) =
+                    verify::check_block(buffers.slice(slot.buf), spec, slot.offset)
                 {
                     outcome.bad_blocks.push(BadBlock {
-                        offset: slot.offset,
-                        lba: slot.offset / u64::from(cfg.lbs),
+                        offset: at,
+                        lba: at / u64::from(cfg.lbs),
                         reason,
                     });
                     // fio's rules: a block that does not verify ends the

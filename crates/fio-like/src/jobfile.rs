@@ -64,7 +64,8 @@ pub fn run_job_file(
                     on_line(&format!("error: {}", e.message));
                 }
                 if let (RunStatus::VerifyFailed, Some(v)) = (r.status, &r.verify) {
-                    let line = crate::verify::failure_line(r.spec.target.as_deref(), r.spec.bs, v);
+                    let unit = crate::verify::unit_len(&r.spec, r.spec.bs as usize) as u64;
+                    let line = crate::verify::failure_line(r.spec.target.as_deref(), unit, v);
                     on_line(&format!("error: {line}"));
                 }
                 run.results.push(r);

@@ -1,8 +1,91 @@
 //! Verify headers: every written block starts with a header (magic, offset,
 //! seed, sequence, length) and a crc32c of the whole block, so a read-back can
-//! tell a good block from a corrupted, misplaced or stale one.
+//! tell a good block from a corrupted, misplaced or stale one. With fio's
+//! `verify_interval` each unit of a block carries its own header; with fio's
+//! `verify=meta` the header is fio's own (see [`meta`]).
 
-/// fio's kind of line for a verify that failed: where the first bad block
+use csdchar_core::result::block::BlockSpec;
+
+/// Bytes of each verify unit of a block of `len` bytes (fio's hdr_inc).
+pub fn unit_len(spec: &BlockSpec, len: usize) -> usize {
+    match spec.verify_interval as usize {
+        0 => len,
+        iv if iv >= len => len,
+        iv => iv,
+    }
+}
+
+/// Fills `block`, written at `offset`, for a verify write: the pattern (if
+/// any) from the block's first byte, then a header at the start of each unit
+/// (`seq`: csdchar's sequence; `numberio`, `thread`: fio's meta fields).
+pub fn seal_block(block: &mut [u8], spec: &BlockSpec, offset: u64, seq: u64, thread: u16) {
+    fill_pattern(block, &spec.verify_pattern);
+    let unit = unit_len(spec, block.len());
+    for (i, u) in block.chunks_mut(unit).enumerate() {
+        let at = offset + (i * unit) as u64;
+        if spec.verify_meta {
+            // fio's numberio: the job's writes issued before this one.
+            let numberio = (seq & 0xffff_ffff_ffff).wrapping_sub(1) as u16;
+            // fio's rand_seed is the seed of the data: none for a pattern.
+            let seed = if spec.verify_pattern.is_empty() {
+                spec.seed
+            } else {
+                0
+            };
+            meta::seal(u, at, seed, thread, numberio);
+        } else {
+            seal(u, at, spec.seed, seq);
+        }
+    }
+}
+
+/// Checks `block` read back from `offset`, unit by unit; `Err((offset of the
+/// first bad unit, why))`.
+pub fn check_block(block: &[u8], spec: &BlockSpec, offset: u64) -> Result<(), (u64, String)> {
+    let unit = unit_len(spec, block.len());
+    for (i, u) in block.chunks(unit).enumerate() {
+        let at = offset + (i * unit) as u64;
+        let r = if spec.verify_meta {
+            meta::check(u, at)
+                .and_then(|()| check_pattern(u, i * unit, meta::HEADER_LEN, &spec.verify_pattern))
+        } else {
+            check(u, at, spec.seed)
+        };
+        r.map_err(|why| (at, why))?;
+    }
+    Ok(())
+}
+
+/// fio's pattern check of a unit starting `from` bytes into its block: the
+/// bytes after its header are the pattern repeated from the block's first
+/// byte (nothing to check for an empty pattern).
+fn check_pattern(unit: &[u8], from: usize, header: usize, pattern: &[u8]) -> Result<(), String> {
+    if pattern.is_empty() {
+        return Ok(());
+    }
+    // The pattern as the data's first byte starts it, compared a pattern's
+    // length at a time; byte by byte only to name a mismatch.
+    let n = pattern.len();
+    let rotated: Vec<u8> = (0..n).map(|k| pattern[(from + header + k) % n]).collect();
+    if unit[header.min(unit.len())..]
+        .chunks(n)
+        .all(|c| c == &rotated[..c.len()])
+    {
+        return Ok(());
+    }
+    for (i, &b) in unit.iter().enumerate().skip(header) {
+        let want = pattern[(from + i) % pattern.len()];
+        if b != want {
+            return Err(format!(
+                "got pattern '{b:02x}', wanted '{want:02x}' at byte {} of the unit's data",
+                i - header
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// fio's kind of line for a verify that failed: where the first bad unit
 /// is, why, and how many of the blocks checked were bad.
 pub fn failure_line(
     target: Option<&str>,
@@ -47,14 +130,14 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// fio's verify_pattern: the data after the header is `pattern` repeated
-/// from the block's first byte (nothing to do for an empty one).
+/// fio's verify_pattern: the block is `pattern` repeated from its first
+/// byte, the headers written over it after (nothing to do for an empty one).
 pub fn fill_pattern(block: &mut [u8], pattern: &[u8]) {
     if pattern.is_empty() {
         return;
     }
-    for (i, b) in block.iter_mut().enumerate().skip(HEADER_LEN) {
-        *b = pattern[i % pattern.len()];
+    for c in block.chunks_mut(pattern.len()) {
+        c.copy_from_slice(&pattern[..c.len()]);
     }
 }
 
@@ -87,6 +170,78 @@ pub fn check(block: &[u8], offset: u64, seed: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// fio 3.33's `verify=meta` header (`struct verify_header`, little-endian):
+/// magic 0xacca, verify type 1 (header only), unit length, seed, offset,
+/// time (s, ns), thread number, numberio, and fio's crc32c (no final
+/// inversion) of the 36 bytes before it. fio checks magic, length, seed,
+/// offset and the header's crc; the seed it takes from the header itself
+/// (a job that only reads or only writes), numberio it checks in the job
+/// that wrote the blocks only (csdchar does not: see check), time and
+/// thread never.
+pub mod meta {
+    /// Header bytes (fio's `sizeof(struct verify_header)`).
+    pub const HEADER_LEN: usize = 40;
+    const MAGIC: u16 = 0xacca;
+    /// fio's VERIFY_HDR_ONLY, what `verify=meta` means in fio 3.33.
+    const TYPE_HDR_ONLY: u16 = 1;
+
+    /// fio's crc32c: Castagnoli from !0 with no final inversion.
+    fn fio_crc32c(b: &[u8]) -> u32 {
+        !crc32c::crc32c(b)
+    }
+
+    /// Writes fio's header at the start of `unit`, a unit written at `offset`.
+    pub fn seal(unit: &mut [u8], offset: u64, seed: u64, thread: u16, numberio: u16) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        unit[0..2].copy_from_slice(&MAGIC.to_le_bytes());
+        unit[2..4].copy_from_slice(&TYPE_HDR_ONLY.to_le_bytes());
+        let len = unit.len() as u32;
+        unit[4..8].copy_from_slice(&len.to_le_bytes());
+        unit[8..16].copy_from_slice(&seed.to_le_bytes());
+        unit[16..24].copy_from_slice(&offset.to_le_bytes());
+        unit[24..28].copy_from_slice(&(now.as_secs() as u32).to_le_bytes());
+        unit[28..32].copy_from_slice(&now.subsec_nanos().to_le_bytes());
+        unit[32..34].copy_from_slice(&thread.to_le_bytes());
+        unit[34..36].copy_from_slice(&numberio.to_le_bytes());
+        let crc = fio_crc32c(&unit[..36]);
+        unit[36..40].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Checks fio's header of a unit read back from `offset`, as fio 3.33's
+    /// verify_header in a job that reads or writes only (magic, length,
+    /// offset, header crc; not numberio, which fio checks in a write job
+    /// that reads its blocks back).
+    pub fn check(unit: &[u8], offset: u64) -> Result<(), String> {
+        let u16_at = |a: usize| u16::from_le_bytes([unit[a], unit[a + 1]]);
+        let u32_at = |a: usize| u32::from_le_bytes(unit[a..a + 4].try_into().expect("4 bytes"));
+        let u64_at = |a: usize| u64::from_le_bytes(unit[a..a + 8].try_into().expect("8 bytes"));
+        if unit.len() < HEADER_LEN || u16_at(0) != MAGIC {
+            let m = if unit.len() >= 2 { u16_at(0) } else { 0 };
+            return Err(format!("bad magic header {m:x}, wanted {MAGIC:x}"));
+        }
+        if u32_at(4) as usize != unit.len() {
+            return Err(format!(
+                "bad header length {}, wanted {}",
+                u32_at(4),
+                unit.len()
+            ));
+        }
+        if u64_at(16) != offset {
+            return Err(format!("bad header offset {}, wanted {offset}", u64_at(16)));
+        }
+        let crc = fio_crc32c(&unit[..36]);
+        if crc != u32_at(36) {
+            return Err(format!(
+                "bad header crc {:x}, calculated {crc:x}",
+                u32_at(36)
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +269,72 @@ mod tests {
         );
         seal(&mut p, 0, 5, 1);
         assert_eq!(check(&p, 0, 5), Ok(()));
+    }
+
+    #[test]
+    fn meta_headers_are_fio_s_per_interval_and_the_pattern_is_checked() {
+        // A header fio 3.33 wrote (verify=meta, verify_interval=512, a
+        // pattern): its crc is fio's crc32c of the 36 bytes before it.
+        let mut fio_hdr = vec![0u8; 512];
+        fio_hdr[..40].copy_from_slice(&[
+            0xca, 0xac, 0x01, 0x00, 0x00, 0x02, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0x03, 0x8f, 0x87, 0x07, 0x01, 0x00, 0x00, 0x00, 0x3b, 0x69, 0x27,
+            0xa3,
+        ]);
+        assert_eq!(meta::check(&fio_hdr, 0), Ok(()));
+        assert!(meta::check(&fio_hdr, 512).unwrap_err().contains("offset"));
+
+        let spec = BlockSpec {
+            verify_meta: true,
+            verify_interval: 512,
+            verify_pattern: vec![0xaa, 0x55, 0x5a, 0xa5],
+            ..BlockSpec::default()
+        };
+        let mut b = vec![0u8; 4096];
+        seal_block(&mut b, &spec, 8192, 1, 1);
+        assert_eq!(check_block(&b, &spec, 8192), Ok(()));
+        for u in 0..8 {
+            assert_eq!(
+                &b[u * 512..u * 512 + 2],
+                &[0xca, 0xac],
+                "a header every 512 bytes"
+            );
+            let off = u64::from_le_bytes(b[u * 512 + 16..u * 512 + 24].try_into().unwrap());
+            assert_eq!(off, 8192 + u as u64 * 512);
+        }
+        assert_eq!(
+            &b[40..44],
+            &[0xaa, 0x55, 0x5a, 0xa5],
+            "from the block's first byte"
+        );
+        let mut c = b.clone();
+        c[3 * 512 + 100] ^= 4;
+        let (at, why) = check_block(&c, &spec, 8192).unwrap_err();
+        assert_eq!(at, 8192 + 3 * 512);
+        assert!(why.contains("pattern"), "{why}");
+        let mut d = b.clone();
+        d[5 * 512 + 33] ^= 1; // the thread: covered by the header's crc
+        let (at, why) = check_block(&d, &spec, 8192).unwrap_err();
+        assert_eq!((at, why.contains("crc")), (8192 + 5 * 512, true), "{why}");
+        assert!(
+            check_block(&b, &spec, 4096)
+                .unwrap_err()
+                .1
+                .contains("offset")
+        );
+
+        // crc32c per unit: csdchar's header at each.
+        let crc = BlockSpec {
+            verify_interval: 1024,
+            ..BlockSpec::default()
+        };
+        let mut e = vec![9u8; 4096];
+        seal_block(&mut e, &crc, 0, 1, 1);
+        assert_eq!(check_block(&e, &crc, 0), Ok(()));
+        assert_eq!(&e[2048..2056], &MAGIC);
+        e[2048 + 900] ^= 1;
+        let (at, why) = check_block(&e, &crc, 0).unwrap_err();
+        assert_eq!(at, 2048);
+        assert!(why.contains("crc32c"), "{why}");
     }
 }

@@ -1,6 +1,7 @@
 //! fio's error and file-layout options of a job (`continue_on_error`,
 //! `ignore_error`, `verify_fatal`, `verify_async`, `error_dump`, `fallocate`,
-//! `create_on_open`, `fill_device`), kept apart from the option table in
+//! `create_on_open`, `fill_device`) and the verify layout (`verify_pattern`,
+//! `verify_interval`, `verify=meta`'s header), kept apart from the option table in
 //! `mod.rs`.
 
 use super::value;
@@ -15,6 +16,9 @@ pub(super) struct ErrorsAndLayout {
     create_on_open: bool,
     fill_device: bool,
     verify_pattern: Vec<u8>,
+    verify_interval: u64,
+    /// `verify=meta` (fio's header-only verify), set by `verify`.
+    pub(super) meta: bool,
 }
 
 /// Whether `name` is one of these options.
@@ -32,6 +36,7 @@ pub(super) fn takes(name: &str) -> bool {
             | "fill_fs"
             | "create_serialize"
             | "verify_pattern"
+            | "verify_interval"
     )
 }
 
@@ -83,6 +88,14 @@ impl ErrorsAndLayout {
                 }
             }
             "create_on_open" => self.create_on_open = value::boolean(v).map_err(wrap)?,
+            "verify_interval" => {
+                let n = value::bytes(need()?, 1024).map_err(wrap)?;
+                // fio's minimum: twice its verify header.
+                if n < 80 {
+                    return Err(bad("at least 80 bytes (twice fio's verify header)".into()));
+                }
+                self.verify_interval = n;
+            }
             "verify_pattern" => match pattern(need()?) {
                 Some(p) => self.verify_pattern = p,
                 None => {
@@ -113,8 +126,8 @@ impl ErrorsAndLayout {
         if !self.verify_pattern.is_empty() && !verify {
             lacks.push((
                 "verify_pattern",
-                "verify_pattern without a checksum verify= (fio's verify=pattern checks blocks \
-                 with no header; csdchar's blocks carry one)"
+                "verify_pattern without a checksum or meta verify= (fio's verify=pattern checks \
+                 blocks with no header; csdchar's blocks carry one)"
                     .into(),
             ));
         }
@@ -151,6 +164,18 @@ impl ErrorsAndLayout {
     /// fio's verify_pattern bytes (empty: none).
     pub(super) fn verify_pattern(&self) -> Vec<u8> {
         self.verify_pattern.clone()
+    }
+
+    /// The verify unit of a job of block size `bs`, as fio's fixup: a
+    /// verify_interval over `bs`, or not dividing it, is the whole block
+    /// (0: not set, the whole block).
+    pub(super) fn verify_interval(&self, bs: u64) -> u64 {
+        let iv = self.verify_interval;
+        if iv == 0 || iv >= bs || !bs.is_multiple_of(iv) {
+            0
+        } else {
+            iv
+        }
     }
 
     /// fio's fill_device, in a job that writes.

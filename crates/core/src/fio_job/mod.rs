@@ -530,14 +530,16 @@ impl Builder {
                     self.verify = false;
                     self.replaced_verify = None;
                 }
-                "crc32c" | "crc32c-intel" => {
+                "crc32c" | "crc32c-intel" | "meta" => {
                     self.verify = true;
                     self.replaced_verify = None;
+                    self.layout.meta = v == Some("meta");
                 }
                 // Every block is checked against a checksum either way; only
                 // the checksum differs (fio's headers are not csdchar's).
                 t if VERIFY_TYPES.contains(&t) => {
                     self.verify = true;
+                    self.layout.meta = false;
                     self.replaced_verify = Some(t.to_string());
                 }
                 _ => return lacks("this verify type (csdchar verifies with crc32c)"),

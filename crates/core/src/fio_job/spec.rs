@@ -218,6 +218,8 @@ impl Builder {
             errors: self.layout.policy(verify || verify_only, async_engine),
             fill_device: self.layout.fill_device(self.rw),
             verify_pattern: self.layout.verify_pattern(),
+            verify_meta: self.layout.meta,
+            verify_interval: self.layout.verify_interval(bs),
             fallocate: self.layout.fallocate(self.rw),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()

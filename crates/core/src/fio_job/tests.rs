@@ -536,3 +536,32 @@ fn error_and_layout_options_parse_as_fio_s_or_are_named() {
             .is_none()
     );
 }
+
+#[test]
+fn verify_meta_and_verify_interval_are_fio_s() {
+    let base = "[j]\nfilename=/tmp/x\nsize=1m\nrw=write\nbs=64k\n";
+    let spec = |extra: &str| plan_of(&format!("{base}{extra}")).jobs[0].spec.clone();
+    let s = spec("verify=meta\nverify_pattern=0xaa555aa5\nverify_interval=512\n");
+    assert!(s.verify && s.verify_meta);
+    assert_eq!(s.verify_interval, 512);
+    assert_eq!(s.verify_pattern, [0xaa, 0x55, 0x5a, 0xa5]);
+    let s = spec("verify=crc32c\nverify_interval=4k\n");
+    assert!(s.verify && !s.verify_meta);
+    assert_eq!(s.verify_interval, 4096);
+    // fio's fixup: over bs, or not dividing it, the whole block.
+    assert_eq!(
+        spec("verify=crc32c\nverify_interval=128k\n").verify_interval,
+        0
+    );
+    assert_eq!(
+        spec("verify=crc32c\nverify_interval=1000\n").verify_interval,
+        0
+    );
+    let e = plan(
+        &sections(&format!("{base}verify=meta\nverify_interval=64\n")),
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("verify_interval=64: at least 80"), "{e}");
+}

@@ -276,6 +276,16 @@ pub struct BlockSpec {
     /// checksum, as fio 3.33's); absent: csdchar's data.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verify_pattern: Vec<u8>,
+    /// fio's `verify=meta`: each verify unit starts with fio's own 40-byte header (magic,
+    /// length, seed, offset, time, thread, numberio, and a crc32c of the header alone); the
+    /// read-back checks the header and, with `verify_pattern`, the data after it; absent:
+    /// csdchar's header with a crc32c of the whole unit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify_meta: bool,
+    /// fio's `verify_interval`: bytes of each verify unit, a header at the start of each (a
+    /// divisor of `bs`); absent or 0: the whole block is one unit.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verify_interval: u64,
 }
 
 /// How a new or extended file gets its size before the job's writes (fio's `fallocate`).
@@ -375,6 +385,8 @@ impl Default for BlockSpec {
             verify_write_only: false,
             fill_device: false,
             verify_pattern: Vec::new(),
+            verify_meta: false,
+            verify_interval: 0,
         }
     }
 }
