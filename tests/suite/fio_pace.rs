@@ -367,13 +367,15 @@ fn latency_profile_ends_and_reports_as_fio_does() {
     }
     // fio's latency-profile.fio on the null engine, short windows: every
     // depth keeps the target, so both double to iodepth, run one final
-    // window and end long before the runtime, with fio 3.33's keys.
+    // window and end long before the runtime, with fio 3.33's keys. The
+    // target is a second: a 10 ms one was missed at p99.9 on a loaded CI
+    // machine (a thread preempted that long), and the search settled at 10.
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("lp.fio");
     std::fs::write(
         &path,
         "[global]\nbs=4k\nrw=randread\nrandom_generator=lfsr\nioengine=null\niodepth=16\n\
-         latency_target=10000\nlatency_window=50000\nlatency_percentile=99.9\nthread\n\
+         latency_target=1000000\nlatency_window=50000\nlatency_percentile=99.9\nthread\n\
          runtime=20\ntime_based\n[device]\nsize=1g\n",
     )
     .unwrap();
@@ -388,7 +390,7 @@ fn latency_profile_ends_and_reports_as_fio_does() {
             "{who}: ended by itself"
         );
         assert_eq!(j["latency_depth"], 16, "{who}");
-        assert_eq!(j["latency_target"], 10_000_000, "{who}: ns");
+        assert_eq!(j["latency_target"], 1_000_000_000, "{who}: ns");
         assert_eq!(j["latency_window"], 50_000, "{who}: µs");
         assert_eq!(j["latency_percentile"], 99.9, "{who}");
     }
