@@ -481,6 +481,7 @@ impl BlockOpts {
             errors: Default::default(),
             fallocate: Default::default(),
             verify_write_only: false,
+            verify_backlog: 0,
             fill_device: false,
             verify_pattern: Vec::new(),
             rate: {

@@ -132,7 +132,7 @@ where
 
     let phases: &[Phase] = if spec.verify_only {
         &[Phase::VerifyRead]
-    } else if spec.verify && spec.verify_write_only {
+    } else if spec.verify && (spec.verify_write_only || spec.verify_backlog > 0) {
         &[Phase::VerifyWrite]
     } else if spec.verify {
         &[Phase::VerifyWrite, Phase::VerifyRead]
@@ -155,7 +155,8 @@ where
         let stop = out.jobs.iter().any(|j| j.error.is_some() || j.filled)
             || ctl.interrupt.load(Ordering::Relaxed)
             || ctl.terminate.load(Ordering::Relaxed);
-        if phase == Phase::VerifyRead {
+        // verify_backlog checks its blocks in the write phase.
+        if phase == Phase::VerifyRead || spec.verify_backlog > 0 {
             let mut bad: Vec<_> = out
                 .jobs
                 .iter()

@@ -15,6 +15,9 @@ pub(super) struct ErrorsAndLayout {
     create_on_open: bool,
     fill_device: bool,
     verify_pattern: Vec<u8>,
+    /// fio's verify_backlog and verify_batch (0: unset).
+    verify_backlog: u64,
+    verify_batch: u64,
 }
 
 /// Whether `name` is one of these options.
@@ -32,6 +35,8 @@ pub(super) fn takes(name: &str) -> bool {
             | "fill_fs"
             | "create_serialize"
             | "verify_pattern"
+            | "verify_backlog"
+            | "verify_batch"
     )
 }
 
@@ -82,6 +87,8 @@ impl ErrorsAndLayout {
                     _ => return Err(bad("none, native, posix, keep or truncate (or 0, 1)".into())),
                 }
             }
+            "verify_backlog" => self.verify_backlog = value::int(need()?).map_err(wrap)?,
+            "verify_batch" => self.verify_batch = value::int(need()?).map_err(wrap)?,
             "create_on_open" => self.create_on_open = value::boolean(v).map_err(wrap)?,
             "verify_pattern" => match pattern(need()?) {
                 Some(p) => self.verify_pattern = p,
@@ -146,6 +153,27 @@ impl ErrorsAndLayout {
             async_engine,
             ..self.errors.clone()
         }
+    }
+
+    /// fio's verify_backlog (0: none) and, when csdchar cannot run it, why:
+    /// a verify_batch other than the backlog, or several I/Os in flight
+    /// (a read-back could pass the write it checks).
+    pub(super) fn verify_backlog(&self, iodepth: u32) -> Result<u64, String> {
+        if self.verify_batch != 0 && self.verify_batch != self.verify_backlog {
+            return Err(
+                "a verify_batch other than verify_backlog (csdchar reads back each \
+                        backlog whole)"
+                    .into(),
+            );
+        }
+        if self.verify_backlog > 0 && iodepth > 1 {
+            return Err(
+                "verify_backlog with iodepth above 1 (csdchar reads back only \
+                        completed writes one at a time)"
+                    .into(),
+            );
+        }
+        Ok(self.verify_backlog)
     }
 
     /// fio's verify_pattern bytes (empty: none).

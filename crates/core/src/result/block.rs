@@ -267,6 +267,10 @@ pub struct BlockSpec {
     /// (fio's `do_verify=0`; a later job or `--verify-only` checks them); absent: false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub verify_write_only: bool,
+    /// fio's `verify_backlog` with `verify`: after every N blocks written, the job reads those N
+    /// back and checks them, between its writes (no read phase after); absent: 0, none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verify_backlog: u64,
     /// fio's `fill_device`: a file's region reaches past its file system's free space and
     /// the job writes until ENOSPC, which ends it normally (no verify phase after); absent: false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -373,6 +377,7 @@ impl Default for BlockSpec {
             errors: Default::default(),
             fallocate: Fallocate::Sparse,
             verify_write_only: false,
+            verify_backlog: 0,
             fill_device: false,
             verify_pattern: Vec::new(),
         }

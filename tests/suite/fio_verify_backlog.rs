@@ -1,0 +1,166 @@
+//! fio's examples/cross-stripe-verify.fio scaled down (a temporary file,
+//! small offsets and increments, 3 clones) beside fio 3.33: verify in a
+//! sequential write job that does not cover its region once (`io_size`,
+//! `loops`, the offset modifier `rw=write:112k`) checks the blocks written,
+//! each loop's; `verify_backlog` reads each block back right after its write;
+//! a corruption between the writes and the check is found at fio's offset.
+
+use crate::common;
+use crate::fio_parity::fio;
+
+use std::path::Path;
+
+/// cross-stripe-verify.fio with a 1 MiB region per clone (fio's 124g apart),
+/// 120k in, 16k written every 128k; `direct` off for any temporary directory.
+const CROSS_STRIPE: &str = "[global]\nbs=16k\nrw=write:112k\nverify=crc32c\n\
+                            filename=DIR/stripes\nsize=1m\nverify_backlog=1\n\
+                            offset_increment=1m\nio_size=512k\noffset=120k\n\
+                            group_reporting\nloops=2\n[write-verify]\nnumjobs=3\n";
+
+/// Runs `job` (DIR replaced by `dir`) through fio or csdchar; (exit code,
+/// JSON, stderr). csdchar's JSON is its own (`verify` there).
+fn run(who: &str, dir: &Path, name: &str, job: &str) -> (i32, serde_json::Value, String) {
+    let path = dir.join(name);
+    std::fs::write(&path, job.replace("DIR", dir.to_str().unwrap())).unwrap();
+    let p = path.to_str().unwrap();
+    let (code, out, err) = if who == "fio" {
+        // fio leaves its verify state files (local-*-verify.state) there.
+        let o = std::process::Command::new(fio().unwrap())
+            .current_dir(dir)
+            .args(["--output-format=json", p])
+            .output()
+            .unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    } else {
+        let r = common::csdchar(&["block", "--job-file", p, "--output-format", "json"]);
+        (r.outcome.exit_code, r.stdout, r.stderr)
+    };
+    // fio prints its warnings ahead of the JSON.
+    let json =
+        serde_json::from_str(&out[out.find('{').unwrap_or(0)..]).unwrap_or(serde_json::Value::Null);
+    (code, json, err)
+}
+
+/// fio's (read, write) I/Os summed over its jobs.
+fn fio_ios(v: &serde_json::Value) -> (u64, u64) {
+    v["jobs"].as_array().unwrap().iter().fold((0, 0), |a, j| {
+        (
+            a.0 + j["read"]["total_ios"].as_u64().unwrap(),
+            a.1 + j["write"]["total_ios"].as_u64().unwrap(),
+        )
+    })
+}
+
+/// Each clone writes 8 blocks per loop (120k + k * 128k of its region, the
+/// 9th would pass its end), twice; every one is read back and checked: 48 and
+/// 48 in both tools; fio's iolog shows each read right after its write.
+#[test]
+fn cross_stripe_verify_scaled_down_beside_fio() {
+    let Some(_) = fio() else {
+        eprintln!("skipped: fio not installed");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("fio.iolog");
+    let job = CROSS_STRIPE.replace(
+        "[global]\n",
+        &format!("[global]\nwrite_iolog={}\n", log.display()),
+    );
+    let (code, f, err) = run("fio", d.path(), "fio.fio", &job);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fio_ios(&f), (48, 48));
+    // The clones' logs (appended to the one name): write, then its read, 16
+    // times each.
+    let ops: Vec<(String, u64)> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() == 5).then(|| (w[2].to_string(), w[3].parse().unwrap()))
+        })
+        .collect();
+    assert_eq!(ops.len(), 96, "{ops:?}");
+    for (i, pair) in ops.chunks(2).enumerate() {
+        assert_eq!(pair[0].0, "write", "{ops:?}");
+        assert_eq!(pair[1], ("read".to_string(), pair[0].1), "{ops:?}");
+        let k = (i % 8) as u64;
+        assert_eq!(
+            (pair[0].1 - 120 * 1024) % (1 << 20),
+            k * 128 * 1024,
+            "{ops:?}"
+        );
+    }
+
+    let c = tempfile::tempdir().unwrap();
+    let (code, v, err) = run("csdchar", c.path(), "cs.fio", CROSS_STRIPE);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["write"]["ios"], 48, "{v}");
+    assert_eq!(v["verify"]["blocks_checked"], 48, "{v}");
+    assert_eq!(v["verify"]["bad_block_count"], 0, "{v}");
+    assert_eq!(v["spec"]["verify_backlog"], 1, "{v}");
+    // The blocks written are fio's: 8 per clone, at fio's offsets.
+    let data = std::fs::read(c.path().join("stripes")).unwrap();
+    assert_eq!(data.len(), 120 * 1024 + (3 << 20));
+    let written: Vec<usize> = data
+        .chunks(8 * 1024)
+        .enumerate()
+        .filter(|(_, b)| b.iter().any(|&x| x != 0))
+        .map(|(i, _)| i * 8 * 1024)
+        .collect();
+    let want: Vec<usize> = (0..3)
+        .flat_map(|j| {
+            (0..16).map(move |h| 120 * 1024 + (j << 20) + h / 2 * 128 * 1024 + h % 2 * 8192)
+        })
+        .collect();
+    assert_eq!(written, want);
+}
+
+/// The same job written with do_verify=0, a block of clone 1 corrupted, then
+/// checked with verify_only=1: both tools stop clone 1 at that block (its
+/// third), after the other clones checked their 16 each.
+#[test]
+fn corruption_between_write_and_verify_found_at_fios_offset() {
+    let Some(_) = fio() else {
+        eprintln!("skipped: fio not installed");
+        return;
+    };
+    let write = "[global]\nbs=16k\nrw=write:112k\nverify=crc32c\nfilename=DIR/d\nsize=1m\n\
+                 offset_increment=1m\nio_size=512k\noffset=120k\nloops=2\nnumjobs=3\n\
+                 do_verify=0\n[w]\n";
+    let check = write.replace("do_verify=0", "verify_only=1");
+    let bad = 120 * 1024 + (1 << 20) + 2 * 128 * 1024;
+    let mut found = Vec::new();
+    for who in ["fio", "csdchar"] {
+        let d = tempfile::tempdir().unwrap();
+        let (code, _, err) = run(who, d.path(), "w.fio", write);
+        assert_eq!(code, 0, "{who}: {err}");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(d.path().join("d"))
+            .unwrap();
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(bad + 100)).unwrap();
+        std::io::Write::write_all(&mut f, &[0xff; 64]).unwrap();
+        drop(f);
+        let (code, v, err) = run(who, d.path(), "v.fio", &check);
+        assert_ne!(code, 0, "{who} found nothing: {err}");
+        if who == "fio" {
+            assert_eq!(fio_ios(&v).0, 35, "{v}");
+            let at = err
+                .split("verify failed at file ")
+                .nth(1)
+                .and_then(|t| t.split(" offset ").nth(1))
+                .and_then(|t| t.split(',').next())
+                .unwrap_or_else(|| panic!("{err}"));
+            found.push(at.parse::<u64>().unwrap());
+        } else {
+            assert_eq!(v["verify"]["blocks_checked"], 35, "{v}");
+            assert_eq!(v["verify"]["bad_block_count"], 1, "{v}");
+            found.push(v["verify"]["bad_blocks"][0]["offset"].as_u64().unwrap());
+        }
+    }
+    assert_eq!(found, [bad, bad]);
+}
