@@ -164,3 +164,65 @@ fn corruption_between_write_and_verify_found_at_fios_offset() {
     }
     assert_eq!(found, [bad, bad]);
 }
+
+/// verify_dump=1: fio writes the bad block as read to
+/// `<file>.<offset>.received` in its working directory (and the block it
+/// regenerates to `.expected`); csdchar's run hands the same `.received`
+/// (the bytes at that offset of its own file) to the command, which writes
+/// it there under the rule for files csdchar writes (no `.expected`).
+#[test]
+fn verify_dump_writes_the_received_block_as_fio_names_it() {
+    let Some(_) = fio() else {
+        eprintln!("skipped: fio not installed");
+        return;
+    };
+    let write = "[global]\nbs=16k\nrw=write:112k\nverify=crc32c\nfilename=DIR/d\nsize=256k\n\
+                 io_size=64k\nloops=2\ndo_verify=0\n[w]\n";
+    let check = write.replace("do_verify=0", "verify_only=1\nverify_dump=1");
+    let bad: u64 = 128 * 1024;
+    let corrupt = |dir: &Path| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("d"))
+            .unwrap();
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(bad + 4000)).unwrap();
+        std::io::Write::write_all(&mut f, &[0x5a; 32]).unwrap();
+    };
+    let name = format!("d.{bad}.received");
+    let block_at = |dir: &Path| {
+        let b = std::fs::read(dir.join("d")).unwrap();
+        b[bad as usize..bad as usize + 16384].to_vec()
+    };
+
+    let f = tempfile::tempdir().unwrap();
+    assert_eq!(run("fio", f.path(), "w.fio", write).0, 0);
+    corrupt(f.path());
+    let (code, _, err) = run("fio", f.path(), "v.fio", &check);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains(&format!("dumped as {name}")), "{err}");
+    assert_eq!(
+        std::fs::read(f.path().join(&name)).unwrap(),
+        block_at(f.path())
+    );
+    assert!(f.path().join(format!("d.{bad}.expected")).exists());
+
+    let c = tempfile::tempdir().unwrap();
+    assert_eq!(run("csdchar", c.path(), "w.fio", write).0, 0);
+    corrupt(c.path());
+    let path = c.path().join("v.fio");
+    std::fs::write(&path, check.replace("DIR", c.path().to_str().unwrap())).unwrap();
+    let plan = csdchar_fio_like::jobfile::load_job_file(&path, false).unwrap();
+    let interrupt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ran = csdchar_fio_like::jobfile::run_job_file(
+        &plan,
+        path.to_str().unwrap(),
+        false,
+        &interrupt,
+        &mut |_| {},
+    );
+    assert_ne!(ran.exit_code, 0);
+    let dumps: Vec<_> = ran.results.iter().flat_map(|r| &r.dump_files).collect();
+    assert_eq!(dumps.len(), 1, "one bad block");
+    assert_eq!(dumps[0].0, name);
+    assert_eq!(dumps[0].1, block_at(c.path()));
+}

@@ -482,6 +482,7 @@ impl BlockOpts {
             fallocate: Default::default(),
             verify_write_only: false,
             verify_backlog: 0,
+            verify_dump: false,
             fill_device: false,
             verify_pattern: Vec::new(),
             rate: {
@@ -631,6 +632,10 @@ fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_
         .iter()
         .flat_map(|r| &r.log_files)
         .map(|(name, text)| (PathBuf::from(name), text.clone().into_bytes()))
+        .chain(
+            (results.iter().flat_map(|r| &r.dump_files))
+                .map(|(name, bytes)| (PathBuf::from(name), bytes.clone())),
+        )
         .collect();
     if !logs.is_empty()
         && let Err(e) = csdchar_fio_like::safety::write_outputs(Path::new("."), &logs)

@@ -230,6 +230,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         error: None,
         blocks_checked: 0,
         bad_blocks: Vec::new(),
+        dumps: Vec::new(),
         lz4: None,
         deflate: None,
         random_bytes_per_chunk: buffers.random_bytes_per_chunk(),
@@ -898,6 +899,10 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 outcome.blocks_checked += 1;
                 if let Err(reason) = verify::check(buffers.slice(slot.buf), slot.offset, spec.seed)
                 {
+                    if spec.verify_dump {
+                        let got = buffers.slice(slot.buf).to_vec();
+                        outcome.dumps.push((slot.offset, got));
+                    }
                     outcome.bad_blocks.push(BadBlock {
                         offset: slot.offset,
                         lba: slot.offset / u64::from(cfg.lbs),

@@ -141,6 +141,7 @@ where
     };
     let mut main: Option<PhaseOutcome> = None;
     let mut verify: Option<VerifyReport> = None;
+    let mut dump_files = Vec::new();
     for (i, &phase) in phases.iter().enumerate() {
         // Only the first phase waits for --start-at.
         let not_before = if i == 0 { start_at } else { None };
@@ -157,6 +158,7 @@ where
             || ctl.terminate.load(Ordering::Relaxed);
         // verify_backlog checks its blocks in the write phase.
         if phase == Phase::VerifyRead || spec.verify_backlog > 0 {
+            dump_files.extend(crate::verify::dump_files(spec, &out.jobs));
             let mut bad: Vec<_> = out
                 .jobs
                 .iter()
@@ -208,6 +210,7 @@ where
         spec, started_at, &target, main, verify, capacity, diskstats, &ctl,
     );
     result.start = start;
+    result.dump_files = dump_files;
     if result.status == RunStatus::IoError && !any_io_completed(&result) {
         // The run failed before its first I/O: a file it created holds nothing
         // of value and must not be left behind (a pre-existing one is kept).
@@ -768,6 +771,7 @@ fn assemble(
         jobs,
         verify,
         log_files: main.jobs.iter().flat_map(|j| j.logs.clone()).collect(),
+        dump_files: Vec::new(),
         steady_state: main.steady.clone(),
         latency_depth: main.jobs.first().and_then(|j| j.latency_depth),
         io_batches: Some(main.jobs.iter().fold(BatchCounts::default(), |mut a, j| {

@@ -89,6 +89,21 @@ pub fn check(block: &[u8], offset: u64, seed: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// fio's verify_dump files of a verify phase's jobs, `(name, bytes)`: each
+/// bad block as read, in `<file name>.<offset>.received` (fio's dump_buf,
+/// in the working directory). fio also writes `.expected`, the block
+/// regenerated from its header's random seed; csdchar's block data is not
+/// regenerable from its header, so it writes no `.expected`.
+pub fn dump_files(spec: &BlockSpec, jobs: &[crate::job::JobOutcome]) -> Vec<(String, Vec<u8>)> {
+    let file = spec.target.as_deref().unwrap_or("target");
+    let base = std::path::Path::new(file)
+        .file_name()
+        .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned());
+    (jobs.iter().flat_map(|j| &j.dumps))
+        .map(|(offset, bytes)| (format!("{base}.{offset}.received"), bytes.clone()))
+        .collect()
+}
+
 /// Whether a verify job checks the blocks it wrote, in the order written
 /// (fio's io_piece list), rather than every block of its region once: a
 /// sequential write with io_size, number_ios, loops, an offset modifier or

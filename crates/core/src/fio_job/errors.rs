@@ -18,6 +18,8 @@ pub(super) struct ErrorsAndLayout {
     /// fio's verify_backlog and verify_batch (0: unset).
     verify_backlog: u64,
     verify_batch: u64,
+    /// fio's verify_dump.
+    verify_dump: bool,
 }
 
 /// Whether `name` is one of these options.
@@ -37,6 +39,7 @@ pub(super) fn takes(name: &str) -> bool {
             | "verify_pattern"
             | "verify_backlog"
             | "verify_batch"
+            | "verify_dump"
     )
 }
 
@@ -89,6 +92,7 @@ impl ErrorsAndLayout {
             }
             "verify_backlog" => self.verify_backlog = value::int(need()?).map_err(wrap)?,
             "verify_batch" => self.verify_batch = value::int(need()?).map_err(wrap)?,
+            "verify_dump" => self.verify_dump = value::boolean(v).map_err(wrap)?,
             "create_on_open" => self.create_on_open = value::boolean(v).map_err(wrap)?,
             "verify_pattern" => match pattern(need()?) {
                 Some(p) => self.verify_pattern = p,
@@ -174,6 +178,11 @@ impl ErrorsAndLayout {
             );
         }
         Ok(self.verify_backlog)
+    }
+
+    /// fio's verify_dump.
+    pub(super) fn verify_dump(&self) -> bool {
+        self.verify_dump
     }
 
     /// fio's verify_pattern bytes (empty: none).

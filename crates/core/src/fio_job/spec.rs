@@ -242,6 +242,7 @@ impl Builder {
             offset_increment: self.offset_increment,
             verify_write_only: verify && verify_write_only,
             verify_backlog,
+            verify_dump: (verify || verify_only) && self.layout.verify_dump(),
             errors: self.layout.policy(verify || verify_only, async_engine),
             fill_device: self.layout.fill_device(self.rw),
             verify_pattern: self.layout.verify_pattern(),
