@@ -226,3 +226,70 @@ fn verify_dump_writes_the_received_block_as_fio_names_it() {
     assert_eq!(dumps[0].0, name);
     assert_eq!(dumps[0].1, block_at(c.path()));
 }
+
+/// verify_backlog=2: fio's iolog, write, write, read them, … each loop; the
+/// I/Os csdchar's job hands its engine come in the same order at the same
+/// offsets (a recording engine, its reads left unfilled: continue_on_error
+/// lets the job go on past the checks that then fail).
+#[test]
+fn backlog_interleaves_reads_and_writes_as_fio_s_iolog() {
+    use crate::common::RecordingEngine;
+    use csdchar_fio_like::engine::Direction;
+    let Some(_) = fio() else {
+        eprintln!("skipped: fio not installed");
+        return;
+    };
+    let job = "[global]\nbs=16k\nrw=write:112k\nverify=crc32c\nfilename=DIR/b\nsize=1m\n\
+               verify_backlog=2\nio_size=512k\noffset=120k\nloops=2\n[w]\n";
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("fio.iolog");
+    let with_log = job.replace(
+        "[global]\n",
+        &format!("[global]\nwrite_iolog={}\n", log.display()),
+    );
+    let (code, _, err) = run("fio", d.path(), "fio.fio", &with_log);
+    assert_eq!(code, 0, "{err}");
+    let theirs: Vec<(bool, u64)> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() == 5).then(|| (w[2] == "read", w[3].parse().unwrap()))
+        })
+        .collect();
+    assert_eq!(theirs.len(), 32, "{theirs:?}");
+    assert_eq!(
+        &theirs[..4],
+        [
+            (false, 122880),
+            (false, 253952),
+            (true, 122880),
+            (true, 253952)
+        ]
+    );
+
+    let c = tempfile::tempdir().unwrap();
+    let path = c.path().join("cs.fio");
+    let text = job.replace("DIR", c.path().to_str().unwrap());
+    std::fs::write(
+        &path,
+        text.replace("[w]\n", "continue_on_error=verify\n[w]\n"),
+    )
+    .unwrap();
+    let plan = csdchar_fio_like::jobfile::load_job_file(&path, false).unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let r = csdchar_fio_like::run_block_with(
+        &plan.jobs[0].spec,
+        csdchar_fio_like::RunControl::quiet(),
+        |_, _| Ok(RecordingEngine::new(&seen, None)),
+    )
+    .unwrap();
+    assert_eq!(r.verify.as_ref().unwrap().blocks_checked, 16);
+    let ours: Vec<(bool, u64)> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|&(o, dir)| (dir == Direction::Read, o))
+        .collect();
+    assert_eq!(ours, theirs);
+}
