@@ -99,6 +99,8 @@ fn cross_stripe_verify_scaled_down_beside_fio() {
     let (code, v, err) = run("csdchar", c.path(), "cs.fio", CROSS_STRIPE);
     assert_eq!(code, 0, "{err}");
     assert_eq!(v["write"]["ios"], 48, "{v}");
+    // The read-backs are the job's reads, as fio counts them.
+    assert_eq!(v["read"]["ios"], 48, "{v}");
     assert_eq!(v["verify"]["blocks_checked"], 48, "{v}");
     assert_eq!(v["verify"]["bad_block_count"], 0, "{v}");
     assert_eq!(v["spec"]["verify_backlog"], 1, "{v}");

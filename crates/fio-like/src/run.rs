@@ -465,7 +465,9 @@ struct IntervalMerger {
 
 impl IntervalMerger {
     fn new(numjobs: usize, spec: &BlockSpec, interval_ns: u64) -> Self {
-        let reads = spec.verify_only || (spec.rw.reads() && !spec.verify);
+        // verify_backlog's reads are the job's, as fio counts them.
+        let reads =
+            spec.verify_only || spec.verify_backlog > 0 || (spec.rw.reads() && !spec.verify);
         let writes = !spec.verify_only && spec.rw.writes();
         let trims = !spec.verify_only && !spec.verify && spec.rw.trims();
         IntervalMerger {
@@ -629,7 +631,7 @@ fn assemble(
     let (reads, writes, trims) = if spec.verify_only {
         (true, false, false)
     } else if spec.verify {
-        (false, true, false)
+        (spec.verify_backlog > 0, true, false)
     } else {
         (spec.rw.reads(), spec.rw.writes(), spec.rw.trims())
     };
