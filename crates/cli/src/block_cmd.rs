@@ -642,6 +642,11 @@ fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_
     {
         let _ = writeln!(io.stderr, "error: fio logs: {e}");
         exit_code = 1;
+    } else {
+        // fio's line for each verify_dump file.
+        for (name, _) in results.iter().flat_map(|r| &r.dump_files) {
+            let _ = writeln!(io.stderr, "       received data dumped as {name}");
+        }
     }
     if !results.is_empty() {
         let bytes = render(&results, &plan.global_options, opts.output_format);
