@@ -94,7 +94,7 @@ pub fn check(block: &[u8], offset: u64, seed: u64) -> Result<(), String> {
 /// in the working directory). fio also writes `.expected`, the block
 /// regenerated from its header's random seed; csdchar's block data is not
 /// regenerable from its header, so it writes no `.expected`.
-pub fn dump_files(spec: &BlockSpec, jobs: &[crate::job::JobOutcome]) -> Vec<(String, Vec<u8>)> {
+pub fn dump_files(spec: &BlockSpec, jobs: &[crate::outcome::JobOutcome]) -> Vec<(String, Vec<u8>)> {
     let file = spec.target.as_deref().unwrap_or("target");
     let base = std::path::Path::new(file)
         .file_name()
