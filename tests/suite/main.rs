@@ -28,6 +28,7 @@ mod fio_parity;
 mod fio_pauses;
 mod fio_share;
 mod fio_verify;
+mod fio_verify_backlog;
 mod fio_verify_errors;
 mod fio_verify_meta;
 mod fio_zones;

@@ -481,6 +481,8 @@ impl BlockOpts {
             errors: Default::default(),
             fallocate: Default::default(),
             verify_write_only: false,
+            verify_backlog: 0,
+            verify_dump: false,
             fill_device: false,
             verify_pattern: Vec::new(),
             verify_meta: false,
@@ -632,12 +634,21 @@ fn run_job_file_command(opts: &BlockOpts, path: &std::path::Path, io: &mut Io<'_
         .iter()
         .flat_map(|r| &r.log_files)
         .map(|(name, text)| (PathBuf::from(name), text.clone().into_bytes()))
+        .chain(
+            (results.iter().flat_map(|r| &r.dump_files))
+                .map(|(name, bytes)| (PathBuf::from(name), bytes.clone())),
+        )
         .collect();
     if !logs.is_empty()
         && let Err(e) = csdchar_fio_like::safety::write_outputs(Path::new("."), &logs)
     {
         let _ = writeln!(io.stderr, "error: fio logs: {e}");
         exit_code = 1;
+    } else {
+        // fio's line for each verify_dump file.
+        for (name, _) in results.iter().flat_map(|r| &r.dump_files) {
+            let _ = writeln!(io.stderr, "       received data dumped as {name}");
+        }
     }
     if !results.is_empty() {
         let bytes = render(&results, &plan.global_options, opts.output_format);

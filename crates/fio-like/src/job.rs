@@ -137,6 +137,8 @@ enum Planner {
         next: u64,
         stride: u64,
     },
+    /// fio's io_piece list: the blocks a sequential write job writes and checks.
+    Logged(verify::Log),
     /// Block i for i = job, job + numjobs, …
     Strided {
         next: u64,
@@ -184,7 +186,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             let s = spec.rw.read_share(spec.rwmixread);
             (s, s < 100 && spec.rw.writes(), s > 0)
         }
-        Phase::VerifyWrite => (0, true, false),
+        Phase::VerifyWrite => (0, true, spec.verify_backlog > 0),
         Phase::VerifyRead => (100, false, true),
     };
     let mut mix = match (cfg.phase, spec.rw.trims(), spec.rw.writes()) {
@@ -228,6 +230,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         error: None,
         blocks_checked: 0,
         bad_blocks: Vec::new(),
+        dumps: Vec::new(),
         lz4: None,
         deflate: None,
         random_bytes_per_chunk: buffers.random_bytes_per_chunk(),
@@ -357,6 +360,14 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         }
         _ => u64::MAX,
     };
+    if cfg.phase != Phase::Workload && verify::follows(spec) {
+        let (per_loop, loops) = (workload_ios / u64::from(spec.loops.max(1)), spec.loops);
+        planner = Planner::Logged(match cfg.phase {
+            Phase::VerifyRead => verify::Log::reads(nb[1], seq_add[1], per_loop, loops),
+            _ => verify::Log::writes(nb[1], seq_add[1], per_loop, loops, spec.verify_backlog),
+        });
+        budget = u64::MAX;
+    }
     let mut issued_bytes = 0u64;
 
     let ns = |t: Instant| t.saturating_duration_since(base).as_nanos() as u64;
@@ -556,6 +567,15 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                             *next += *stride;
                             (Direction::Write, b, 1)
                         }
+                        Planner::Logged(log) => match log.next_io() {
+                            Some((true, b)) => (Direction::Read, b, 1),
+                            Some((false, b)) => (Direction::Write, b, 1),
+                            None => {
+                                free.push(tag);
+                                budget = issued;
+                                break;
+                            }
+                        },
                         Planner::Strided {
                             next,
                             stride,
@@ -802,6 +822,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         for c in &completions {
             let slot = slots[c.tag as usize];
             let dir = slot.dir;
+            // A verify phase's read (verify_backlog's too) checks its block.
+            let checking = cfg.phase != Phase::Workload && dir == Direction::Read;
             inflight -= 1;
             free.push(c.tag);
             if dir == Direction::Write {
@@ -816,7 +838,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                     Direction::Read => ErrorKind::Read,
                     _ => ErrorKind::Write,
                 };
-                if cfg.phase != Phase::VerifyRead {
+                if !checking {
                     let full = kind == ErrorKind::Write
                         && spec.fill_device
                         && (errno == libc::ENOSPC || errno == libc::EDQUOT);
@@ -839,7 +861,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         count_error(&mut outcome.errors, errno);
                     }
                 }
-                if cfg.phase == Phase::VerifyRead {
+                if checking {
                     outcome.blocks_checked += 1;
                     outcome.bad_blocks.push(BadBlock {
                         offset: slot.offset,
@@ -873,11 +895,15 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 }
                 continue;
             }
-            if cfg.phase == Phase::VerifyRead {
+            if checking {
                 outcome.blocks_checked += 1;
                 if let Err((at, reason)) =
                     verify::check_block(buffers.slice(slot.buf), spec, slot.offset)
                 {
+                    if spec.verify_dump {
+                        let got = buffers.slice(slot.buf).to_vec();
+                        outcome.dumps.push((slot.offset, got));
+                    }
                     outcome.bad_blocks.push(BadBlock {
                         offset: at,
                         lba: at / u64::from(cfg.lbs),

@@ -102,6 +102,8 @@ pub struct JobOutcome {
     pub engine: Option<EngineInfo>,
     /// fio's log files of the job, `(name, text)`.
     pub logs: Vec<(String, String)>,
+    /// fio's verify_dump: each bad block's offset and the bytes read.
+    pub dumps: Vec<(u64, Vec<u8>)>,
     /// Submission and reap batch sizes.
     pub batches: BatchCounts,
     /// When the statistics kept start (latency_target's final window), ns
@@ -135,6 +137,7 @@ impl JobOutcome {
             error: Some(error),
             blocks_checked: 0,
             bad_blocks: Vec::new(),
+            dumps: Vec::new(),
             lz4: None,
             deflate: None,
             random_bytes_per_chunk: 0,

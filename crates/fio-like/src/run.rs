@@ -132,7 +132,7 @@ where
 
     let phases: &[Phase] = if spec.verify_only {
         &[Phase::VerifyRead]
-    } else if spec.verify && spec.verify_write_only {
+    } else if spec.verify && (spec.verify_write_only || spec.verify_backlog > 0) {
         &[Phase::VerifyWrite]
     } else if spec.verify {
         &[Phase::VerifyWrite, Phase::VerifyRead]
@@ -141,6 +141,7 @@ where
     };
     let mut main: Option<PhaseOutcome> = None;
     let mut verify: Option<VerifyReport> = None;
+    let mut dump_files = Vec::new();
     for (i, &phase) in phases.iter().enumerate() {
         // Only the first phase waits for --start-at.
         let not_before = if i == 0 { start_at } else { None };
@@ -155,7 +156,9 @@ where
         let stop = out.jobs.iter().any(|j| j.error.is_some() || j.filled)
             || ctl.interrupt.load(Ordering::Relaxed)
             || ctl.terminate.load(Ordering::Relaxed);
-        if phase == Phase::VerifyRead {
+        // verify_backlog checks its blocks in the write phase.
+        if phase == Phase::VerifyRead || spec.verify_backlog > 0 {
+            dump_files.extend(crate::verify::dump_files(spec, &out.jobs));
             let mut bad: Vec<_> = out
                 .jobs
                 .iter()
@@ -207,6 +210,7 @@ where
         spec, started_at, &target, main, verify, capacity, diskstats, &ctl,
     );
     result.start = start;
+    result.dump_files = dump_files;
     if result.status == RunStatus::IoError && !any_io_completed(&result) {
         // The run failed before its first I/O: a file it created holds nothing
         // of value and must not be left behind (a pre-existing one is kept).
@@ -461,7 +465,9 @@ struct IntervalMerger {
 
 impl IntervalMerger {
     fn new(numjobs: usize, spec: &BlockSpec, interval_ns: u64) -> Self {
-        let reads = spec.verify_only || (spec.rw.reads() && !spec.verify);
+        // verify_backlog's reads are the job's, as fio counts them.
+        let reads =
+            spec.verify_only || spec.verify_backlog > 0 || (spec.rw.reads() && !spec.verify);
         let writes = !spec.verify_only && spec.rw.writes();
         let trims = !spec.verify_only && !spec.verify && spec.rw.trims();
         IntervalMerger {
@@ -625,7 +631,7 @@ fn assemble(
     let (reads, writes, trims) = if spec.verify_only {
         (true, false, false)
     } else if spec.verify {
-        (false, true, false)
+        (spec.verify_backlog > 0, true, false)
     } else {
         (spec.rw.reads(), spec.rw.writes(), spec.rw.trims())
     };
@@ -767,6 +773,7 @@ fn assemble(
         jobs,
         verify,
         log_files: main.jobs.iter().flat_map(|j| j.logs.clone()).collect(),
+        dump_files: Vec::new(),
         steady_state: main.steady.clone(),
         latency_depth: main.jobs.first().and_then(|j| j.latency_depth),
         io_batches: Some(main.jobs.iter().fold(BatchCounts::default(), |mut a, j| {

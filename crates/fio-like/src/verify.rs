@@ -242,9 +242,167 @@ pub mod meta {
     }
 }
 
+/// fio's verify_dump files of a verify phase's jobs, `(name, bytes)`: each
+/// bad block as read, in `<file name>.<offset>.received` (fio's dump_buf,
+/// in the working directory). fio also writes `.expected`, the block
+/// regenerated from its header's random seed; csdchar's block data is not
+/// regenerable from its header, so it writes no `.expected`.
+pub fn dump_files(spec: &BlockSpec, jobs: &[crate::outcome::JobOutcome]) -> Vec<(String, Vec<u8>)> {
+    let file = spec.target.as_deref().unwrap_or("target");
+    let base = std::path::Path::new(file)
+        .file_name()
+        .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned());
+    (jobs.iter().flat_map(|j| &j.dumps))
+        .map(|(offset, bytes)| (format!("{base}.{offset}.received"), bytes.clone()))
+        .collect()
+}
+
+/// Whether a verify job checks the blocks it wrote, in the order written
+/// (fio's io_piece list), rather than every block of its region once: a
+/// sequential write with io_size, number_ios, loops, an offset modifier or
+/// verify_backlog (the spec allows these only for rw=write with one size;
+/// fio's verify_only replays the same writes).
+pub fn follows(spec: &BlockSpec) -> bool {
+    (spec.verify || spec.verify_only)
+        && !spec.rw.is_random()
+        && (spec.io_size > 0
+            || spec.number_ios > 0
+            || spec.loops > 1
+            || spec.rw_seq_add != 0
+            || spec.verify_backlog > 0)
+}
+
+/// fio's io_piece list of a sequential write job as a planner: the write
+/// phase's blocks, with fio's verify_backlog reads interleaved, or the read
+/// phase's replay of the blocks written.
+#[derive(Debug)]
+pub struct Log {
+    /// The next block to write (None: the writes are done).
+    next: Option<u64>,
+    /// Writes left in this loop, writes per loop (fio's io_size or
+    /// number_ios), loops after this one.
+    left: u64,
+    per_loop: u64,
+    loops_left: u32,
+    /// Blocks `nb`, the offset modifier in blocks.
+    nb: u64,
+    add: i64,
+    /// Written and not yet checked, oldest first.
+    pending: std::collections::VecDeque<u64>,
+    /// fio's verify_backlog (0: check after the writes, in a later phase).
+    backlog: u64,
+    /// Reads of the current batch left.
+    reading: u64,
+    /// The read phase: only replay, never write.
+    replay: bool,
+}
+
+impl Log {
+    /// The write phase: `loops` times `per_loop` writes from block 0 of `nb`,
+    /// each next one `add` blocks past the last one's end (fio's rw=write:N;
+    /// a loop whose next block would pass the region's end is done, as fio's
+    /// file then is; without `add` the writes wrap around, as fio's).
+    pub fn writes(nb: u64, add: i64, per_loop: u64, loops: u32, backlog: u64) -> Self {
+        Log {
+            next: (per_loop > 0 && nb > 0).then_some(0),
+            left: per_loop,
+            per_loop,
+            loops_left: loops.max(1) - 1,
+            nb,
+            add,
+            pending: Default::default(),
+            backlog,
+            reading: 0,
+            replay: false,
+        }
+    }
+
+    /// The read phase: the blocks the write phase wrote, in its order (each
+    /// write once: a block written twice is checked twice, as fio checks
+    /// after each loop).
+    pub fn reads(nb: u64, add: i64, per_loop: u64, loops: u32) -> Self {
+        let mut w = Log::writes(nb, add, per_loop, loops, 0);
+        while let Some((_, b)) = w.next_write() {
+            w.pending.push_back(b);
+        }
+        w.replay = true;
+        w
+    }
+
+    fn next_write(&mut self) -> Option<(bool, u64)> {
+        if (self.next.is_none() || self.left == 0) && self.loops_left > 0 && self.nb > 0 {
+            // fio's next loop starts at the region's start again.
+            self.loops_left -= 1;
+            self.next = (self.per_loop > 0).then_some(0);
+            self.left = self.per_loop;
+        }
+        let b = self.next.filter(|_| self.left > 0)?;
+        self.left -= 1;
+        self.next = match crate::offsets::next_seq_block(b, 1, self.nb, self.add, false) {
+            // Skipping forward past the end: this loop is done.
+            Some(n) if self.add > 0 && n <= b => None,
+            n => n,
+        };
+        Some((false, b))
+    }
+
+    /// The next I/O: (is a read, block); None when the phase is done.
+    pub fn next_io(&mut self) -> Option<(bool, u64)> {
+        if self.replay {
+            return self.pending.pop_front().map(|b| (true, b));
+        }
+        if self.backlog == 0 {
+            return self.next_write();
+        }
+        if self.reading == 0 && self.pending.len() as u64 >= self.backlog {
+            self.reading = self.backlog;
+        }
+        if self.reading > 0 {
+            self.reading -= 1;
+            return self.pending.pop_front().map(|b| (true, b));
+        }
+        match self.next_write() {
+            Some(w) => {
+                self.pending.push_back(w.1);
+                Some(w)
+            }
+            // fio's do_verify after the writes: what is left.
+            None => self.pending.pop_front().map(|b| (true, b)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_orders() {
+        // fio's rw=write:112k with bs=16k on 16 blocks: 0 and 8, per loop.
+        let mut w = Log::writes(16, 7, 32, 2, 0);
+        let v: Vec<_> = std::iter::from_fn(|| w.next_io()).collect();
+        assert_eq!(v, [(false, 0), (false, 8), (false, 0), (false, 8)]);
+        let mut r = Log::reads(16, 7, 32, 2);
+        let v: Vec<_> = std::iter::from_fn(|| r.next_io()).collect();
+        assert_eq!(v, [(true, 0), (true, 8), (true, 0), (true, 8)]);
+        // io_size past size without a modifier wraps around.
+        let mut x = Log::writes(2, 0, 3, 1, 0);
+        let v: Vec<_> = std::iter::from_fn(|| x.next_io()).collect();
+        assert_eq!(v, [(false, 0), (false, 1), (false, 0)]);
+        let mut b = Log::writes(16, 0, 3, 1, 2);
+        let v: Vec<_> = std::iter::from_fn(|| b.next_io()).collect();
+        assert_eq!(
+            v,
+            [
+                (false, 0),
+                (false, 1),
+                (true, 0),
+                (true, 1),
+                (false, 2),
+                (true, 2)
+            ]
+        );
+    }
 
     #[test]
     fn seal_then_check() {

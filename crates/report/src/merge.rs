@@ -504,6 +504,7 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         jobs,
         verify,
         log_files: Vec::new(),
+        dump_files: Vec::new(),
         steady_state: None,
         latency_depth: None,
         io_batches: parts.iter().try_fold(

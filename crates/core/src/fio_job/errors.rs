@@ -19,6 +19,11 @@ pub(super) struct ErrorsAndLayout {
     verify_interval: u64,
     /// `verify=meta` (fio's header-only verify), set by `verify`.
     pub(super) meta: bool,
+    /// fio's verify_backlog and verify_batch (0: unset).
+    verify_backlog: u64,
+    verify_batch: u64,
+    /// fio's verify_dump.
+    verify_dump: bool,
 }
 
 /// Whether `name` is one of these options.
@@ -37,6 +42,9 @@ pub(super) fn takes(name: &str) -> bool {
             | "create_serialize"
             | "verify_pattern"
             | "verify_interval"
+            | "verify_backlog"
+            | "verify_batch"
+            | "verify_dump"
     )
 }
 
@@ -87,6 +95,9 @@ impl ErrorsAndLayout {
                     _ => return Err(bad("none, native, posix, keep or truncate (or 0, 1)".into())),
                 }
             }
+            "verify_backlog" => self.verify_backlog = value::int(need()?).map_err(wrap)?,
+            "verify_batch" => self.verify_batch = value::int(need()?).map_err(wrap)?,
+            "verify_dump" => self.verify_dump = value::boolean(v).map_err(wrap)?,
             "create_on_open" => self.create_on_open = value::boolean(v).map_err(wrap)?,
             "verify_interval" => {
                 let n = value::bytes(need()?, 1024).map_err(wrap)?;
@@ -159,6 +170,32 @@ impl ErrorsAndLayout {
             async_engine,
             ..self.errors.clone()
         }
+    }
+
+    /// fio's verify_backlog (0: none) and, when csdchar cannot run it, why:
+    /// a verify_batch other than the backlog, or several I/Os in flight
+    /// (a read-back could pass the write it checks).
+    pub(super) fn verify_backlog(&self, iodepth: u32) -> Result<u64, String> {
+        if self.verify_batch != 0 && self.verify_batch != self.verify_backlog {
+            return Err(
+                "a verify_batch other than verify_backlog (csdchar reads back each \
+                        backlog whole)"
+                    .into(),
+            );
+        }
+        if self.verify_backlog > 0 && iodepth > 1 {
+            return Err(
+                "verify_backlog with iodepth above 1 (csdchar reads back only \
+                        completed writes one at a time)"
+                    .into(),
+            );
+        }
+        Ok(self.verify_backlog)
+    }
+
+    /// fio's verify_dump.
+    pub(super) fn verify_dump(&self) -> bool {
+        self.verify_dump
     }
 
     /// fio's verify_pattern bytes (empty: none).

@@ -89,18 +89,24 @@ impl Builder {
         // do_verify=0 in a job that writes: the blocks carry their verify
         // headers, a later job checks them (fio's write phase of a verify).
         let verify_write_only = verify && !read_verify && !self.do_verify;
+        // A sequential write job that does not cover its region once (io_size,
+        // number_ios, loops, an offset modifier) checks what it wrote, in the
+        // order written, as fio's io_piece list (fio-like's verify::follows).
+        let logged = self.rw == RwMode::Write && bssplit.is_none();
         if verify
-            && (self.io_size > 0
+            && (((self.io_size > 0
                 || self.number_ios > 0
                 || self.loops > 1
-                || self.rw_seq_add != 0
+                || self.rw_seq_add != 0)
+                && !logged)
                 || !self.random_distribution.is_uniform())
         {
             lacks.push((
                 "verify",
                 "verify in a job that does not write or read its region once (io_size, \
-                 number_ios, loops, an offset modifier or a skewed random_distribution; csdchar \
-                 writes and checks every block once)"
+                 number_ios, loops, an offset modifier or a skewed random_distribution) other \
+                 than a sequential rw=write with one block size (csdchar then checks the blocks \
+                 written, in the order written)"
                     .into(),
             ));
             verify = false;
@@ -127,6 +133,26 @@ impl Builder {
         if verify_only {
             verify = false;
         }
+        // fio's verify_backlog: a write job reads back every N blocks it wrote
+        // (none with do_verify=0, which checks nothing itself).
+        let verify_backlog = match self.layout.verify_backlog(self.iodepth) {
+            Ok(n) if verify && !verify_write_only && n > 0 && !logged => {
+                lacks.push((
+                    "verify_backlog",
+                    "verify_backlog in a job other than a sequential rw=write with one block size"
+                        .into(),
+                ));
+                0
+            }
+            Ok(n) if verify && !verify_write_only => n,
+            Ok(_) => 0,
+            Err(m) => {
+                if verify {
+                    lacks.push(("verify_backlog", m));
+                }
+                0
+            }
+        };
         self.layout.lacks(self.rw, self.verify, lacks);
         let set = self.set_at.iter().any(|(n, _, _)| n == "ioengine");
         let async_engine = errors::async_engine(set, self.replaced_engine.as_deref());
@@ -215,6 +241,8 @@ impl Builder {
             pacing,
             offset_increment: self.offset_increment,
             verify_write_only: verify && verify_write_only,
+            verify_backlog,
+            verify_dump: (verify || verify_only) && self.layout.verify_dump(),
             errors: self.layout.policy(verify || verify_only, async_engine),
             fill_device: self.layout.fill_device(self.rw),
             verify_pattern: self.layout.verify_pattern(),

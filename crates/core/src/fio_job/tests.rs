@@ -565,3 +565,39 @@ fn verify_meta_and_verify_interval_are_fio_s() {
     .to_string();
     assert!(e.contains("verify_interval=64: at least 80"), "{e}");
 }
+
+#[test]
+fn verify_backlog_dump_and_logged_verify_are_taken_or_named() {
+    let err = |t: &str| plan(&sections(t), false).unwrap_err().to_string();
+    let base = "[j]\nfilename=/tmp/x\nsize=1m\nverify=crc32c\n";
+    let p = plan_of(&format!(
+        "{base}rw=write:112k\nbs=16k\nio_size=512k\nloops=2\nverify_backlog=1\nverify_dump=1\n"
+    ));
+    let s = &p.jobs[0].spec;
+    assert!(s.verify && s.verify_dump);
+    assert_eq!((s.verify_backlog, s.loops, s.rw_seq_add), (1, 2, 112 << 10));
+    let p = plan_of(&format!(
+        "{base}rw=write\nverify_backlog=8\nverify_batch=8\n"
+    ));
+    assert_eq!(p.jobs[0].spec.verify_backlog, 8);
+    // do_verify=0 checks nothing itself: no backlog.
+    let p = plan_of(&format!("{base}rw=write\nverify_backlog=8\ndo_verify=0\n"));
+    assert_eq!(p.jobs[0].spec.verify_backlog, 0);
+    let e = err(&format!(
+        "{base}rw=write\nverify_backlog=8\nverify_batch=4\n"
+    ));
+    assert!(
+        e.contains("verify_backlog=8") && e.contains("verify_batch other"),
+        "{e}"
+    );
+    let e = err(&format!("{base}rw=write\nverify_backlog=8\niodepth=4\n"));
+    assert!(e.contains("iodepth above 1"), "{e}");
+    let e = err(&format!("{base}rw=randwrite\nverify_backlog=8\n"));
+    assert!(e.contains("verify_backlog in a job other"), "{e}");
+    let e = err(&format!("{base}rw=randwrite\nio_size=512k\n"));
+    assert!(e.contains("other than a sequential rw=write"), "{e}");
+    let e = err(&format!("{base}rw=write\nbssplit=4k/50:8k/50\nloops=2\n"));
+    assert!(e.contains("bssplit=4k/50:8k/50"), "{e}");
+    let e = err(&format!("{base}rw=write\nverify_dump=maybe\n"));
+    assert!(e.contains("verify_dump"), "{e}");
+}

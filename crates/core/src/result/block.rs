@@ -267,6 +267,14 @@ pub struct BlockSpec {
     /// (fio's `do_verify=0`; a later job or `--verify-only` checks them); absent: false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub verify_write_only: bool,
+    /// fio's `verify_backlog` with `verify`: after every N blocks written, the job reads those N
+    /// back and checks them, between its writes (no read phase after); absent: 0, none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verify_backlog: u64,
+    /// fio's `verify_dump` with `verify`: each block that fails its check is written, as read,
+    /// to `<file name>.<offset>.received` in the working directory; absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify_dump: bool,
     /// fio's `fill_device`: a file's region reaches past its file system's free space and
     /// the job writes until ENOSPC, which ends it normally (no verify phase after); absent: false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -383,6 +391,8 @@ impl Default for BlockSpec {
             errors: Default::default(),
             fallocate: Fallocate::Sparse,
             verify_write_only: false,
+            verify_backlog: 0,
+            verify_dump: false,
             fill_device: false,
             verify_pattern: Vec::new(),
             verify_meta: false,
@@ -775,6 +785,11 @@ pub struct BlockResult {
     #[serde(skip)]
     #[schemars(skip)]
     pub log_files: Vec<(String, String)>,
+    /// fio's verify_dump files of the run, `(name, bytes)`, for the caller to write; not part
+    /// of the result's JSON.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub dump_files: Vec<(String, Vec<u8>)>,
     /// The job of a fio job file this run was (`--job-file`); absent for a command line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_file: Option<JobFileJob>,
