@@ -474,19 +474,6 @@ impl BlockOpts {
             rw_seq_add: 0,
             files: Default::default(),
             think: Default::default(),
-            zones: Default::default(),
-            share: Default::default(),
-            pacing: Default::default(),
-            offset_increment: 0,
-            errors: Default::default(),
-            fallocate: Default::default(),
-            verify_write_only: false,
-            verify_backlog: 0,
-            verify_dump: false,
-            fill_device: false,
-            verify_pattern: Vec::new(),
-            verify_meta: false,
-            verify_interval: 0,
             rate: {
                 let all = |v: Option<u64>| [v.unwrap_or(0); 3];
                 let r = RateLimit {
@@ -502,6 +489,9 @@ impl BlockOpts {
                 };
                 if r.is_none() { RateLimit::default() } else { r }
             },
+            // What only job files set (zones, flows, priorities, pacing, fio's
+            // error and verify options) keeps BlockSpec's defaults.
+            ..BlockSpec::default()
         })
     }
 }
