@@ -16,7 +16,10 @@ use csdchar_fio_like::{RunControl, run_block_with};
 /// --job-file`; the exit code and what it wrote to stderr.
 pub(crate) fn run_job_file(who: &str, path: &std::path::Path) -> (i32, String) {
     if who == "fio" {
+        // In the job file's directory: fio leaves its verify state and dump
+        // files where it runs.
         let out = std::process::Command::new(fio().unwrap())
+            .current_dir(path.parent().unwrap())
             .args(["--output=/dev/null", path.to_str().unwrap()])
             .output()
             .unwrap();
@@ -39,8 +42,9 @@ pub(crate) fn run_job_file_ok(who: &str, path: &std::path::Path) {
 /// fio-json of job file `path` from `who`: fio itself, or csdchar's `block --job-file
 /// --output-format fio-json`. `Ok(None)` when fio hung: fio 3.33 now and then never ends some
 /// jobs here (think time, io_submit_mode=offload), so it is killed after `limit` and the
-/// caller leaves its side out; `Err((exit code, stderr))` when the run failed. fio writes to
-/// files beside `path`, not pipes, so a large output cannot stall it while it is polled.
+/// caller leaves its side out; `Err((exit code, stderr))` when the run failed. fio runs in
+/// `path`'s directory and writes to files beside it, not pipes, so a large output cannot
+/// stall it while it is polled.
 pub(crate) fn fio_json_of(
     who: &str,
     path: &Path,
@@ -49,6 +53,7 @@ pub(crate) fn fio_json_of(
     let (code, stdout, stderr) = if who == "fio" {
         let (out, err) = (path.with_extension("out.json"), path.with_extension("err"));
         let mut child = std::process::Command::new(fio().unwrap())
+            .current_dir(path.parent().unwrap())
             .arg("--output-format=json")
             .arg(format!("--output={}", out.display()))
             .arg(path)

@@ -37,31 +37,10 @@ fn ios_per_job(json: &str) -> BTreeMap<String, (u64, u64)> {
 
 /// Runs job file `path` through `who` with fio's JSON out; the JSON.
 fn run_json(who: &str, path: &Path) -> String {
-    if who == "fio" {
-        let out = std::process::Command::new(fio().unwrap())
-            .current_dir(path.parent().unwrap())
-            .args(["--output-format=json", path.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "fio: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // fio prints its warnings ahead of the JSON.
-        let text = String::from_utf8(out.stdout).unwrap();
-        text[text.find('{').unwrap()..].to_string()
-    } else {
-        let r = common::csdchar(&[
-            "block",
-            "--job-file",
-            path.to_str().unwrap(),
-            "--output-format",
-            "fio-json",
-        ]);
-        assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
-        r.stdout
-    }
+    let v = crate::fio_parity::fio_json_of(who, path, std::time::Duration::from_secs(120))
+        .unwrap_or_else(|(code, e)| panic!("{who} exited {code}: {e}"))
+        .unwrap_or_else(|| panic!("fio ran {} for over 2 minutes", path.display()));
+    v.to_string()
 }
 
 const INCREMENTS: &str = "[global]\nbs=4k\nrw=write\noffset=8k\noffset_increment=64k\n\

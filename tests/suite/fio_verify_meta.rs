@@ -48,19 +48,8 @@ fn phases(verify: &str, data: &Path) -> (String, String) {
 fn run(who: &str, dir: &Path, name: &str, text: &str) -> (i32, String) {
     let path = dir.join(format!("{who}-{name}.fio"));
     std::fs::write(&path, text).unwrap();
-    if who == "fio" {
-        let out = std::process::Command::new(fio().unwrap())
-            .current_dir(dir)
-            .args(["--output=/dev/null", path.to_str().unwrap()])
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    } else {
-        crate::fio_parity::run_job_file(who, &path)
-    }
+    // fio runs in `dir`, the job file's directory.
+    crate::fio_parity::run_job_file(who, &path)
 }
 
 /// Headers and data of two meta files alike but for the time in each header
@@ -203,30 +192,10 @@ fn surface_scan_fills_a_small_file_system_and_verifies_it_as_fio_does() {
         let _ = std::fs::remove_file(&data);
         let path = d.path().join(format!("{who}.fio"));
         std::fs::write(&path, example(&data)).unwrap();
-        let json = if who == "fio" {
-            let out = std::process::Command::new(fio().unwrap())
-                .current_dir(d.path())
-                .args(["--output-format=json", path.to_str().unwrap()])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "fio: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let text = String::from_utf8(out.stdout).unwrap();
-            text[text.find('{').unwrap()..].to_string()
-        } else {
-            let r = crate::common::csdchar(&[
-                "block",
-                "--job-file",
-                path.to_str().unwrap(),
-                "--output-format",
-                "fio-json",
-            ]);
-            assert_eq!(r.outcome.exit_code, 0, "{}", r.stderr);
-            r.stdout
-        };
+        let json = crate::fio_parity::fio_json_of(who, &path, std::time::Duration::from_secs(120))
+            .unwrap_or_else(|(code, e)| panic!("{who} exited {code}: {e}"))
+            .unwrap_or_else(|| panic!("fio ran {} for over 2 minutes", path.display()))
+            .to_string();
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         let got: Vec<_> = v["jobs"]
             .as_array()
