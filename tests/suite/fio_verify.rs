@@ -76,7 +76,7 @@ fn a_csdchar_read_verify_reports_the_blocks_it_checked() {
 fn read_verify_csdchar_does_not_run_is_refused_by_line() {
     let d = tempfile::tempdir().unwrap();
     for (extra, why) in [
-        ("rw=randrw", "reads and writes"),
+        ("rw=randtrim", "trims"),
         ("number_ios=10", "once"),
         ("random_distribution=zipf:1.2", "once"),
         ("time_based\nruntime=1", "time_based"),

@@ -31,6 +31,7 @@ mod fio_verify;
 mod fio_verify_backlog;
 mod fio_verify_errors;
 mod fio_verify_meta;
+mod fio_verify_mixed;
 mod fio_zones;
 mod libpq;
 mod libpq_matrix;

@@ -31,6 +31,7 @@ use crate::offsets::{
 use crate::outcome::count_error;
 pub use crate::outcome::{DirTotals, IntervalDir, IntervalReport, JobEvent, JobOutcome};
 use crate::verify;
+use crate::verify_log;
 use csdchar_core::pace::{DepthSearch, DepthStep, RandomGenerator};
 
 /// What a job does.
@@ -106,6 +107,8 @@ struct Slot {
     file: u32,
     /// The I/O's priority (fio's io_u->ioprio).
     prio: u16,
+    /// A verify read that checks its block.
+    checks: bool,
 }
 
 /// How a workload picks each I/O's direction.
@@ -137,8 +140,8 @@ enum Planner {
         next: u64,
         stride: u64,
     },
-    /// fio's io_piece list: the blocks a sequential write job writes and checks.
-    Logged(verify::Log),
+    /// fio's io_piece list: the blocks a verify job writes and checks.
+    Listed(verify_log::Listed),
     /// Block i for i = job, job + numjobs, …
     Strided {
         next: u64,
@@ -185,6 +188,10 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         Phase::Workload => {
             let s = spec.rw.read_share(spec.rwmixread);
             (s, s < 100 && spec.rw.writes(), s > 0)
+        }
+        Phase::VerifyWrite if verify_log::mixed(spec) => {
+            let s = spec.rw.read_share(spec.rwmixread);
+            (s, true, true)
         }
         Phase::VerifyWrite => (0, true, spec.verify_backlog > 0),
         Phase::VerifyRead => (100, false, true),
@@ -360,13 +367,13 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         }
         _ => u64::MAX,
     };
-    if cfg.phase != Phase::Workload && verify::follows(spec) {
-        let (per_loop, loops) = (workload_ios / u64::from(spec.loops.max(1)), spec.loops);
-        planner = Planner::Logged(match cfg.phase {
-            Phase::VerifyRead => verify::Log::reads(nb[1], seq_add[1], per_loop, loops),
-            _ => verify::Log::writes(nb[1], seq_add[1], per_loop, loops, spec.verify_backlog),
-        });
-        budget = u64::MAX;
+    if cfg.phase != Phase::Workload {
+        let (share, read) = ((share_first, share_stride), cfg.phase == Phase::VerifyRead);
+        if let Some(l) = verify_log::Listed::new(spec, read, nb[1], seq_add[1], workload_ios, share)
+        {
+            planner = Planner::Listed(l);
+            budget = u64::MAX;
+        }
     }
     let mut issued_bytes = 0u64;
 
@@ -394,6 +401,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             dir: Direction::Read,
             file: 0,
             prio: 0,
+            checks: false,
         };
         depth
     ];
@@ -499,6 +507,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         record_error(&mut outcome, shared, engine_error(e, cfg.job));
                     }
                 }
+                // A mixed verify job's own read: it checks nothing.
+                let mut plain_read = false;
                 let (dir, block, k) = match planned.take() {
                     Some(p) => p,
                     None if files.is_some() => {
@@ -567,10 +577,19 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                             *next += *stride;
                             (Direction::Write, b, 1)
                         }
-                        Planner::Logged(log) => match log.next_io() {
-                            Some((true, b)) => (Direction::Read, b, 1),
-                            Some((false, b)) => (Direction::Write, b, 1),
-                            None => {
+                        Planner::Listed(l) => match l.next_io() {
+                            verify_log::Next::Write(b) => (Direction::Write, b, 1),
+                            verify_log::Next::Check(b) => (Direction::Read, b, 1),
+                            verify_log::Next::Read(b) => {
+                                plain_read = true;
+                                (Direction::Read, b, 1)
+                            }
+                            // The oldest listed write is in flight.
+                            verify_log::Next::Wait => {
+                                free.push(tag);
+                                break;
+                            }
+                            verify_log::Next::Done => {
                                 free.push(tag);
                                 budget = issued;
                                 break;
@@ -679,6 +698,8 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                         len,
                         &mut prio_rng,
                     ),
+                    // A verify phase's read (verify_backlog's too) checks its block.
+                    checks: dir == Direction::Read && cfg.phase != Phase::Workload && !plain_read,
                 };
                 engine.queue(&IoRequest {
                     tag,
@@ -822,8 +843,15 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
         for c in &completions {
             let slot = slots[c.tag as usize];
             let dir = slot.dir;
-            // A verify phase's read (verify_backlog's too) checks its block.
-            let checking = cfg.phase != Phase::Workload && dir == Direction::Read;
+            let checking = slot.checks;
+            if let Planner::Listed(l) = &mut planner {
+                let ok = c.result == dir.success(slot.len);
+                l.completed(
+                    dir == Direction::Write,
+                    ok,
+                    (slot.offset - region) / align[1],
+                );
+            }
             inflight -= 1;
             free.push(c.tag);
             if dir == Direction::Write {

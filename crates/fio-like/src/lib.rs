@@ -22,6 +22,7 @@ pub mod sysinfo;
 pub mod target;
 pub mod uring;
 pub mod verify;
+pub mod verify_log;
 pub mod zones;
 
 pub use engine::{Completion, Direction, EngineError, IoEngine, IoRequest, NullEngine};

@@ -132,7 +132,9 @@ where
 
     let phases: &[Phase] = if spec.verify_only {
         &[Phase::VerifyRead]
-    } else if spec.verify && (spec.verify_write_only || spec.verify_backlog > 0) {
+    } else if spec.verify
+        && (spec.verify_write_only || crate::verify_log::checks_while_writing(spec))
+    {
         &[Phase::VerifyWrite]
     } else if spec.verify {
         &[Phase::VerifyWrite, Phase::VerifyRead]
@@ -156,8 +158,8 @@ where
         let stop = out.jobs.iter().any(|j| j.error.is_some() || j.filled)
             || ctl.interrupt.load(Ordering::Relaxed)
             || ctl.terminate.load(Ordering::Relaxed);
-        // verify_backlog checks its blocks in the write phase.
-        if phase == Phase::VerifyRead || spec.verify_backlog > 0 {
+        // verify_backlog and a mixed job check their blocks in the write phase.
+        if phase == Phase::VerifyRead || crate::verify_log::checks_while_writing(spec) {
             dump_files.extend(crate::verify::dump_files(spec, &out.jobs));
             let mut bad: Vec<_> = out
                 .jobs
@@ -465,9 +467,9 @@ struct IntervalMerger {
 
 impl IntervalMerger {
     fn new(numjobs: usize, spec: &BlockSpec, interval_ns: u64) -> Self {
-        // verify_backlog's reads are the job's, as fio counts them.
-        let reads =
-            spec.verify_only || spec.verify_backlog > 0 || (spec.rw.reads() && !spec.verify);
+        // verify_backlog's reads are the job's, as fio counts them, and so
+        // are a mixed verify job's own reads and checks.
+        let reads = spec.verify_only || spec.verify_backlog > 0 || spec.rw.reads();
         let writes = !spec.verify_only && spec.rw.writes();
         let trims = !spec.verify_only && !spec.verify && spec.rw.trims();
         IntervalMerger {
@@ -631,7 +633,7 @@ fn assemble(
     let (reads, writes, trims) = if spec.verify_only {
         (true, false, false)
     } else if spec.verify {
-        (spec.verify_backlog > 0, true, false)
+        (spec.verify_backlog > 0 || spec.rw.reads(), true, false)
     } else {
         (spec.rw.reads(), spec.rw.writes(), spec.rw.trims())
     };

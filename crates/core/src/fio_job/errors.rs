@@ -172,25 +172,10 @@ impl ErrorsAndLayout {
         }
     }
 
-    /// fio's verify_backlog (0: none) and, when csdchar cannot run it, why:
-    /// a verify_batch other than the backlog, or several I/Os in flight
-    /// (a read-back could pass the write it checks).
-    pub(super) fn verify_backlog(&self, iodepth: u32) -> Result<u64, String> {
-        if self.verify_batch != 0 && self.verify_batch != self.verify_backlog {
-            return Err(
-                "a verify_batch other than verify_backlog (csdchar reads back each \
-                        backlog whole)"
-                    .into(),
-            );
-        }
-        if self.verify_backlog > 0 && iodepth > 1 {
-            return Err(
-                "verify_backlog with iodepth above 1 (csdchar reads back only \
-                        completed writes one at a time)"
-                    .into(),
-            );
-        }
-        Ok(self.verify_backlog)
+    /// fio's verify_backlog and verify_batch (0: none; a batch of 0 is the
+    /// backlog's size).
+    pub(super) fn verify_backlog(&self) -> (u64, u64) {
+        (self.verify_backlog, self.verify_batch)
     }
 
     /// fio's verify_dump.

@@ -111,11 +111,14 @@ impl Builder {
             ));
             verify = false;
         }
-        if verify && !read_verify && !matches!(self.rw, RwMode::Write | RwMode::Randwrite) {
+        // A job that reads and writes checks its writes as fio's io_piece
+        // list does (fio-like's verify_log::Mixed); its own reads check nothing.
+        let mixed = matches!(self.rw, RwMode::Randrw | RwMode::Readwrite);
+        if verify && !read_verify && self.rw.trims() {
             lacks.push((
                 "verify",
-                "verify in a job that reads and writes or trims (csdchar verifies what a write or \
-                 randwrite job writes, and checks it in a read or randread job)"
+                "verify in a job that trims (csdchar verifies what write, randwrite, rw and \
+                 randrw jobs write, and checks it in a read or randread job)"
                     .into(),
             ));
             verify = false;
@@ -135,23 +138,20 @@ impl Builder {
         }
         // fio's verify_backlog: a write job reads back every N blocks it wrote
         // (none with do_verify=0, which checks nothing itself).
-        let verify_backlog = match self.layout.verify_backlog(self.iodepth) {
-            Ok(n) if verify && !verify_write_only && n > 0 && !logged => {
+        let (backlog, verify_batch) = self.layout.verify_backlog();
+        let listed = logged || (bssplit.is_none() && (mixed || self.rw == RwMode::Randwrite));
+        let verify_backlog = match backlog {
+            n if verify && !verify_write_only && n > 0 && !listed => {
                 lacks.push((
                     "verify_backlog",
-                    "verify_backlog in a job other than a sequential rw=write with one block size"
+                    "verify_backlog in a job other than write, randwrite, rw or randrw with one \
+                     block size"
                         .into(),
                 ));
                 0
             }
-            Ok(n) if verify && !verify_write_only => n,
-            Ok(_) => 0,
-            Err(m) => {
-                if verify {
-                    lacks.push(("verify_backlog", m));
-                }
-                0
-            }
+            n if verify && !verify_write_only => n,
+            _ => 0,
         };
         self.layout.lacks(self.rw, self.verify, lacks);
         let set = self.set_at.iter().any(|(n, _, _)| n == "ioengine");
@@ -242,6 +242,7 @@ impl Builder {
             offset_increment: self.offset_increment,
             verify_write_only: verify && verify_write_only,
             verify_backlog,
+            verify_batch: if verify_backlog > 0 { verify_batch } else { 0 },
             verify_dump: (verify || verify_only) && self.layout.verify_dump(),
             errors: self.layout.policy(verify || verify_only, async_engine),
             fill_device: self.layout.fill_device(self.rw),

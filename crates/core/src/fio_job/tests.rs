@@ -583,17 +583,19 @@ fn verify_backlog_dump_and_logged_verify_are_taken_or_named() {
     // do_verify=0 checks nothing itself: no backlog.
     let p = plan_of(&format!("{base}rw=write\nverify_backlog=8\ndo_verify=0\n"));
     assert_eq!(p.jobs[0].spec.verify_backlog, 0);
-    let e = err(&format!(
-        "{base}rw=write\nverify_backlog=8\nverify_batch=4\n"
+    // fio's batch, at any depth; in random and mixed jobs too.
+    let p = plan_of(&format!(
+        "{base}rw=write\nverify_backlog=8\nverify_batch=4\niodepth=16\n"
     ));
-    assert!(
-        e.contains("verify_backlog=8") && e.contains("verify_batch other"),
-        "{e}"
-    );
-    let e = err(&format!("{base}rw=write\nverify_backlog=8\niodepth=4\n"));
-    assert!(e.contains("iodepth above 1"), "{e}");
-    let e = err(&format!("{base}rw=randwrite\nverify_backlog=8\n"));
-    assert!(e.contains("verify_backlog in a job other"), "{e}");
+    let s = &p.jobs[0].spec;
+    assert_eq!((s.verify_backlog, s.verify_batch, s.iodepth), (8, 4, 16));
+    for rw in ["randwrite", "randrw", "rw"] {
+        let p = plan_of(&format!("{base}rw={rw}\nverify_backlog=8\n"));
+        assert_eq!(p.jobs[0].spec.verify_backlog, 8, "{rw}");
+        assert!(p.jobs[0].spec.verify, "{rw}");
+    }
+    let e = err(&format!("{base}rw=randtrim\nverify_backlog=8\n"));
+    assert!(e.contains("verify in a job that trims"), "{e}");
     let e = err(&format!("{base}rw=randwrite\nio_size=512k\n"));
     assert!(e.contains("other than a sequential rw=write"), "{e}");
     let e = err(&format!("{base}rw=write\nbssplit=4k/50:8k/50\nloops=2\n"));

@@ -271,6 +271,11 @@ pub struct BlockSpec {
     /// back and checks them, between its writes (no read phase after); absent: 0, none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub verify_backlog: u64,
+    /// fio's `verify_batch` with `verify_backlog`: how many of the blocks written are read back
+    /// at each backlog (the oldest first, each once its write has completed); absent: 0, the
+    /// backlog's size.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verify_batch: u64,
     /// fio's `verify_dump` with `verify`: each block that fails its check is written, as read,
     /// to `<file name>.<offset>.received` in the working directory; absent: false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -392,6 +397,7 @@ impl Default for BlockSpec {
             fallocate: Fallocate::Sparse,
             verify_write_only: false,
             verify_backlog: 0,
+            verify_batch: 0,
             verify_dump: false,
             fill_device: false,
             verify_pattern: Vec::new(),
