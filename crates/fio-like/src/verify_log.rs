@@ -1,6 +1,6 @@
 //! fio's io_piece list: the blocks a verify job wrote, read back and checked
 //! in the order written — after the writes (fio's do_verify), or every
-//! `verify_backlog` of them, `verify_batch` at a time, interleaved with the
+//! `verify_backlog` of them, `verify_backlog_batch` at a time, interleaved with the
 //! writes. A block is read back only once its write has completed, so the
 //! list works at any queue depth (fio's IP_F_IN_FLIGHT).
 //!
@@ -40,7 +40,7 @@ pub struct Backlog {
     pending: VecDeque<(u64, bool)>,
     /// fio's verify_backlog (0: check only after the writes).
     every: u64,
-    /// fio's verify_batch (verify_backlog when not given).
+    /// fio's verify_backlog_batch (verify_backlog when not given).
     batch: u64,
     /// Checks left in the current batch (fio's td->verify_batch).
     left: u64,
@@ -465,7 +465,7 @@ mod tests {
             log_ios(Log::writes(16, 0, 3, 1, 2, 0)),
             [W(0), W(1), R(0), R(1), W(2), R(2)]
         );
-        // verify_batch=1: one check after every second write.
+        // verify_backlog_batch=1: one check after every second write.
         assert_eq!(
             log_ios(Log::writes(16, 0, 4, 1, 2, 1)),
             [W(0), W(1), R(0), W(2), R(1), W(3), R(2), R(3)]

@@ -19,7 +19,7 @@ pub(super) struct ErrorsAndLayout {
     verify_interval: u64,
     /// `verify=meta` (fio's header-only verify), set by `verify`.
     pub(super) meta: bool,
-    /// fio's verify_backlog and verify_batch (0: unset).
+    /// fio's verify_backlog and verify_backlog_batch (0: unset).
     verify_backlog: u64,
     verify_batch: u64,
     /// fio's verify_dump.
@@ -43,7 +43,7 @@ pub(super) fn takes(name: &str) -> bool {
             | "verify_pattern"
             | "verify_interval"
             | "verify_backlog"
-            | "verify_batch"
+            | "verify_backlog_batch"
             | "verify_dump"
     )
 }
@@ -96,7 +96,7 @@ impl ErrorsAndLayout {
                 }
             }
             "verify_backlog" => self.verify_backlog = value::int(need()?).map_err(wrap)?,
-            "verify_batch" => self.verify_batch = value::int(need()?).map_err(wrap)?,
+            "verify_backlog_batch" => self.verify_batch = value::int(need()?).map_err(wrap)?,
             "verify_dump" => self.verify_dump = value::boolean(v).map_err(wrap)?,
             "create_on_open" => self.create_on_open = value::boolean(v).map_err(wrap)?,
             "verify_interval" => {
@@ -172,7 +172,7 @@ impl ErrorsAndLayout {
         }
     }
 
-    /// fio's verify_backlog and verify_batch (0: none; a batch of 0 is the
+    /// fio's verify_backlog and verify_backlog_batch (0: none; a batch of 0 is the
     /// backlog's size).
     pub(super) fn verify_backlog(&self) -> (u64, u64) {
         (self.verify_backlog, self.verify_batch)

@@ -577,7 +577,7 @@ fn verify_backlog_dump_and_logged_verify_are_taken_or_named() {
     assert!(s.verify && s.verify_dump);
     assert_eq!((s.verify_backlog, s.loops, s.rw_seq_add), (1, 2, 112 << 10));
     let p = plan_of(&format!(
-        "{base}rw=write\nverify_backlog=8\nverify_batch=8\n"
+        "{base}rw=write\nverify_backlog=8\nverify_backlog_batch=8\n"
     ));
     assert_eq!(p.jobs[0].spec.verify_backlog, 8);
     // do_verify=0 checks nothing itself: no backlog.
@@ -585,10 +585,15 @@ fn verify_backlog_dump_and_logged_verify_are_taken_or_named() {
     assert_eq!(p.jobs[0].spec.verify_backlog, 0);
     // fio's batch, at any depth; in random and mixed jobs too.
     let p = plan_of(&format!(
-        "{base}rw=write\nverify_backlog=8\nverify_batch=4\niodepth=16\n"
+        "{base}rw=write\nverify_backlog=8\nverify_backlog_batch=4\niodepth=16\n"
     ));
     let s = &p.jobs[0].spec;
     assert_eq!((s.verify_backlog, s.verify_batch, s.iodepth), (8, 4, 16));
+    // fio 3.33 has no verify_batch: "Bad option".
+    let e = err(&format!(
+        "{base}rw=write\nverify_backlog=8\nverify_batch=4\n"
+    ));
+    assert!(e.contains("verify_batch=4"), "{e}");
     for rw in ["randwrite", "randrw", "rw"] {
         let p = plan_of(&format!("{base}rw={rw}\nverify_backlog=8\n"));
         assert_eq!(p.jobs[0].spec.verify_backlog, 8, "{rw}");

@@ -271,7 +271,7 @@ pub struct BlockSpec {
     /// back and checks them, between its writes (no read phase after); absent: 0, none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub verify_backlog: u64,
-    /// fio's `verify_batch` with `verify_backlog`: how many of the blocks written are read back
+    /// fio's `verify_backlog_batch` with `verify_backlog`: how many of the blocks written are read back
     /// at each backlog (the oldest first, each once its write has completed); absent: 0, the
     /// backlog's size.
     #[serde(default, skip_serializing_if = "is_zero")]
