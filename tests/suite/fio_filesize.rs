@@ -4,10 +4,11 @@
 //! logs with `log_offset`), and how reads past the end of a file that grows
 //! only by the job's writes are counted.
 
-use crate::fio_parity::{fio, logs_in, run_job_file_ok};
+use crate::fio_parity::{fio, fio_json_of, logs_in, run_job_file_ok};
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 /// The regular files `dir` holds (not logs or job files) and their sizes.
 fn data_files(dir: &Path) -> BTreeMap<String, u64> {
@@ -144,6 +145,143 @@ fn one_file_s_filesize_refusals() {
             std::fs::read_dir(d.path()).unwrap().count(),
             1,
             "{body}: nothing written"
+        );
+    }
+}
+
+/// Read totals of fio-json's first job: (total_ios, io_bytes, short_ios),
+/// and its error.
+fn reads_of(json: &serde_json::Value) -> ((u64, u64, u64), u64) {
+    let j = &json["jobs"][0];
+    let r = &j["read"];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    (
+        (n(&r["total_ios"]), n(&r["io_bytes"]), n(&r["short_ios"])),
+        n(&j["error"]),
+    )
+}
+
+/// fio-json of `job` run by `who`, whatever its exit code (a job that fails
+/// still writes its figures); None when fio hung.
+fn fio_json_anyway(who: &str, job: &Path) -> Option<serde_json::Value> {
+    let text = if who == "fio" {
+        match fio_json_of(who, job, Duration::from_secs(20)) {
+            Ok(json) => return json,
+            Err((code, stderr)) => {
+                assert_eq!(code, 1, "fio: {stderr}");
+                std::fs::read_to_string(job.with_extension("out.json")).unwrap()
+            }
+        }
+    } else {
+        let r = crate::common::csdchar(&[
+            "block",
+            "--job-file",
+            job.to_str().unwrap(),
+            "--output-format",
+            "fio-json",
+        ]);
+        assert!([0, 1].contains(&r.outcome.exit_code), "{}", r.stderr);
+        r.stdout
+    };
+    Some(serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap())
+}
+
+/// create_on_open in a job that reads a file of 64 KiB (then one of 64 KiB
+/// and 1000 bytes): nothing is laid out, the reads past the end come back
+/// empty. On an asynchronous engine each counts as an I/O of 0 bytes (a
+/// partial one is a short I/O, submitted twice); on a synchronous one the
+/// first fails the job with EIO, as fio's.
+#[test]
+fn create_on_open_reads_past_the_end_as_fio() {
+    if fio().is_none() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..70_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    for (len, engine, want) in [
+        // (file bytes, ioengine, ((total_ios, io_bytes, short_ios), error))
+        (65536, "io_uring", ((64, 65536, 0), 0)),
+        (65536, "libaio", ((64, 65536, 0), 0)),
+        (65536, "psync", ((17, 65536, 0), 5)),
+        (66536, "io_uring", ((65, 65536, 1), 0)),
+        (66536, "psync", ((18, 65536, 1), 5)),
+    ] {
+        for who in ["fio", "csdchar"] {
+            let dir = d.path().join(format!("{who}-{engine}-{len}"));
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("x.0.0"), &data[..len]).unwrap();
+            let job = dir.join("c.fio");
+            let text = format!(
+                "[x]\ndirectory={}\nioengine={engine}\nbs=4k\nrw=read\nsize=256k\n\
+                 create_on_open=1\n",
+                dir.display()
+            );
+            std::fs::write(&job, text).unwrap();
+            let Some(json) = fio_json_anyway(who, &job) else {
+                continue;
+            };
+            assert_eq!(reads_of(&json), want, "{who} {engine} on {len} bytes");
+            let after = std::fs::read(dir.join("x.0.0")).unwrap();
+            assert!(
+                after == data[..len],
+                "{who} {engine}: the file is as it was"
+            );
+        }
+    }
+}
+
+/// create_on_open in a randrw job on no file: it starts empty and grows by
+/// the job's writes; reads beyond its end so far come back empty, counted
+/// as I/Os of 0 bytes (a few: csdchar's random draws are not fio's), every
+/// other read a whole block, no error; the file ends at its last block
+/// written.
+#[test]
+fn create_on_open_randrw_grows_the_file_by_its_writes() {
+    if fio().is_none() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    for who in ["fio", "csdchar"] {
+        let dir = d.path().join(who);
+        std::fs::create_dir(&dir).unwrap();
+        let job = dir.join("c.fio");
+        let text = format!(
+            "[x]\ndirectory={}\nioengine=io_uring\ndirect=1\nbs=4k\nrw=randrw\nsize=1m\n\
+             create_on_open=1\nwrite_lat_log={0}/x\nlog_offset=1\n",
+            dir.display()
+        );
+        std::fs::write(&job, text).unwrap();
+        let Some(json) = fio_json_anyway(who, &job) else {
+            continue;
+        };
+        let ((reads, bytes, short), error) = reads_of(&json);
+        let writes = json["jobs"][0]["write"]["total_ios"].as_u64().unwrap();
+        assert_eq!((error, short), (0, 0), "{who}");
+        assert_eq!(reads + writes, 256, "{who}: every I/O counted");
+        assert_eq!(bytes % 4096, 0, "{who}");
+        let empty = reads - bytes / 4096;
+        // About ln(128) reads land beyond the last block written so far.
+        assert!(
+            (1..=30).contains(&empty),
+            "{who}: {empty} empty reads of {reads}"
+        );
+        let logs = logs_in(&dir);
+        let log = logs
+            .iter()
+            .find(|(n, _)| n.starts_with("x_clat."))
+            .unwrap()
+            .1;
+        let last_write = log
+            .iter()
+            .filter(|l| l[2] == "1")
+            .map(|l| l[4].parse::<u64>().unwrap())
+            .max()
+            .unwrap();
+        let size = std::fs::metadata(dir.join("x.0.0")).unwrap().len();
+        assert_eq!(
+            size,
+            last_write + 4096,
+            "{who}: the file ends at its last write"
         );
     }
 }

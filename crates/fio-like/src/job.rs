@@ -829,8 +829,17 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             if dir == Direction::Write {
                 buffers.release_write(slot.buf);
             }
-            let len = slot.len as usize;
-            if c.result != dir.success(slot.len) {
+            let mut len = slot.len as usize;
+            // fio's create_on_open: a read past the file's end (short_read).
+            let past = crate::short_read::past_end(spec, dir, c.result, slot.len);
+            let past = past.filter(|_| !checking);
+            if let Some(p) = past.filter(|_| done >= ramp_ns) {
+                let t = &mut outcome.dirs[dir.index()];
+                (t.ios, t.short) = (t.ios + p.extra_ios, t.short + p.short);
+            }
+            if past.is_some_and(|p| p.counted) {
+                len = 0;
+            } else if c.result != dir.success(slot.len) {
                 // fio's continue_on_error: an error its lists cover is
                 // counted and the job goes on (a short I/O counts as EIO).
                 let errno = if c.result < 0 { -c.result } else { libc::EIO };

@@ -414,7 +414,17 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
         e
     };
     let mut laid_out = false;
-    if kind == TargetKind::File && cur_size < end {
+    if !spec.create_on_open.is_no() {
+        // fio's create_on_open: not laid out, opened with O_CREAT (empty
+        // when new; grown only by the job's writes).
+        if created {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map_err(|e| BlockError::Io(format!("creating {path_str}: {e}")))?;
+        }
+    } else if kind == TargetKind::File && cur_size < end {
         lay_out(path, cur_size, end, reads_existing, spec).map_err(remove_created)?;
         laid_out = true;
     }

@@ -269,6 +269,7 @@ impl Builder {
             verify_pattern: self.layout.verify_pattern(),
             verify_meta: self.layout.meta,
             verify_interval: self.layout.verify_interval(bs),
+            create_on_open: self.layout.create_on_open(self.rw, async_engine),
             fallocate: self.layout.fallocate(self.rw),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()
