@@ -20,6 +20,7 @@ mod estimate;
 mod fio_bssplit;
 mod fio_dedupe;
 mod fio_files;
+mod fio_filesize;
 mod fio_hist_log;
 mod fio_jobs;
 mod fio_latency;

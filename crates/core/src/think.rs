@@ -45,6 +45,15 @@ impl Default for ThinkTime {
 }
 
 impl ThinkTime {
+    /// The count `thinktime_blocks` is compared with (fio's
+    /// `thinktime_blocks_counter`): I/Os completed or issued.
+    pub fn counted(&self, completed: u64, issued: u64) -> u64 {
+        match self.count {
+            ThinkCount::Complete => completed,
+            ThinkCount::Issue => issued,
+        }
+    }
+
     /// No think time.
     pub fn is_none(&self) -> bool {
         self.think_us == 0

@@ -730,7 +730,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
                 }
                 issued_since_pause = true;
                 if let Some(t) = think {
-                    let b = think_count(t, completed_all, issued);
+                    let b = t.counted(completed_all, issued);
                     if t.due(b, think_last) {
                         thinking = Some(b);
                         break;
@@ -828,7 +828,7 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             && thinking.is_none()
             && issued_since_pause
         {
-            let b = think_count(t, completed_all, issued);
+            let b = t.counted(completed_all, issued);
             if t.due(b, think_last) {
                 thinking = Some(b);
             }
@@ -857,8 +857,17 @@ pub fn run_job<E: IoEngine>(mut engine: E, cfg: &JobConfig<'_>, shared: &Shared<
             if dir == Direction::Write {
                 buffers.release_write(slot.buf);
             }
-            let len = slot.len as usize;
-            if c.result != dir.success(slot.len) {
+            let mut len = slot.len as usize;
+            // fio's create_on_open: a read past the file's end (short_read).
+            let past = crate::short_read::past_end(spec, dir, c.result, slot.len);
+            let past = past.filter(|_| !checking);
+            if let Some(p) = past.filter(|_| done >= ramp_ns) {
+                let t = &mut outcome.dirs[dir.index()];
+                (t.ios, t.short) = (t.ios + p.extra_ios, t.short + p.short);
+            }
+            if past.is_some_and(|p| p.counted) {
+                len = 0;
+            } else if c.result != dir.success(slot.len) {
                 // fio's continue_on_error: an error its lists cover is
                 // counted and the job goes on (a short I/O counts as EIO).
                 let errno = if c.result < 0 { -c.result } else { libc::EIO };
@@ -1165,36 +1174,19 @@ fn measure_written(buffers: &mut JobBuffers) -> (PageTally, PageTally) {
     (lz4, deflate)
 }
 
-/// The count `thinktime_blocks` is compared with (fio's
-/// `thinktime_blocks_counter`): I/Os completed or issued.
-fn think_count(t: &csdchar_core::think::ThinkTime, completed: u64, issued: u64) -> u64 {
-    match t.count {
-        csdchar_core::think::ThinkCount::Complete => completed,
-        csdchar_core::think::ThinkCount::Issue => issued,
-    }
-}
-
 /// One think-time pause: `thinktime_spin` on the CPU, the rest asleep in
 /// short steps so an interrupt or a halt ends it (fio's usec_spin, usec_sleep).
 fn think_pause(t: &csdchar_core::think::ThinkTime, left_us: u64, shared: &Shared) {
     let (spin, sleep) = t.split(left_us);
-    let t0 = Instant::now();
-    let spin_end = t0 + std::time::Duration::from_micros(spin);
+    let spin_end = Instant::now() + std::time::Duration::from_micros(spin);
     while Instant::now() < spin_end {
         std::hint::spin_loop();
     }
-    let end = spin_end + std::time::Duration::from_micros(sleep);
-    loop {
-        if shared.interrupt.load(Ordering::Relaxed)
-            || shared.terminate.load(Ordering::Relaxed)
-            || shared.halt.load(Ordering::Relaxed)
-        {
-            return;
-        }
-        let now = Instant::now();
-        if now >= end {
-            return;
-        }
-        std::thread::sleep((end - now).min(std::time::Duration::from_millis(10)));
+    if sleep > 0 {
+        crate::share::pause(sleep, &|| {
+            shared.interrupt.load(Ordering::Relaxed)
+                || shared.terminate.load(Ordering::Relaxed)
+                || shared.halt.load(Ordering::Relaxed)
+        });
     }
 }

@@ -18,6 +18,7 @@ pub mod outcome;
 pub mod run;
 pub mod safety;
 pub mod share;
+pub mod short_read;
 pub mod sysinfo;
 pub mod target;
 pub mod uring;

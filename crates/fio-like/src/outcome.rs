@@ -12,6 +12,8 @@ pub struct DirTotals {
     pub ios: u64,
     /// Bytes completed in the measured period.
     pub bytes: u64,
+    /// Partial reads counted in the measured period (fio's short_ios).
+    pub short: u64,
     /// Submission latency.
     pub slat: LatencyRecorder,
     /// Completion latency.
@@ -29,6 +31,7 @@ impl DirTotals {
         DirTotals {
             ios: 0,
             bytes: 0,
+            short: 0,
             slat: LatencyRecorder::precise(),
             clat: LatencyRecorder::precise(),
             lat: LatencyRecorder::precise(),

@@ -654,6 +654,7 @@ fn assemble(
             let s = &j.dirs[d];
             t.ios += s.ios;
             t.bytes += s.bytes;
+            t.short += s.short;
             t.slat.merge(&s.slat);
             t.clat.merge(&s.clat);
             t.lat.merge(&s.lat);
@@ -671,6 +672,7 @@ fn assemble(
         DirectionSummary {
             ios: t.ios,
             bytes: t.bytes,
+            short_ios: t.short,
             iops: t.ios as f64 / secs,
             bw_bytes_per_s: t.bytes as f64 / secs,
             slat: t.slat.summary(&spec.percentiles),
@@ -687,6 +689,7 @@ fn assemble(
             let dir = |d: usize| JobDirection {
                 ios: j.dirs[d].ios,
                 bytes: j.dirs[d].bytes,
+                short_ios: j.dirs[d].short,
                 iops: j.dirs[d].ios as f64 / secs,
                 bw_bytes_per_s: j.dirs[d].bytes as f64 / secs,
                 lat_mean_ns: j.dirs[d].lat.mean(),

@@ -182,7 +182,8 @@ pub fn file_key(path: &Path) -> std::path::PathBuf {
 /// goes on after it is full (fio's continue_on_error and ignore_error with
 /// ENOSPC for writes) and lays its file out without taking the room first:
 /// then the room is not checked beforehand, the writes that find none fail
-/// and end the job or are counted.
+/// and end the job or are counted. Nor is it for a job that never grows its
+/// file (create_on_open in a job that only reads).
 pub fn may_fill(spec: &BlockSpec) -> bool {
     const ENOSPC: i32 = 28;
     let goes_on = spec
@@ -192,7 +193,9 @@ pub fn may_fill(spec: &BlockSpec) -> bool {
         spec.fallocate,
         Fallocate::Sparse | Fallocate::None | Fallocate::Truncate
     );
-    spec.fill_device || goes_on && lazy
+    // create_on_open in a job that only reads: the file never grows.
+    let still = !spec.create_on_open.is_no() && !spec.rw.writes();
+    spec.fill_device || goes_on && lazy || still
 }
 
 /// Where the last job's region starts: `offset`, plus fio's
@@ -414,7 +417,17 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
         e
     };
     let mut laid_out = false;
-    if kind == TargetKind::File && cur_size < end {
+    if !spec.create_on_open.is_no() {
+        // fio's create_on_open: not laid out, opened with O_CREAT (empty
+        // when new; grown only by the job's writes).
+        if created {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map_err(|e| BlockError::Io(format!("creating {path_str}: {e}")))?;
+        }
+    } else if kind == TargetKind::File && cur_size < end {
         lay_out(path, cur_size, end, reads_existing, spec).map_err(remove_created)?;
         laid_out = true;
     }

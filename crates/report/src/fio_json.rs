@@ -37,6 +37,7 @@ struct Entry<'a> {
 struct DirView<'a> {
     ios: u64,
     bytes: u64,
+    short: u64,
     iops: f64,
     bw_bytes: f64,
     slat: Option<&'a LatencyStats>,
@@ -50,6 +51,7 @@ impl<'a> DirView<'a> {
         DirView {
             ios: d.ios,
             bytes: d.bytes,
+            short: d.short_ios,
             iops: d.iops,
             bw_bytes: d.bw_bytes_per_s,
             slat: Some(&d.slat),
@@ -63,6 +65,7 @@ impl<'a> DirView<'a> {
         DirView {
             ios: d.ios,
             bytes: d.bytes,
+            short: d.short_ios,
             iops: d.iops,
             bw_bytes: d.bw_bytes_per_s,
             slat: d.slat.as_ref(),
@@ -572,7 +575,10 @@ fn ddir<'a>(
         json!(if ios > 0 { runtime_ms } else { 0 }),
     );
     o.insert("total_ios".into(), json!(ios));
-    o.insert("short_ios".into(), json!(0));
+    o.insert(
+        "short_ios".into(),
+        json!(dirs.iter().map(|d| d.short).sum::<u64>()),
+    );
     o.insert("drop_ios".into(), json!(0));
     let [ps, pc, pl] = switches;
     o.insert("slat_ns".into(), lat_object(slat.as_ref(), ps, plus && ps));

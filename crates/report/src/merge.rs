@@ -382,6 +382,7 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         };
         let ios: u64 = present.iter().map(|(_, x)| x.ios).sum();
         let bytes: u64 = present.iter().map(|(_, x)| x.bytes).sum();
+        let short_ios: u64 = present.iter().map(|(_, x)| x.short_ios).sum();
         let series: Vec<f64> = full
             .iter()
             .filter_map(|s| match d {
@@ -394,6 +395,7 @@ pub fn merge_block(parts: &[&BlockResult]) -> Result<BlockResult, MergeFailure> 
         Ok(Some(DirectionSummary {
             ios,
             bytes,
+            short_ios,
             iops: ios as f64 / secs,
             bw_bytes_per_s: bytes as f64 / secs,
             slat: lat(|x| &x.slat)?,

@@ -6,7 +6,7 @@
 
 use super::value;
 use crate::on_error::ErrorPolicy;
-use crate::result::block::{Fallocate, RwMode};
+use crate::result::block::{CreateOnOpen, Fallocate, RwMode};
 
 /// What the options set, before the job's spec is built.
 #[derive(Debug, Clone, Default)]
@@ -148,14 +148,6 @@ impl ErrorsAndLayout {
                 "fill_device in a job that reads (csdchar fills with writes)".into(),
             ));
         }
-        if self.create_on_open && rw.reads() {
-            lacks.push((
-                "create_on_open",
-                "create_on_open in a job that reads (csdchar lays out what a job reads before it \
-                 starts)"
-                    .into(),
-            ));
-        }
     }
 
     /// The spec's error policy: fio's rules where they differ from
@@ -197,6 +189,17 @@ impl ErrorsAndLayout {
             0
         } else {
             iv
+        }
+    }
+
+    /// fio's create_on_open in a job that reads (`async_engine`: the job
+    /// file named an asynchronous ioengine): the file is not laid out, and a
+    /// read past its end is taken as fio's engine kind takes it.
+    pub(super) fn create_on_open(&self, rw: RwMode, async_engine: bool) -> CreateOnOpen {
+        match (self.create_on_open && rw.reads(), async_engine) {
+            (false, _) => CreateOnOpen::No,
+            (true, true) => CreateOnOpen::Counted,
+            (true, false) => CreateOnOpen::Fails,
         }
     }
 

@@ -233,6 +233,45 @@ pub fn apply(
     Ok(())
 }
 
+/// fio's region and I/O for a job of one file with a fixed `filesize`
+/// (setup_files): the region is the file less `offset`; `size` becomes the
+/// smaller of itself and the region, and the I/O done is `io_size` or that
+/// (fio's total_io_size; csdchar's `io_size` when it is less than the
+/// region). Returns (region, io_size), or Err(option, message) when fio
+/// refuses the job.
+pub fn one_file(
+    size: u64,
+    offset: u64,
+    io_size: u64,
+    filesize: u64,
+    bs: u64,
+) -> Result<(u64, u64), (&'static str, String)> {
+    if offset >= filesize {
+        return Err((
+            "offset",
+            format!(
+                "offset={offset} at or beyond filesize={filesize} (fio: you need to specify \
+                 valid offset=)"
+            ),
+        ));
+    }
+    let region = filesize - offset;
+    if region < bs {
+        return Err((
+            "filesize",
+            format!(
+                "{region} bytes after offset, less than a block of bs={bs} (fio: blocksize is \
+                 larger than data set range)"
+            ),
+        ));
+    }
+    let io = match size.min(region) {
+        s if io_size == 0 && s > 0 && s < region => s,
+        _ => io_size,
+    };
+    Ok((region, io))
+}
+
 /// fio's `filename_format` default.
 pub const DEFAULT_FORMAT: &str = "$jobname.$jobnum.$filenum";
 
@@ -335,6 +374,19 @@ mod tests {
         assert_eq!(file_name(Some("$jobname$jobnum"), "$jobnum", 1, 0), "11");
         assert!(has_keyword(Some("x$JobNum"), "$jobnum"));
         assert!(!has_keyword(Some("x"), "$jobnum"));
+    }
+
+    #[test]
+    fn one_file_s_region_and_io_are_fio_s() {
+        let (k, m) = (4096, 1 << 20);
+        // (size, offset, io_size, filesize) -> (region, io_size)
+        assert_eq!(one_file(m, 0, 0, 2 * m, k), Ok((2 * m, m)));
+        assert_eq!(one_file(4 * m, 0, 0, m, k), Ok((m, 0)));
+        assert_eq!(one_file(0, m / 2, 0, 2 * m, k), Ok((3 * m / 2, 0)));
+        assert_eq!(one_file(m, 0, 3 * m, 2 * m, k), Ok((2 * m, 3 * m)));
+        assert_eq!(one_file(2 * m, m, 0, 2 * m, k), Ok((m, 0)));
+        assert_eq!(one_file(0, m, 0, m, k).unwrap_err().0, "offset");
+        assert_eq!(one_file(0, m - k, 0, m, 2 * k).unwrap_err().0, "filesize");
     }
 
     #[test]

@@ -62,13 +62,34 @@ impl Builder {
                 lacks.push(("filesize", "a range of file sizes with one file".into()));
                 s
             }
-            (0, Some(f)) => f,
-            (s, Some(f)) if s != f => {
-                lacks.push((
-                    "filesize",
-                    "a file size other than size= (csdchar's size is the file's region and the I/O done)".into(),
-                ));
-                s
+            // One file of fio's filesize: region and I/O as fio's setup_files.
+            (s, Some(f)) => {
+                if self.offset_increment != 0 {
+                    lacks.push((
+                        "filesize",
+                        "filesize with offset_increment (fio's region is then the file less \
+                         each job's own start)"
+                            .into(),
+                    ));
+                }
+                match files::one_file(s, offset, io_size, f, bs) {
+                    Ok((region, io)) => {
+                        // csdchar verifies a region done once, or a
+                        // sequential write's blocks in the order written.
+                        let logged = self.rw == RwMode::Write && bssplit.is_none();
+                        if self.verify && io != io_size && !logged {
+                            lacks.push((
+                                "filesize",
+                                "verify with a file larger than size= (csdchar verifies a \
+                                 region done once)"
+                                    .into(),
+                            ));
+                        }
+                        io_size = io;
+                        region
+                    }
+                    Err((name, m)) => return bad(name, &m),
+                }
             }
             (s, _) => s,
         };
@@ -249,6 +270,7 @@ impl Builder {
             verify_pattern: self.layout.verify_pattern(),
             verify_meta: self.layout.meta,
             verify_interval: self.layout.verify_interval(bs),
+            create_on_open: self.layout.create_on_open(self.rw, async_engine),
             fallocate: self.layout.fallocate(self.rw),
             steady_state: if self.steady.limit > 0.0 || self.steady.dur_s > 0 {
                 self.steady.clone()

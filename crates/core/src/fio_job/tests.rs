@@ -529,6 +529,23 @@ fn error_and_layout_options_parse_as_fio_s_or_are_named() {
         p.jobs[0].spec.fallocate,
         crate::result::block::Fallocate::None
     );
+    // In a job that reads: not laid out, a short read as fio's engine kind
+    // takes it (psync is fio's default).
+    use crate::result::block::CreateOnOpen;
+    for (engine, want) in [
+        ("", CreateOnOpen::Fails),
+        ("ioengine=psync\n", CreateOnOpen::Fails),
+        ("ioengine=sync\n", CreateOnOpen::Fails),
+        ("ioengine=libaio\n", CreateOnOpen::Counted),
+        ("ioengine=io_uring\n", CreateOnOpen::Counted),
+    ] {
+        let p = plan_of(&format!("{base}rw=randrw\ncreate_on_open=1\n{engine}"));
+        assert_eq!(p.jobs[0].spec.create_on_open, want, "{engine}");
+    }
+    let p = plan_of(&format!(
+        "{base}rw=write\ncreate_on_open=1\nioengine=libaio\n"
+    ));
+    assert_eq!(p.jobs[0].spec.create_on_open, CreateOnOpen::No);
     assert!(
         plan_of(&format!("{base}rw=write\n")).jobs[0]
             .spec
@@ -607,4 +624,41 @@ fn verify_backlog_dump_and_logged_verify_are_taken_or_named() {
     assert!(e.contains("bssplit=4k/50:8k/50"), "{e}");
     let e = err(&format!("{base}rw=write\nverify_dump=maybe\n"));
     assert!(e.contains("verify_dump"), "{e}");
+}
+
+#[test]
+fn one_file_s_filesize_is_fio_s_region_and_size_its_io() {
+    let base = "[j]\nfilename=/tmp/x\nbs=4k\n";
+    let spec = |extra: &str| plan_of(&format!("{base}{extra}")).jobs[0].spec.clone();
+    let m = 1u64 << 20;
+    let s = spec("rw=randwrite\nfilesize=2m\nsize=1m\n");
+    assert_eq!((s.size, s.offset, s.io_size), (2 * m, 0, m));
+    let s = spec("rw=randwrite\nfilesize=1m\nsize=999g\n");
+    assert_eq!((s.size, s.io_size), (m, 0));
+    let s = spec("rw=read\nfilesize=2m\noffset=512k\n");
+    assert_eq!((s.size, s.offset, s.io_size), (3 * m / 2, m / 2, 0));
+    let s = spec("rw=read\nfilesize=2m\nsize=1m\nio_size=3m\n");
+    assert_eq!((s.size, s.io_size), (2 * m, 3 * m));
+    let refused = |extra: &str| plan(&sections(&format!("{base}{extra}")), false).unwrap_err();
+    for (extra, says) in [
+        (
+            "rw=write\nfilesize=1m-2m\nsize=1m\n",
+            "a range of file sizes",
+        ),
+        (
+            "rw=write\nfilesize=2m\nnumjobs=2\noffset_increment=1m\n",
+            "filesize with offset_increment",
+        ),
+        (
+            "rw=randwrite\nfilesize=2m\nsize=1m\nverify=crc32c\n",
+            "verify with a file larger than size=",
+        ),
+        ("rw=write\nfilesize=1m\noffset=2m\n", "valid offset="),
+    ] {
+        let e = refused(extra).to_string();
+        assert!(e.contains(says), "{extra}: {e}");
+    }
+    // A sequential write checks the blocks it wrote.
+    let s = spec("rw=write\nfilesize=2m\nsize=1m\nverify=crc32c\n");
+    assert!(s.verify && s.io_size == m);
 }

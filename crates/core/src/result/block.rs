@@ -299,6 +299,37 @@ pub struct BlockSpec {
     /// divisor of `bs`); absent or 0: the whole block is one unit.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub verify_interval: u64,
+    /// fio's `create_on_open` in a job that reads: the file is not laid out (created empty
+    /// when absent, grown only by the job's writes) and a read past its end comes back short,
+    /// taken as fio's engine kind takes it; absent: the file is laid out first.
+    #[serde(default, skip_serializing_if = "CreateOnOpen::is_no")]
+    pub create_on_open: CreateOnOpen,
+}
+
+/// A job whose file is not laid out before it (fio's `create_on_open` in a job that reads),
+/// and what a read past the file's end does.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CreateOnOpen {
+    /// The file is laid out before the job (csdchar's default): no read passes its end.
+    #[default]
+    No,
+    /// An asynchronous ioengine's (fio's io_completed): a read that comes back short counts as
+    /// an I/O of the bytes its last part brought back (0 past the end; a partial read is one of
+    /// fio's `short_ios`, its rest read again past the end), not an error.
+    Counted,
+    /// A synchronous ioengine's (fio's io_queue_event): a read that comes back short ends the
+    /// job with EIO (fio's "full resid").
+    Fails,
+}
+
+impl CreateOnOpen {
+    /// The file is laid out (the default).
+    pub fn is_no(&self) -> bool {
+        *self == CreateOnOpen::No
+    }
 }
 
 /// How a new or extended file gets its size before the job's writes (fio's `fallocate`).
@@ -403,6 +434,7 @@ impl Default for BlockSpec {
             verify_pattern: Vec::new(),
             verify_meta: false,
             verify_interval: 0,
+            create_on_open: CreateOnOpen::No,
         }
     }
 }
@@ -456,6 +488,10 @@ pub struct DirectionSummary {
     pub ios: u64,
     /// Bytes transferred.
     pub bytes: u64,
+    /// Reads that came back partial and were counted (fio's `short_ios`; only in a job
+    /// whose file is not laid out, `create_on_open`); absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub short_ios: u64,
     /// I/Os per second over the measured period.
     pub iops: f64,
     /// Bytes per second over the measured period.
@@ -596,6 +632,10 @@ pub struct JobDirection {
     pub ios: u64,
     /// Bytes transferred.
     pub bytes: u64,
+    /// Reads that came back partial and were counted (fio's `short_ios`; only in a job
+    /// whose file is not laid out, `create_on_open`); absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub short_ios: u64,
     /// I/Os per second.
     pub iops: f64,
     /// Bytes per second.
