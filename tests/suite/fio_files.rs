@@ -244,24 +244,6 @@ fn a_job_s_io_is_spread_over_its_files_as_fio_spreads_it() {
     }
 }
 
-/// Detaches a loop device on drop, even when an assertion fails.
-struct LoopOver(String);
-
-impl Drop for LoopOver {
-    fn drop(&mut self) {
-        for _ in 0..50 {
-            if std::process::Command::new("losetup")
-                .args(["-d", &self.0])
-                .status()
-                .is_ok_and(|s| s.success())
-            {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
-}
-
 /// The write-safety rules apply to every file of a job, as to its one: a
 /// third file that backs a loop device refuses the job before any file is
 /// made.
@@ -279,8 +261,7 @@ fn every_file_of_a_job_is_checked_before_any_is_written() {
         .unwrap()
         .set_len(1 << 20)
         .unwrap();
-    let dev = common::sh("losetup", &["--find", "--show", backing.to_str().unwrap()]);
-    let _loop = LoopOver(dev.trim().to_string());
+    let _loop = common::LoopDev::over(&backing);
     let job = d.path().join("j.fio");
     std::fs::write(
         &job,

@@ -510,24 +510,6 @@ fn clones_are_entries_of_their_own_unless_reported_as_one() {
     }
 }
 
-/// A loop device over a file, detached on drop.
-struct LoopOver(String);
-
-impl Drop for LoopOver {
-    fn drop(&mut self) {
-        for _ in 0..50 {
-            let detached = std::process::Command::new("losetup")
-                .args(["-d", &self.0])
-                .status()
-                .is_ok_and(|s| s.success());
-            if detached {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
-}
-
 /// Every job's target is checked before the first job writes: a later job
 /// whose file backs a loop device is refused with nothing written at all.
 #[test]
@@ -544,8 +526,7 @@ fn a_later_jobs_unsafe_target_is_refused_before_any_job_writes() {
         .unwrap()
         .set_len(8 << 20)
         .unwrap();
-    let dev = common::sh("losetup", &["--find", "--show", backing.to_str().unwrap()]);
-    let _loop = LoopOver(dev.trim().to_string());
+    let _loop = common::LoopDev::over(&backing);
     let first = d.path().join("first.dat");
     let job = write(
         d.path(),

@@ -240,3 +240,74 @@ fn a_corrupted_write_of_a_mixed_job_is_found_where_it_was_written() {
         assert_eq!(at, bad as u64, "{who}");
     }
 }
+
+/// fio's examples/enospc-pressure.fio, scaled: a 16 MiB region instead of
+/// 128 GiB, the raicer jobs on a loop device (fio 3.33 trims only block
+/// devices; on a file its first trim fails with ENOTTY), the verifier's file
+/// in a temporary directory, 5 s instead of 100, and the punch-hole job over
+/// 256 MiB so that the verifier ends first. Both tools run it through: the
+/// verifier checks every write and finds none bad, and its end ends the
+/// other two (exitall) long before their own ends.
+#[test]
+fn enospc_pressure_scaled_runs_as_fio() {
+    if !common::is_root_or_skip("enospc_pressure_scaled_runs_as_fio") {
+        return;
+    }
+    let Some(_) = fio() else {
+        eprintln!("skipped: fio not installed");
+        return;
+    };
+    let lo = common::LoopDev::new(300 << 20);
+    let job = format!(
+        "[global]\nioengine=libaio\nfilesize=16m\nsize=999G\niodepth=128\n\
+         continue_on_error=write\nignore_error=,ENOSPC\nerror_dump=0\nfallocate=none\nexitall\n\
+         [dio-raicer]\nbs=128k\ndirect=1\nbuffered=0\nrw=randwrite\nruntime=5\n\
+         filename={dev}\ntime_based\n\
+         [punch_hole-raicer]\nbs=4k\nrw=randtrim\nfilesize=256m\nfilename={dev}\n\
+         [aio-dio-verifier]\ncreate_on_open=1\nverify=crc32c-intel\nverify_fatal=1\n\
+         verify_dump=1\nverify_backlog=1024\nverify_async=4\ndirect=1\nbs=4k\nrw=randrw\n\
+         filename=DIR/aio-dio-verifier\n",
+        dev = lo.dev
+    );
+    for who in ["fio", "csdchar"] {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("e.fio");
+        std::fs::write(&path, job.replace("DIR", d.path().to_str().unwrap())).unwrap();
+        let v = crate::fio_parity::fio_json_of(who, &path, std::time::Duration::from_secs(60))
+            .unwrap_or_else(|(code, err)| panic!("{who} exited {code}: {err}"))
+            .unwrap_or_else(|| panic!("{who} hung"));
+        let jobs = v["jobs"].as_array().unwrap();
+        let by = |name: &str| jobs.iter().find(|j| j["jobname"] == name).unwrap();
+        for j in jobs {
+            assert_eq!(
+                (&j["error"], &j["total_err"]),
+                (&0.into(), &0.into()),
+                "{who}: {j}"
+            );
+        }
+        let verifier = by("aio-dio-verifier");
+        assert_eq!(
+            verifier["read"]["total_ios"], 4096,
+            "{who}: own reads and checks"
+        );
+        let w = verifier["write"]["total_ios"].as_u64().unwrap();
+        assert!((1700..=2400).contains(&w), "{who}: {w} writes of 4096");
+        let dio = by("dio-raicer");
+        assert!(
+            dio["write"]["total_ios"].as_u64().unwrap() > 0,
+            "{who}: {dio}"
+        );
+        let ran = dio["job_runtime"].as_u64().unwrap();
+        assert!(
+            ran < 4000,
+            "{who}: dio-raicer ran {ran} ms of its 5 s: exitall"
+        );
+        let trims = by("punch_hole-raicer")["trim"]["total_ios"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            (1..65536).contains(&trims),
+            "{who}: {trims} trims of 65536: exitall"
+        );
+    }
+}

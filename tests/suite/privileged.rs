@@ -7,57 +7,11 @@ use crate::common;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::process::Command;
 
-use common::{Mounted, Zram, csdchar, is_root_or_skip, sh};
+use common::{LoopDev, Mounted, Zram, csdchar, is_root_or_skip, sh};
 
 // The tests whose runs take a different path on the io_uring client driver run again on it
 // (the others load, check or clean up, where the driver plays no part).
 crate::on_uring_too!("fillfactor_study_on_zram");
-
-/// A loop device over a temporary file; detached on drop.
-struct LoopDev {
-    dev: String,
-    _dir: tempfile::TempDir,
-}
-
-impl LoopDev {
-    fn new(size: u64) -> LoopDev {
-        let dir = tempfile::Builder::new()
-            .prefix("csdchar-loop")
-            .tempdir_in("/var/tmp")
-            .unwrap();
-        let backing = dir.path().join("backing");
-        std::fs::File::create(&backing)
-            .unwrap()
-            .set_len(size)
-            .unwrap();
-        let dev = sh(
-            "losetup",
-            &[
-                "--find",
-                "--show",
-                "--direct-io=on",
-                backing.to_str().unwrap(),
-            ],
-        );
-        LoopDev { dev, _dir: dir }
-    }
-}
-
-impl Drop for LoopDev {
-    fn drop(&mut self) {
-        // Detaching is lazy in the kernel, but retry a busy device all the same.
-        for _ in 0..50 {
-            if Command::new("losetup")
-                .args(["-d", &self.dev])
-                .status()
-                .is_ok_and(|s| s.success())
-            {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
-}
 
 /// ext4 on a zram device of its own (2 GiB, lz4), mounted with discard so a
 /// dropped table's blocks leave the drive; None (reason printed) when

@@ -345,7 +345,9 @@ fn run_jobs(
                 first_not_done += 1;
             }
             if !stopping {
-                // fio's flow jobs started in this pass begin together.
+                // The jobs started in this pass begin together once all are
+                // set up (files laid out, buffers made), as fio starts the
+                // jobs it forked: an exitall then finds the others running.
                 let together = crate::share::StartGroup::new();
                 // Jobs at or past `first_not_done`, up to where no job could start.
                 for (i, job) in plan.jobs.iter().enumerate().skip(first_not_done) {
@@ -362,8 +364,7 @@ fn run_jobs(
                     let (tx, halt, end) = (tx.clone(), &halt, Arc::clone(&ends[i]));
                     let flows = crate::share::FlowRun {
                         table: Arc::clone(&flows),
-                        start: (!job.spec.share.flow.is_none() && job.start_delay_ms == 0)
-                            .then(|| together.ticket()),
+                        start: (job.start_delay_ms == 0).then(|| together.ticket()),
                     };
                     handles[i] = Some(s.spawn(move || {
                         let stop = || {

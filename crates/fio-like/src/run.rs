@@ -336,10 +336,9 @@ where
         }
         drop(tx);
         gate.wait();
-        // fio's flow jobs started together begin together.
-        if phase == Phase::Workload
-            && let Some(t) = ctl.flows.as_mut().and_then(|f| f.start.as_mut())
-        {
+        // A job file's jobs started together begin together, once each is
+        // set up (a later phase's arrival is a no-op).
+        if let Some(t) = ctl.flows.as_mut().and_then(|f| f.start.as_mut()) {
             t.arrive(&interrupt);
         }
         // Every job is set up (buffers generated, engine ready): wait for

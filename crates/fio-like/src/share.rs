@@ -110,14 +110,15 @@ impl Drop for FlowMember {
 pub struct FlowRun {
     /// The file's flows.
     pub table: Arc<FlowTable>,
-    /// The run's place among the flow jobs that start with it.
+    /// The run's place among the jobs that start with it.
     pub start: Option<StartTicket>,
 }
 
-/// Flow jobs the job file starts at one moment: they begin their I/O
-/// together, once each is set up, as fio starts the jobs it forked together
+/// Jobs the job file starts at one moment: they begin their I/O together,
+/// once each is set up, as fio starts the jobs it forked together
 /// (run_threads); a job that set up faster would otherwise run alone at
-/// first and take the flow's counts.
+/// first (take a flow's counts, or end before the others began, and with
+/// exitall end them unstarted).
 #[derive(Debug)]
 pub struct StartGroup {
     waiting: Mutex<usize>,

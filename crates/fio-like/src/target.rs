@@ -7,6 +7,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::{Arc, Mutex, Weak};
 
 use csdchar_core::pattern::{DataSpec, PatternGenerator};
 use csdchar_core::result::block::{BlockSpec, EngineKind, Fallocate, TargetInfo, TargetKind};
@@ -30,6 +31,34 @@ pub struct PreparedTarget {
     /// Whether `prepare` created the file (it did not exist before): only
     /// such a file may be removed when the run fails before any I/O.
     pub created: bool,
+    /// The exclusive claim on a block device the run writes to (without
+    /// --force), shared with the process's other runs on it.
+    pub claim: Option<Arc<File>>,
+}
+
+/// Block devices this process holds claimed, by device number: an O_EXCL
+/// descriptor each, alive while any run on the device holds it. The kernel
+/// refuses a second exclusive open even from the same process, so a job
+/// file's jobs on one device (fio's enospc-pressure.fio) share the first
+/// one's claim, and nothing else can mount or claim the device until the
+/// last of them ends.
+static CLAIMS: Mutex<Vec<(u64, Weak<File>)>> = Mutex::new(Vec::new());
+
+/// This process's claim on block device `rdev` at `path`: the one it holds,
+/// or a new exclusive open (EBUSY: something else holds it).
+fn claim(path: &Path, rdev: u64) -> std::io::Result<Arc<File>> {
+    let mut claims = CLAIMS.lock().unwrap_or_else(|p| p.into_inner());
+    claims.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(held) = (claims.iter())
+        .find(|(d, _)| *d == rdev)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return Ok(held);
+    }
+    let mut opts = OpenOptions::new();
+    let held = Arc::new(opts.read(true).custom_flags(libc::O_EXCL).open(path)?);
+    claims.push((rdev, Arc::downgrade(&held)));
+    Ok(held)
 }
 
 impl PreparedTarget {
@@ -394,6 +423,7 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
             size: size / spec.bs * spec.bs,
             device: None,
             created: false,
+            claim: None,
         });
     };
     let path = Path::new(path_str);
@@ -438,12 +468,15 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
     if spec.direct {
         flags |= libc::O_DIRECT;
     }
-    if kind == TargetKind::BlockDevice && writes && !spec.force {
-        // Exclusive open: fails with EBUSY if anything mounts or claims it meanwhile.
-        flags |= libc::O_EXCL;
-    }
     opts.custom_flags(flags);
-    let file = opts.open(path).map_err(|e| match e.raw_os_error() {
+    // Exclusive claim: fails with EBUSY if anything mounts or claims it meanwhile.
+    let claimed = match (kind, meta.as_ref()) {
+        (TargetKind::BlockDevice, Some(m)) if writes && !spec.force => Some(claim(path, m.rdev())),
+        _ => None,
+    }
+    .transpose();
+    let opened = claimed.and_then(|c| opts.open(path).map(|f| (f, c)));
+    let (file, claim) = opened.map_err(|e| match e.raw_os_error() {
         Some(libc::EINVAL) if spec.direct => usage(format!(
             "--direct: {path_str}'s file system does not support O_DIRECT; pass --direct 0"
         )),
@@ -457,6 +490,7 @@ pub fn prepare(spec: &BlockSpec) -> Result<PreparedTarget, BlockError> {
     let device = Sysfs::from_env().by_number(rustix::fs::major(dev), rustix::fs::minor(dev));
     Ok(PreparedTarget {
         file: Some(file),
+        claim,
         info: TargetInfo {
             path: Some(path_str.to_string()),
             kind,

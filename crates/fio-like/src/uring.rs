@@ -53,9 +53,9 @@ impl Drop for UringEngine {
     fn drop(&mut self) {
         // Closing a ring tears it down in a kernel workqueue, after this
         // process may have exited, and a registered file stays open until
-        // then: a block device opened O_EXCL would stay claimed, and the next
-        // run on it be refused as busy. Unregistering drops the ring's
-        // reference now.
+        // then. Unregistering drops the ring's reference now, so the target
+        // is closed when the run ends (a block device's descriptor was once
+        // its O_EXCL claim, which then outlived the run).
         if self.fixed_file {
             let _ = self.ring.submitter().unregister_files();
         }

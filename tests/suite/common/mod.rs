@@ -282,6 +282,55 @@ pub fn after_server_ready(pgdata: &std::path::Path, then: std::time::Duration) {
 // Privileged fixtures: commands, mounts and zram devices that clean up after themselves.
 
 /// Runs `cmd args`; panics with its stderr unless it succeeds; returns stdout trimmed.
+/// A loop device, detached on drop (retried while busy: detaching is lazy
+/// in the kernel), even when an assertion fails.
+pub struct LoopDev {
+    pub dev: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl LoopDev {
+    /// Over a new temporary file of `size` bytes in /var/tmp, direct I/O on.
+    pub fn new(size: u64) -> LoopDev {
+        let dir = tempfile::Builder::new()
+            .prefix("csdchar-loop")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let backing = dir.path().join("backing");
+        std::fs::File::create(&backing)
+            .unwrap()
+            .set_len(size)
+            .unwrap();
+        let b = backing.to_str().unwrap();
+        let dev = sh("losetup", &["--find", "--show", "--direct-io=on", b]);
+        LoopDev {
+            dev,
+            _dir: Some(dir),
+        }
+    }
+
+    /// Over the existing file `backing` (left in place).
+    pub fn over(backing: &std::path::Path) -> LoopDev {
+        let dev = sh("losetup", &["--find", "--show", backing.to_str().unwrap()]);
+        LoopDev { dev, _dir: None }
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::process::Command::new("losetup")
+                .args(["-d", &self.dev])
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
 pub fn sh(cmd: &str, args: &[&str]) -> String {
     let out = std::process::Command::new(cmd)
         .args(args)
