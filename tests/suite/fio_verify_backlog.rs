@@ -19,7 +19,12 @@ const CROSS_STRIPE: &str = "[global]\nbs=16k\nrw=write:112k\nverify=crc32c\n\
 
 /// Runs `job` (DIR replaced by `dir`) through fio or csdchar; (exit code,
 /// JSON, stderr). csdchar's JSON is its own (`verify` there).
-fn run(who: &str, dir: &Path, name: &str, job: &str) -> (i32, serde_json::Value, String) {
+pub(crate) fn run(
+    who: &str,
+    dir: &Path,
+    name: &str,
+    job: &str,
+) -> (i32, serde_json::Value, String) {
     let path = dir.join(name);
     std::fs::write(&path, job.replace("DIR", dir.to_str().unwrap())).unwrap();
     let p = path.to_str().unwrap();

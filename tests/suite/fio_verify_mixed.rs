@@ -8,35 +8,9 @@
 
 use crate::common;
 use crate::fio_parity::fio;
+use crate::fio_verify_backlog::run;
 
 use std::collections::{HashSet, VecDeque};
-use std::path::Path;
-
-/// Runs `job` (DIR replaced by `dir`) through fio or csdchar: (exit code,
-/// JSON, stderr); csdchar's JSON is its own (`verify` there), fio's its own.
-fn run(who: &str, dir: &Path, name: &str, job: &str) -> (i32, serde_json::Value, String) {
-    let path = dir.join(name);
-    std::fs::write(&path, job.replace("DIR", dir.to_str().unwrap())).unwrap();
-    let p = path.to_str().unwrap();
-    let (code, out, err) = if who == "fio" {
-        let o = std::process::Command::new(fio().unwrap())
-            .current_dir(dir)
-            .args(["--output-format=json", p])
-            .output()
-            .unwrap();
-        (
-            o.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
-    } else {
-        let r = common::csdchar(&["block", "--job-file", p, "--output-format", "json"]);
-        (r.outcome.exit_code, r.stdout, r.stderr)
-    };
-    let json =
-        serde_json::from_str(&out[out.find('{').unwrap_or(0)..]).unwrap_or(serde_json::Value::Null);
-    (code, json, err)
-}
 
 /// An I/O of a job's sequence: a read or a write of a block.
 type Io = (bool, u64);
