@@ -89,10 +89,11 @@ impl Drop for Loopback {
     }
 }
 
-/// SIGKILL to `pid` and every process below it.
-fn kill_tree(pid: u32) {
+/// The processes below `pid` (children, their children, …), from one look at /proc.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = e.file_name().to_string_lossy().parse::<u32>() else {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
         let ppid = std::fs::read_to_string(e.path().join("stat"))
@@ -101,12 +102,64 @@ fn kill_tree(pid: u32) {
                 let after = s.rsplit_once(')')?.1.to_string();
                 after.split_whitespace().nth(1)?.parse::<u32>().ok()
             });
-        if ppid == Some(pid) {
-            kill_tree(child);
+        if let Some(pp) = ppid {
+            parent_of.push((p, pp));
         }
     }
-    // Safety: kill(2) of a process this test started (or its descendants).
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// SIGKILL to `pid` and every process below it. The tree is stopped first
+/// (SIGSTOP, looked at again until no new process appears), so that no
+/// process forks or leaves a child to init between the look and the kill: a
+/// session left alive would keep its connection open and the host "alive".
+fn kill_tree(pid: u32) {
+    let mut tree = vec![pid];
+    loop {
+        for &p in &tree {
+            // Safety: kill(2) of a process this test started (or its descendants).
+            unsafe { libc::kill(p as i32, libc::SIGSTOP) };
+        }
+        let below = descendants(pid);
+        if below.iter().all(|p| tree.contains(p)) {
+            break;
+        }
+        tree.extend(
+            below
+                .into_iter()
+                .filter(|p| !tree.contains(p))
+                .collect::<Vec<_>>(),
+        );
+    }
+    for &p in tree.iter().rev() {
+        // Safety: as above.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+}
+
+/// The remote csdchar processes of a test (`needle`: its directory), not the
+/// ssh clients whose command lines carry the same remote command.
+fn remote_csdchars(needle: &str) -> usize {
+    processes_with(needle)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .ok()
+                .and_then(|c| {
+                    let argv0 = c.split(|&b| b == 0).next()?.to_vec();
+                    Some(String::from_utf8_lossy(&argv0).ends_with("csdchar"))
+                })
+                .unwrap_or(false)
+        })
+        .count()
 }
 
 fn free_port() -> u16 {
@@ -365,7 +418,7 @@ fn a_killed_sshd_host_ends_the_step_and_ctrl_c_leaves_no_remote_csdchar() {
     let took = t0.elapsed();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert!(took < Duration::from_secs(15), "took {took:?}: {err}");
     assert!(err.contains("host h2 lost mid-step"), "{err}");
     let m = lb.manifest("killed");
     assert_eq!(m["hosts"][0]["status"], "stopped");
@@ -402,7 +455,7 @@ fn a_killed_sshd_host_ends_the_step_and_ctrl_c_leaves_no_remote_csdchar() {
 
 fn wait_running(needle: &str, child: &mut Child, hosts: usize) {
     let t0 = Instant::now();
-    while processes_with(needle).len() < hosts {
+    while remote_csdchars(needle) < hosts {
         assert!(
             child.try_wait().unwrap().is_none(),
             "the controller ended early"
