@@ -43,11 +43,14 @@ pub fn seal_block(block: &mut [u8], spec: &BlockSpec, offset: u64, seq: u64, thr
 /// first bad unit, why))`.
 pub fn check_block(block: &[u8], spec: &BlockSpec, offset: u64) -> Result<(), (u64, String)> {
     let unit = unit_len(spec, block.len());
+    // The pattern repeated over a unit and one pattern more: every unit's
+    // data is a slice of it, from its phase.
+    let p = &spec.verify_pattern;
+    let rep = repeated(p, if p.is_empty() { 0 } else { unit + p.len() });
     for (i, u) in block.chunks(unit).enumerate() {
         let at = offset + (i * unit) as u64;
         let r = if spec.verify_meta {
-            meta::check(u, at)
-                .and_then(|()| check_pattern(u, i * unit, meta::HEADER_LEN, &spec.verify_pattern))
+            meta::check(u, at).and_then(|()| check_pattern(u, i * unit, meta::HEADER_LEN, p, &rep))
         } else {
             check(u, at, spec.seed)
         };
@@ -58,19 +61,22 @@ pub fn check_block(block: &[u8], spec: &BlockSpec, offset: u64) -> Result<(), (u
 
 /// fio's pattern check of a unit starting `from` bytes into its block: the
 /// bytes after its header are the pattern repeated from the block's first
-/// byte (nothing to check for an empty pattern).
-fn check_pattern(unit: &[u8], from: usize, header: usize, pattern: &[u8]) -> Result<(), String> {
+/// byte (nothing to check for an empty pattern); `rep`: the pattern repeated
+/// from its first byte, a pattern longer than the unit.
+fn check_pattern(
+    unit: &[u8],
+    from: usize,
+    header: usize,
+    pattern: &[u8],
+    rep: &[u8],
+) -> Result<(), String> {
     if pattern.is_empty() {
         return Ok(());
     }
-    // The pattern as the data's first byte starts it, compared a pattern's
-    // length at a time; byte by byte only to name a mismatch.
-    let n = pattern.len();
-    let rotated: Vec<u8> = (0..n).map(|k| pattern[(from + header + k) % n]).collect();
-    if unit[header.min(unit.len())..]
-        .chunks(n)
-        .all(|c| c == &rotated[..c.len()])
-    {
+    // One comparison of the whole data; byte by byte only to name a mismatch.
+    let data = &unit[header.min(unit.len())..];
+    let phase = (from + header) % pattern.len();
+    if rep.get(phase..phase + data.len()) == Some(data) {
         return Ok(());
     }
     for (i, &b) in unit.iter().enumerate().skip(header) {
@@ -136,9 +142,23 @@ pub fn fill_pattern(block: &mut [u8], pattern: &[u8]) {
     if pattern.is_empty() {
         return;
     }
-    for c in block.chunks_mut(pattern.len()) {
-        c.copy_from_slice(&pattern[..c.len()]);
+    // The first run by the pattern's length, then doubling copies of what is
+    // filled (a short pattern copied a few bytes at a time costs a call each).
+    let first = pattern.len().min(block.len());
+    block[..first].copy_from_slice(&pattern[..first]);
+    let mut done = first;
+    while done < block.len() {
+        let n = done.min(block.len() - done);
+        block.copy_within(..n, done);
+        done += n;
     }
+}
+
+/// `len` bytes of `pattern` repeated.
+fn repeated(pattern: &[u8], len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    fill_pattern(&mut v, pattern);
+    v
 }
 
 /// Checks a block read back from `offset`; `Err` says what is wrong. (With a
@@ -260,6 +280,34 @@ pub fn dump_files(spec: &BlockSpec, jobs: &[crate::outcome::JobOutcome]) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn patterns_fill_and_check_in_any_phase() {
+        for len in 0..40 {
+            let mut b = vec![0u8; len];
+            fill_pattern(&mut b, b"xyz");
+            let naive: Vec<u8> = (0..len).map(|k| b"xyz"[k % 3]).collect();
+            assert_eq!(b, naive, "{len}");
+        }
+        // A 3-byte pattern over 80-byte units: each unit's data starts at a
+        // different phase; a changed byte is named in every unit.
+        let spec = BlockSpec {
+            verify_meta: true,
+            verify_interval: 80,
+            verify_pattern: b"abc".to_vec(),
+            ..BlockSpec::default()
+        };
+        let mut b = vec![0u8; 800];
+        seal_block(&mut b, &spec, 4096, 1, 1);
+        assert_eq!(check_block(&b, &spec, 4096), Ok(()));
+        for u in 0..10 {
+            let mut c = b.clone();
+            c[u * 80 + 41 + u] ^= 1;
+            let (at, why) = check_block(&c, &spec, 4096).unwrap_err();
+            assert_eq!(at, 4096 + u as u64 * 80, "{why}");
+            assert!(why.contains(&format!("at byte {}", 1 + u)), "{why}");
+        }
+    }
 
     #[test]
     fn seal_then_check() {
