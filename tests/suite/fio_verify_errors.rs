@@ -211,7 +211,9 @@ fn fallocate_modes_lay_files_out_as_fio_does() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
+    // "": fallocate not set, fio's default (native).
     let modes = [
+        "",
         "fallocate=none",
         "fallocate=native",
         "fallocate=posix",

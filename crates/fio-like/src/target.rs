@@ -218,10 +218,9 @@ pub fn may_fill(spec: &BlockSpec) -> bool {
     let goes_on = spec
         .errors
         .non_fatal(csdchar_core::on_error::ErrorKind::Write, ENOSPC);
-    let lazy = matches!(
-        spec.fallocate,
-        Fallocate::Sparse | Fallocate::None | Fallocate::Truncate
-    );
+    // Layouts that go on without the room (native and posix give up their
+    // reservation, as fio's).
+    let lazy = !matches!(spec.fallocate, Fallocate::Keep);
     // create_on_open in a job that only reads: the file never grows.
     let still = !spec.create_on_open.is_no() && !spec.rw.writes();
     spec.fill_device || goes_on && lazy || still
@@ -563,15 +562,21 @@ fn lay_out(
         rustix::fs::fallocate(f, flags, 0, end).map_err(|e| io(e.into()))
     };
     match spec.fallocate {
-        Fallocate::Native | Fallocate::Posix => reserve(&f, rustix::fs::FallocateFlags::empty())?,
+        // fio's native and posix fallocate: a file system without it (or
+        // short of room, which the room check has ruled out) leaves the file
+        // to grow as written; fio ignores native's failure and only logs
+        // posix's.
+        Fallocate::Native | Fallocate::Posix => {
+            let _ = reserve(&f, rustix::fs::FallocateFlags::empty());
+        }
         Fallocate::Keep => reserve(&f, rustix::fs::FallocateFlags::KEEP_SIZE)?,
-        Fallocate::Sparse | Fallocate::None | Fallocate::Truncate => {}
+        Fallocate::Sparse | Fallocate::None => {}
     }
     if !with_data {
         match spec.fallocate {
             // Sparse, not fallocated: compressing file systems (btrfs) store
             // writes into preallocated extents uncompressed.
-            Fallocate::Sparse | Fallocate::Truncate => f.set_len(end).map_err(io)?,
+            Fallocate::Sparse => f.set_len(end).map_err(io)?,
             // The file grows as the job writes (keep: in blocks reserved).
             Fallocate::None | Fallocate::Keep | Fallocate::Native | Fallocate::Posix => {}
         }

@@ -12,7 +12,8 @@ use crate::result::block::{CreateOnOpen, Fallocate, RwMode};
 #[derive(Debug, Clone, Default)]
 pub(super) struct ErrorsAndLayout {
     errors: ErrorPolicy,
-    fallocate: Fallocate,
+    /// fio's fallocate; None: fio's default, native.
+    fallocate: Option<Fallocate>,
     create_on_open: bool,
     fill_device: bool,
     verify_pattern: Vec<u8>,
@@ -86,14 +87,14 @@ impl ErrorsAndLayout {
                 ));
             }
             "fallocate" => {
-                self.fallocate = match need()? {
+                self.fallocate = Some(match need()? {
                     "none" | "0" => Fallocate::None,
                     "native" => Fallocate::Native,
                     "posix" | "1" => Fallocate::Posix,
                     "keep" => Fallocate::Keep,
-                    "truncate" => Fallocate::Truncate,
+                    "truncate" => Fallocate::Sparse,
                     _ => return Err(bad("none, native, posix, keep or truncate (or 0, 1)".into())),
-                }
+                })
             }
             "verify_backlog" => self.verify_backlog = value::int(need()?).map_err(wrap)?,
             "verify_backlog_batch" => self.verify_batch = value::int(need()?).map_err(wrap)?,
@@ -208,14 +209,16 @@ impl ErrorsAndLayout {
         self.fill_device && rw.writes()
     }
 
-    /// How the job lays its file out: create_on_open and fill_device lay
-    /// nothing out (the file is made by the job's open and grows as it
-    /// writes; fio's fallocate_file and extend_file skip a fill_device job).
+    /// How the job lays its file out: fio's fallocate, native when not set
+    /// (fio's default where fallocate(2) exists); create_on_open and
+    /// fill_device lay nothing out (the file is made by the job's open and
+    /// grows as it writes; fio's fallocate_file and extend_file skip a
+    /// fill_device job).
     pub(super) fn fallocate(&self, rw: RwMode) -> Fallocate {
         if self.create_on_open || self.fill_device(rw) {
             Fallocate::None
         } else {
-            self.fallocate
+            self.fallocate.unwrap_or(Fallocate::Native)
         }
     }
 }

@@ -113,6 +113,10 @@ pub fn print_job(spec: &BlockSpec, command: &str) -> Result<String, PrintJobErro
     if spec.size > 0 {
         lines.push(format!("size={}", spec.size));
     }
+    if spec.fallocate.is_sparse() {
+        // csdchar sizes a file sparse; fio's default fallocates it.
+        lines.push("fallocate=truncate".into());
+    }
     if spec.offset_increment > 0 {
         lines.push(format!("offset_increment={}", spec.offset_increment));
     }

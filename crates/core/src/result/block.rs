@@ -338,9 +338,10 @@ impl CreateOnOpen {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Fallocate {
-    /// csdchar's default: the file is truncated to its size, sparse (a compressing file
-    /// system stores writes into preallocated extents uncompressed).
+    /// ftruncate(2) to the file's size, sparse: csdchar's own runs (a compressing file system
+    /// stores writes into preallocated extents uncompressed) and fio's `truncate`.
     #[default]
+    #[serde(alias = "truncate")]
     Sparse,
     /// Nothing: the file grows as the job writes.
     None,
@@ -350,8 +351,6 @@ pub enum Fallocate {
     Posix,
     /// fallocate(2) with FALLOC_FL_KEEP_SIZE: blocks reserved, size unchanged.
     Keep,
-    /// ftruncate(2) to the file's size (sparse, as csdchar's default).
-    Truncate,
 }
 
 impl Fallocate {
