@@ -713,6 +713,7 @@ pub(crate) fn run_block_command(opts: &BlockOpts, io: &mut Io<'_>) -> Outcome {
             None
         },
         start_late_limit: opts.start_late_limit,
+        on_io_done: None,
     };
     let result = match run_block(&spec, ctl) {
         Ok(r) => r,

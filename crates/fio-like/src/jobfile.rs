@@ -302,6 +302,8 @@ enum Event {
     Ended(usize, Box<JobOutcome>),
     /// The job never ran (stopped during its start delay).
     Skipped(usize),
+    /// The job's last I/O completed (its result is being made).
+    IoDone(usize),
 }
 
 /// Runs the jobs; one outcome per job in plan order, None for one that
@@ -336,6 +338,22 @@ fn run_jobs(
         flows.register(&job.spec.share.flow, job.spec.numjobs);
     }
     let (tx, rx) = std::sync::mpsc::channel::<Event>();
+    let end_others = |i: usize, states: &[State]| {
+        let Some(what) = plan.jobs[i].exit_what else {
+            return;
+        };
+        let group = plan.jobs[i].group_id;
+        for (j, other) in plan.jobs.iter().enumerate() {
+            let hit = match what {
+                ExitWhat::Group => other.group_id == group,
+                ExitWhat::Stonewall => states[j] == State::Running,
+                ExitWhat::All => true,
+            };
+            if hit {
+                ends[j].store(true, Ordering::Relaxed);
+            }
+        }
+    };
     std::thread::scope(|s| {
         let mut handles: Vec<Option<std::thread::ScopedJoinHandle<'_, ()>>> =
             (0..n).map(|_| None).collect();
@@ -397,6 +415,12 @@ fn run_jobs(
                             flows: Some(flows),
                             on_interval: None,
                             start_late_limit: crate::run::DEFAULT_START_LATE_LIMIT,
+                            on_io_done: Some(Box::new({
+                                let tx = tx.clone();
+                                move || {
+                                    let _ = tx.send(Event::IoDone(i));
+                                }
+                            })),
                         };
                         let outcome = run_block(&spec, ctl)
                             .map(|mut r| {
@@ -429,24 +453,14 @@ fn run_jobs(
                     join(i);
                     states[i] = State::Done;
                 }
+                // fio's exitall: a job that ends ends others
+                // (fio_terminate_threads with the job's exit_what), from its
+                // last I/O on.
+                Event::IoDone(i) => end_others(i, &states),
                 Event::Ended(i, outcome) => {
                     join(i);
                     states[i] = State::Done;
-                    // fio's exitall: a job that ends ends others
-                    // (fio_terminate_threads with the job's exit_what).
-                    if let Some(what) = plan.jobs[i].exit_what {
-                        let group = plan.jobs[i].group_id;
-                        for (j, other) in plan.jobs.iter().enumerate() {
-                            let hit = match what {
-                                ExitWhat::Group => other.group_id == group,
-                                ExitWhat::Stonewall => states[j] == State::Running,
-                                ExitWhat::All => true,
-                            };
-                            if hit {
-                                ends[j].store(true, Ordering::Relaxed);
-                            }
-                        }
-                    }
+                    end_others(i, &states);
                     // Between runs (not while jobs run side by side, where
                     // each trim would stall the others' allocations).
                     if !states.contains(&State::Running) {

@@ -45,6 +45,9 @@ pub struct RunControl<'a> {
     /// How late after `--start-at` the run may begin before its [`StartRecord`] says it
     /// began too late.
     pub start_late_limit: Duration,
+    /// Called once when the run's last I/O has completed, before its result
+    /// is made (a job file's exitall ends the other jobs then, as fio's).
+    pub on_io_done: Option<Box<dyn FnOnce() + Send + 'a>>,
 }
 
 /// The lateness after `--start-at` allowed by default (`--start-late-limit`).
@@ -59,6 +62,7 @@ impl RunControl<'_> {
             flows: None,
             on_interval: None,
             start_late_limit: DEFAULT_START_LATE_LIMIT,
+            on_io_done: None,
         }
     }
 }
@@ -147,7 +151,16 @@ where
     for (i, &phase) in phases.iter().enumerate() {
         // Only the first phase waits for --start-at.
         let not_before = if i == 0 { start_at } else { None };
-        let out = run_phase(spec, &target, &fds, phase, not_before, &mut ctl, &factory);
+        let last = i + 1 == phases.len();
+        let out = run_phase(
+            spec,
+            &target,
+            &fds,
+            (phase, last),
+            not_before,
+            &mut ctl,
+            &factory,
+        );
         if i == 0 {
             // The recorded start is the measured one, after set-up and any wait.
             started_at = csdchar_core::start_at::format_rfc3339_millis(out.began);
@@ -265,7 +278,7 @@ fn run_phase<E, F>(
     spec: &BlockSpec,
     target: &PreparedTarget,
     fds: &[RawFd],
-    phase: Phase,
+    (phase, last): (Phase, bool),
     not_before: Option<SystemTime>,
     ctl: &mut RunControl<'_>,
     factory: &F,
@@ -376,6 +389,12 @@ where
                 Ok(JobEvent::Done(j)) => {
                     agg.job_done(j);
                     done += 1;
+                    if done == numjobs
+                        && last
+                        && let Some(f) = ctl.on_io_done.take()
+                    {
+                        f();
+                    }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
