@@ -39,6 +39,30 @@ pub(crate) fn run_job_file_ok(who: &str, path: &std::path::Path) {
     assert_eq!(code, 0, "{who}: {stderr}");
 }
 
+/// SIGKILL to every process whose command line names `path`: fio's job
+/// processes (forked, each its own session) outlive the fio that started
+/// them when it is killed.
+fn kill_processes_naming(path: &Path) {
+    let needle = path.to_string_lossy().into_owned();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        if pid != std::process::id() as i32
+            && String::from_utf8_lossy(&cmd)
+                .split('\0')
+                .any(|a| a == needle)
+        {
+            // Safety: kill(2) of a fio process this test started (its job file
+            // is the test's own temporary file).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
 /// fio-json of job file `path` from `who`: fio itself, or csdchar's `block --job-file
 /// --output-format fio-json`. `Ok(None)` when fio hung: fio 3.33 now and then never ends some
 /// jobs here (think time, io_submit_mode=offload), so it is killed after `limit` and the
@@ -69,6 +93,7 @@ pub(crate) fn fio_json_of(
             if std::time::Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
+                kill_processes_naming(path);
                 eprintln!(
                     "fio hung on {} (killed after {limit:?}): its side is left out",
                     path.display()
