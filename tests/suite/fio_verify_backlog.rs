@@ -240,8 +240,6 @@ fn verify_dump_writes_the_received_block_as_fio_names_it() {
 /// lets the job go on past the checks that then fail).
 #[test]
 fn backlog_interleaves_reads_and_writes_as_fio_s_iolog() {
-    use crate::common::RecordingEngine;
-    use csdchar_fio_like::engine::Direction;
     let Some(_) = fio() else {
         eprintln!("skipped: fio not installed");
         return;
@@ -275,14 +273,29 @@ fn backlog_interleaves_reads_and_writes_as_fio_s_iolog() {
         ]
     );
 
+    let (r, ours) = csdchar_ios(job, "[w]");
+    assert_eq!(r.verify.as_ref().unwrap().blocks_checked, 16);
+    assert_eq!(ours, theirs);
+}
+
+/// The I/Os csdchar issues for `job` (DIR: a temporary directory), in order:
+/// (a read, offset), from an engine that records them and returns no data
+/// (`continue_on_error=verify` goes into section `section`: the checks of
+/// what it returns fail and are counted); with the run's result.
+pub(crate) fn csdchar_ios(
+    job: &str,
+    section: &str,
+) -> (csdchar_core::result::block::BlockResult, Vec<(bool, u64)>) {
+    use crate::common::RecordingEngine;
+    use csdchar_fio_like::engine::Direction;
     let c = tempfile::tempdir().unwrap();
     let path = c.path().join("cs.fio");
     let text = job.replace("DIR", c.path().to_str().unwrap());
-    std::fs::write(
-        &path,
-        text.replace("[w]\n", "continue_on_error=verify\n[w]\n"),
-    )
-    .unwrap();
+    let with = text.replace(
+        &format!("{section}\n"),
+        &format!("continue_on_error=verify\n{section}\n"),
+    );
+    std::fs::write(&path, with).unwrap();
     let plan = csdchar_fio_like::jobfile::load_job_file(&path, false).unwrap();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let r = csdchar_fio_like::run_block_with(
@@ -291,12 +304,8 @@ fn backlog_interleaves_reads_and_writes_as_fio_s_iolog() {
         |_, _| Ok(RecordingEngine::new(&seen, None)),
     )
     .unwrap();
-    assert_eq!(r.verify.as_ref().unwrap().blocks_checked, 16);
-    let ours: Vec<(bool, u64)> = seen
-        .lock()
-        .unwrap()
-        .iter()
+    let ios = (seen.lock().unwrap().iter())
         .map(|&(o, dir)| (dir == Direction::Read, o))
         .collect();
-    assert_eq!(ours, theirs);
+    (r, ios)
 }

@@ -66,8 +66,6 @@ fn follows_fio_s_list(ios: &[Io], every: usize, nblocks: u64) -> (usize, usize) 
 /// after it, oldest first, the last ones after the job's own I/Os.
 #[test]
 fn randrw_checks_its_writes_in_the_order_written_as_fio() {
-    use crate::common::RecordingEngine;
-    use csdchar_fio_like::engine::Direction;
     let Some(_) = fio() else {
         eprintln!("skipped: fio not installed");
         return;
@@ -96,26 +94,8 @@ fn randrw_checks_its_writes_in_the_order_written_as_fio() {
     assert_eq!(job0["read"]["total_ios"], 128, "fio: own reads and checks");
     assert_eq!(job0["write"]["total_ios"].as_u64(), Some(w as u64));
 
-    let c = tempfile::tempdir().unwrap();
-    let path = c.path().join("cs.fio");
-    // The recording engine returns no data: its checks fail, counted.
-    let text = job.replace("DIR", c.path().to_str().unwrap());
-    std::fs::write(
-        &path,
-        text.replace("[m]\n", "continue_on_error=verify\n[m]\n"),
-    )
-    .unwrap();
-    let plan = csdchar_fio_like::jobfile::load_job_file(&path, false).unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let r = csdchar_fio_like::run_block_with(
-        &plan.jobs[0].spec,
-        csdchar_fio_like::RunControl::quiet(),
-        |_, _| Ok(RecordingEngine::new(&seen, None)),
-    )
-    .unwrap();
-    let ours: Vec<Io> = (seen.lock().unwrap().iter())
-        .map(|&(o, dir)| (dir == Direction::Read, o / 4096))
-        .collect();
+    let (r, recorded) = crate::fio_verify_backlog::csdchar_ios(job, "[m]");
+    let ours: Vec<Io> = recorded.iter().map(|&(read, o)| (read, o / 4096)).collect();
     let (w, c) = follows_fio_s_list(&ours, 8, 128);
     assert_eq!(w, c, "csdchar checks every write");
     assert_eq!(r.verify.as_ref().unwrap().blocks_checked, w as u64);
