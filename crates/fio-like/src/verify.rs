@@ -45,18 +45,30 @@ pub fn check_block(block: &[u8], spec: &BlockSpec, offset: u64) -> Result<(), (u
     let unit = unit_len(spec, block.len());
     // The pattern repeated over a unit and one pattern more: every unit's
     // data is a slice of it, from its phase.
-    let p = &spec.verify_pattern;
-    let rep = repeated(p, if p.is_empty() { 0 } else { unit + p.len() });
-    for (i, u) in block.chunks(unit).enumerate() {
-        let at = offset + (i * unit) as u64;
-        let r = if spec.verify_meta {
-            meta::check(u, at).and_then(|()| check_pattern(u, i * unit, meta::HEADER_LEN, p, &rep))
-        } else {
-            check(u, at, spec.seed)
-        };
-        r.map_err(|why| (at, why))?;
+    // Made once per job thread and pattern, not per block.
+    thread_local! {
+        static REPEATED: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = Default::default();
     }
-    Ok(())
+    let p = &spec.verify_pattern;
+    let need = if p.is_empty() { 0 } else { unit + p.len() };
+    REPEATED.with(|cell| {
+        let mut cached = cell.borrow_mut();
+        if cached.0 != *p || cached.1.len() < need {
+            *cached = (p.clone(), repeated(p, need));
+        }
+        let rep = &cached.1;
+        for (i, u) in block.chunks(unit).enumerate() {
+            let at = offset + (i * unit) as u64;
+            let r = if spec.verify_meta {
+                meta::check(u, at)
+                    .and_then(|()| check_pattern(u, i * unit, meta::HEADER_LEN, p, rep))
+            } else {
+                check(u, at, spec.seed)
+            };
+            r.map_err(|why| (at, why))?;
+        }
+        Ok(())
+    })
 }
 
 /// fio's pattern check of a unit starting `from` bytes into its block: the
