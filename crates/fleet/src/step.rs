@@ -180,14 +180,26 @@ pub fn run_step(
         let err = out
             .try_clone()
             .map_err(io(format!("opening {}", log.display())))?;
-        let spawned = ssh
-            .command(host, &run_command(host, plan))
+        let mut command = ssh.command(host, &run_command(host, plan));
+        command
             .stdin(Stdio::piped())
             .stdout(out)
             .stderr(err)
             // Ctrl-C at the terminal reaches the controller, which stops the hosts in order.
-            .process_group(0)
-            .spawn();
+            .process_group(0);
+        // An ssh program still open for writing somewhere (just installed, or
+        // written by a thread of this process whose fork has not yet
+        // exec'd) is refused with ETXTBSY for a moment: try again, briefly.
+        let mut spawned = command.spawn();
+        for _ in 0..50 {
+            match &spawned {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(Duration::from_millis(10));
+                    spawned = command.spawn();
+                }
+                _ => break,
+            }
+        }
         let mut child = match spawned {
             Ok(c) => c,
             Err(e) => {
